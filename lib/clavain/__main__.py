@@ -1,0 +1,5 @@
+import sys
+
+from clavain.cli import main
+
+sys.exit(main())

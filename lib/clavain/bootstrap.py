@@ -1,0 +1,136 @@
+"""First-run install of the plugin's Python dependencies into `$CLAUDE_PLUGIN_DATA/venv`.
+
+Only the dependencies go into the venv: the launchers put the plugin's own `lib/` first on
+PYTHONPATH, so Clavain's code always comes from the installed plugin version, a plugin update
+needs no reinstall unless the dependency list changes, and the plugin folder stays read-only.
+
+Stdlib only, because it runs before any dependency exists. The install runs in a detached
+process so the SessionStart hook can stop waiting at any time; an `fcntl` lock (not the
+`filelock` package, which is one of the things being installed) serialises concurrent
+sessions, and a stamp file written last marks the venv ready. The stamp holds the plugin
+version and a hash of the dependency list, so an update that changes either reinstalls.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from clavain import __version__
+
+# Mirrors [project].dependencies in pyproject.toml (a test keeps them equal).
+DEPENDENCIES = ("pydantic>=2.6,<3", "jsonschema>=4.20,<5", "filelock>=3.12,<4")
+
+READY_MARKER = ".clavain-ready"
+FAILED_MARKER = "bootstrap.failed"
+LOG_NAME = "bootstrap.log"
+LOCK_NAME = "bootstrap.lock"
+
+
+def wanted_key() -> str:
+    """Plugin version, interpreter minor version and a hash of the dependency list."""
+    digest = hashlib.sha256("\n".join(DEPENDENCIES).encode()).hexdigest()[:16]
+    return f"{__version__}+py{sys.version_info[0]}.{sys.version_info[1]}+{digest}"
+
+
+def venv_dir(data_dir: Path) -> Path:
+    return data_dir / "venv"
+
+
+def venv_python(data_dir: Path) -> Path:
+    return venv_dir(data_dir) / "bin" / "python"
+
+
+def stamp(data_dir: Path) -> str | None:
+    try:
+        return (venv_dir(data_dir) / READY_MARKER).read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
+def is_ready(data_dir: Path) -> bool:
+    return stamp(data_dir) == wanted_key() and venv_python(data_dir).exists()
+
+
+def failure(data_dir: Path) -> str | None:
+    """The last install failure for the current key, if any."""
+    try:
+        key, _, message = (data_dir / FAILED_MARKER).read_text(encoding="utf-8").partition("\n")
+    except OSError:
+        return None
+    if key != wanted_key():
+        return None
+    return message.strip() or "unknown error"
+
+
+def install(data_dir: Path) -> None:
+    """Create the venv and install the dependencies; only the lock holder writes."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    with open(data_dir / LOCK_NAME, "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if is_ready(data_dir):
+            return
+        (data_dir / FAILED_MARKER).unlink(missing_ok=True)
+        venv = venv_dir(data_dir)
+        try:
+            shutil.rmtree(venv, ignore_errors=True)
+            # The base interpreter: when this runs from an outdated venv, that venv is gone now.
+            base_python = getattr(sys, "_base_executable", None) or sys.executable
+            _run([base_python, "-m", "venv", str(venv)])
+            _run([str(venv_python(data_dir)), "-m", "pip", "install", "--disable-pip-version-check",
+                  "--no-input", "--quiet", *DEPENDENCIES])
+        except Exception as exc:  # noqa: BLE001 - any failure is reported, never raised to a hook
+            (data_dir / FAILED_MARKER).write_text(f"{wanted_key()}\n{exc}", encoding="utf-8")
+            return
+        tmp = venv / f"{READY_MARKER}.tmp"
+        tmp.write_text(wanted_key(), encoding="utf-8")
+        os.replace(tmp, venv / READY_MARKER)
+
+
+def _run(argv: list[str]) -> None:
+    result = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if result.returncode != 0:
+        tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
+        raise RuntimeError(f"{Path(argv[0]).name} {' '.join(argv[1:3])} failed: {' | '.join(tail)}")
+
+
+def start_install(data_dir: Path, plugin_root: Path) -> None:
+    """Run `install` in a detached process that outlives the hook."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / FAILED_MARKER).unlink(missing_ok=True)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(plugin_root / "lib"),
+                                                      env.get("PYTHONPATH")]))
+    with open(data_dir / LOG_NAME, "ab") as log:
+        subprocess.Popen(
+            [sys.executable, "-m", "clavain.bootstrap", str(data_dir)],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+            start_new_session=True, close_fds=True,
+        )
+
+
+def ensure(data_dir: Path, plugin_root: Path, wait_seconds: float) -> str:
+    """'ready', 'installing' (still running when the wait ran out) or 'failed: <why>'."""
+    if is_ready(data_dir):
+        return "ready"
+    start_install(data_dir, plugin_root)
+    deadline = time.monotonic() + max(0.0, wait_seconds)
+    while True:
+        if is_ready(data_dir):
+            return "ready"
+        problem = failure(data_dir)
+        if problem:
+            return f"failed: {problem}"
+        if time.monotonic() >= deadline:
+            return "installing"
+        time.sleep(0.2)
+
+
+if __name__ == "__main__":
+    install(Path(sys.argv[1]))

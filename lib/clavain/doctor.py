@@ -1,0 +1,97 @@
+"""`clavain doctor`: what this installation has, as rows of check / status / detail."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+from clavain import __version__, bootstrap
+from clavain.claude_bin import find_claude
+from clavain.paths import StatePaths, plugin_data_dir, plugin_root
+from clavain.store import db
+
+OK, WARN, FAIL = "ok", "warn", "fail"
+
+
+def _row(check: str, status: str, detail: str, **extra: Any) -> dict[str, Any]:
+    return {"check": check, "status": status, "detail": detail, **extra}
+
+
+def _python() -> dict[str, Any]:
+    version = platform.python_version()
+    status = OK if sys.version_info >= (3, 10) else FAIL
+    return _row("python", status, f"{version} at {sys.executable}", executable=sys.executable)
+
+
+def _venv() -> dict[str, Any]:
+    data_dir = plugin_data_dir()
+    if data_dir is None:
+        return _row("venv", WARN, "CLAUDE_PLUGIN_DATA is not set (outside a plugin session)")
+    python = bootstrap.venv_python(data_dir)
+    if bootstrap.is_ready(data_dir):
+        return _row("venv", OK, f"ready at {python.parent.parent}", python=str(python))
+    problem = bootstrap.failure(data_dir)
+    if problem:
+        return _row("venv", FAIL, f"install failed: {problem}")
+    return _row("venv", WARN, f"not ready yet at {python.parent.parent}")
+
+
+def _dependencies() -> dict[str, Any]:
+    found, missing = {}, []
+    for name in ("pydantic", "jsonschema", "filelock"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    detail = ", ".join(f"{k} {v}" for k, v in found.items())
+    if missing:
+        return _row("dependencies", FAIL, f"missing {', '.join(missing)}", versions=found)
+    return _row("dependencies", OK, detail, versions=found)
+
+
+def _claude() -> dict[str, Any]:
+    binary = find_claude()
+    if binary is None:
+        return _row("claude", WARN, "no claude binary found (set CLAVAIN_CLAUDE_BIN)")
+    return _row("claude", OK, str(binary), path=str(binary))
+
+
+def _plugin_root() -> dict[str, Any]:
+    root = plugin_root()
+    manifest = root / ".claude-plugin" / "plugin.json"
+    status = OK if manifest.exists() else WARN
+    return _row("plugin_root", status, str(root), path=str(root))
+
+
+def _state(state: StatePaths) -> dict[str, Any]:
+    if not state.root.exists():
+        return _row("state_dir", WARN, f"{state.root} does not exist (run `clavain init`)",
+                    path=str(state.root))
+    writable = os.access(state.root, os.W_OK)
+    return _row("state_dir", OK if writable else FAIL,
+                str(state.root) + ("" if writable else " (not writable)"), path=str(state.root))
+
+
+def _schema(state: StatePaths) -> dict[str, Any]:
+    latest = db.latest_version()
+    current = db.schema_version(state.db)
+    if current is None:
+        return _row("schema", OK, f"no database yet (will be created at version {latest})",
+                    version=None, latest=latest)
+    status = OK if current <= latest else FAIL
+    note = "" if current == latest else (
+        " (migrates on next use)" if current < latest else " (newer than this Clavain)")
+    return _row("schema", status, f"version {current} of {latest}{note}",
+                version=current, latest=latest)
+
+
+def run(state: StatePaths | None = None) -> dict[str, Any]:
+    state = state or StatePaths.discover()
+    checks = [_python(), _venv(), _dependencies(), _claude(), _plugin_root(), _state(state),
+              _schema(state)]
+    healthy = all(row["status"] != FAIL for row in checks)
+    return {"version": __version__, "healthy": healthy, "checks": checks}
+

@@ -1,0 +1,89 @@
+"""Hook dispatcher: `python -m clavain.hooks <Event>` reads the host's JSON on stdin and calls
+`clavain.hooks.<event>.handle(payload)`, which returns the JSON to print (or None).
+
+This is the hot path: stdlib only, one handler module imported per call. Nothing may reach
+the host: bad stdin, an unknown event or any exception becomes one line in
+`.clavain/logs/hooks.log` and exit 0 with nothing printed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import sys
+import time
+from typing import Any
+
+# The events hooks/hooks.json registers; anything else is logged and ignored.
+EVENTS = ("SessionStart", "SubagentStop")
+
+
+def module_name(event: str) -> str:
+    """`SubagentStop` → `subagent_stop`."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", event).lower()
+
+
+def log_failure(event: str, problem: str, payload: Any = None) -> None:
+    """Append one line to the project's hooks.log; never raises."""
+    try:
+        from clavain.paths import StatePaths
+
+        cwd = payload.get("cwd") if isinstance(payload, dict) else None
+        log = StatePaths.discover(cwd).hooks_log
+        log.parent.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        line = f"{stamp} {event or '-'} {problem}".replace("\n", " | ")[:2000]
+        with open(log, "a", encoding="utf-8") as handle:
+            handle.write(line + "\n")
+    except Exception:  # noqa: BLE001 - logging must not become the failure
+        pass
+
+
+def _trace(event: str, started: float) -> None:
+    """With CLAVAIN_HOOK_TRACE=<file>: one JSON line per hook run (which python, how long)."""
+    target = os.environ.get("CLAVAIN_HOOK_TRACE")
+    if not target:
+        return
+    record = {"event": event, "python": sys.executable, "pid": os.getpid(),
+              "ms": round((time.perf_counter() - started) * 1000, 3)}
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
+def dispatch(event: str, raw: str) -> str | None:
+    """The text to print for one hook call, or None. Raises on anything unexpected."""
+    if event not in EVENTS:
+        raise LookupError(f"unknown hook event {event!r}")
+    payload = json.loads(raw) if raw.strip() else None
+    if not isinstance(payload, dict):
+        raise ValueError(f"stdin is not a JSON object ({type(payload).__name__})")
+    handler = importlib.import_module(f"clavain.hooks.{module_name(event)}")
+    output = handler.handle(payload)
+    return json.dumps(output) if output else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    started = time.perf_counter()
+    args = sys.argv[1:] if argv is None else argv
+    event = args[0] if args else ""
+    raw = ""
+    try:
+        raw = sys.stdin.read()
+        text = dispatch(event, raw)
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+    except BaseException as exc:  # noqa: BLE001 - the host must never see our failure
+        payload = None
+        try:
+            payload = json.loads(raw)
+        except Exception:  # noqa: BLE001
+            pass
+        log_failure(event, f"{type(exc).__name__}: {exc}", payload)
+    try:
+        _trace(event, started)
+    except Exception:  # noqa: BLE001
+        pass
+    return 0

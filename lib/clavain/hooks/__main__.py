@@ -1,0 +1,5 @@
+import sys
+
+from clavain.hooks import main
+
+sys.exit(main())

@@ -1,0 +1,70 @@
+"""SessionStart: make sure the plugin venv exists (first run), expose `bin/` to Bash tool calls,
+and give the model a few lines of always-on context. Stdlib only."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from clavain import bootstrap
+from clavain.paths import plugin_data_dir, plugin_root
+
+DEFAULT_BOOTSTRAP_WAIT_SECONDS = 45.0
+
+CONTEXT = (
+    "Clavain is active. Its CLI is on the Bash PATH: `clavain --help`, `clavain doctor`. "
+    "Work state lives in `.clavain/` (read it with the CLI, not by hand). Review agents end "
+    "with a verdict header; read `clavain verdicts summary`, then only the detail paths "
+    "it lists."
+)
+
+
+def _bootstrap_message() -> str | None:
+    """A one-line systemMessage when the venv is not ready, else None."""
+    data_dir = plugin_data_dir()
+    if data_dir is None or os.environ.get("CLAVAIN_PYTHON") or \
+            os.environ.get("CLAVAIN_BOOTSTRAP", "1") == "0":
+        return None
+    wait = float(os.environ.get("CLAVAIN_BOOTSTRAP_WAIT", DEFAULT_BOOTSTRAP_WAIT_SECONDS))
+    state = bootstrap.ensure(data_dir, plugin_root(), wait)
+    if state == "ready":
+        return None
+    log = data_dir / bootstrap.LOG_NAME
+    if state == "installing":
+        return ("Clavain: still installing its Python dependencies in the background; "
+                f"commands that need them work once it finishes (log: {log}).")
+    return (f"Clavain: installing its Python dependencies failed ({state[len('failed: '):]}). "
+            f"Hooks keep working without them; see {log} and run `clavain doctor`.")
+
+
+def _env_file_lines() -> list[str]:
+    """Exports for later Bash tool calls: the host already puts bin/ on PATH, this is the
+    fallback, plus the venv interpreter so `clavain` in Bash uses it."""
+    lines = []
+    bin_dir = plugin_root() / "bin"
+    if str(bin_dir) not in os.environ.get("PATH", "").split(os.pathsep):
+        lines.append(f'export PATH="{bin_dir}:$PATH"')
+    data_dir = plugin_data_dir()
+    if data_dir is not None and bootstrap.is_ready(data_dir):
+        lines.append(f'export CLAVAIN_PYTHON="{bootstrap.venv_python(data_dir)}"')
+    return lines
+
+
+def _write_env_file() -> None:
+    target = os.environ.get("CLAUDE_ENV_FILE")
+    lines = _env_file_lines()
+    if target and lines:
+        with open(Path(target), "a", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+
+
+def handle(payload: dict[str, Any]) -> dict[str, Any]:
+    message = _bootstrap_message()
+    _write_env_file()
+    output: dict[str, Any] = {
+        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": CONTEXT}
+    }
+    if message:
+        output["systemMessage"] = message
+    return output

@@ -1,0 +1,1 @@
+"""SQLite state: one connection per process, WAL, numbered migrations as the only DDL."""

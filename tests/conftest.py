@@ -1,0 +1,72 @@
+"""Shared fixtures: a real project folder (git repo) per test, and the CLI run in-process or as a
+real subprocess through bin/clavain."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = REPO / "bin"
+
+# Env vars that would point a test at the developer's real state or plugin session.
+_LEAKY_ENV = ("CLAVAIN_STATE_DIR", "CLAVAIN_DB", "CLAVAIN_PROJECT_DIR", "CLAUDE_PROJECT_DIR",
+              "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "CLAUDE_ENV_FILE", "CLAVAIN_NODE_ID",
+              "CLAVAIN_RUN_ID", "CLAVAIN_HOOK_TRACE")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _LEAKY_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh git repository that the CLI and library treat as the project."""
+    root = tmp_path / "project"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    monkeypatch.setenv("CLAVAIN_PROJECT_DIR", str(root))
+    monkeypatch.chdir(root)
+    return root
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """The environment for a real `bin/clavain` run: this interpreter, the current env."""
+    env = dict(os.environ)
+    env["CLAVAIN_PYTHON"] = sys.executable
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def run_cli(project: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run `bin/clavain ARGS` as a real subprocess in the project."""
+
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(BIN / "clavain"), *args], input=input, capture_output=True, text=True,
+            cwd=cwd or project, env=subprocess_env(**(env or {})), timeout=120,
+        )
+
+    return run
+
+
+@pytest.fixture
+def cli_json(run_cli: Callable[..., subprocess.CompletedProcess[str]]) -> Callable[..., object]:
+    """Run a command with `--json` appended, assert exit 0, return the parsed output."""
+
+    def run(*args: str, **kwargs: object) -> object:
+        result = run_cli(*args, "--json", **kwargs)
+        assert result.returncode == 0, result.stderr + result.stdout
+        return json.loads(result.stdout)
+
+    return run
