@@ -78,6 +78,8 @@ def install(data_dir: Path) -> None:
             return
         (data_dir / FAILED_MARKER).unlink(missing_ok=True)
         venv = venv_dir(data_dir)
+        stamp_now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        print(f"{stamp_now} installing {wanted_key()} into {venv}", flush=True)
         try:
             shutil.rmtree(venv, ignore_errors=True)
             # The base interpreter: when this runs from an outdated venv, that venv is gone now.
@@ -85,7 +87,7 @@ def install(data_dir: Path) -> None:
             _run([base_python, "-m", "venv", str(venv)])
             _run([str(venv_python(data_dir)), "-m", "pip", "install", "--disable-pip-version-check",
                   "--no-input", "--quiet", *DEPENDENCIES])
-        except Exception as exc:  # noqa: BLE001 - any failure is reported, never raised to a hook
+        except Exception as exc:  # any failure is reported, never raised into a hook
             (data_dir / FAILED_MARKER).write_text(f"{wanted_key()}\n{exc}", encoding="utf-8")
             return
         tmp = venv / f"{READY_MARKER}.tmp"

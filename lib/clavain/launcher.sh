@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # CLAVAIN_PY is read by the scripts that source this file
 # Sourced by bin/clavain and bin/clavain-hook: sets CLAVAIN_ROOT (the plugin folder) and
 # CLAVAIN_PY (the interpreter). Order: an explicit CLAVAIN_PYTHON; the plugin venv once its
 # bootstrap marked it ready; else python3 from PATH. No subshells: this runs on every tool call.

@@ -8,6 +8,7 @@ the host: bad stdin, an unknown event or any exception becomes one line in
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -37,7 +38,7 @@ def log_failure(event: str, problem: str, payload: Any = None) -> None:
         line = f"{stamp} {event or '-'} {problem}".replace("\n", " | ")[:2000]
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
-    except Exception:  # noqa: BLE001 - logging must not become the failure
+    except Exception:  # logging must not become the failure
         pass
 
 
@@ -75,15 +76,11 @@ def main(argv: list[str] | None = None) -> int:
         if text:
             sys.stdout.write(text)
             sys.stdout.flush()
-    except BaseException as exc:  # noqa: BLE001 - the host must never see our failure
+    except BaseException as exc:
         payload = None
-        try:
+        with contextlib.suppress(Exception):
             payload = json.loads(raw)
-        except Exception:  # noqa: BLE001
-            pass
         log_failure(event, f"{type(exc).__name__}: {exc}", payload)
-    try:
+    with contextlib.suppress(Exception):
         _trace(event, started)
-    except Exception:  # noqa: BLE001
-        pass
     return 0

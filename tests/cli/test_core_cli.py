@@ -1,0 +1,135 @@
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from clavain import __version__
+from clavain.cli import build_parser
+
+
+def test_version(run_cli) -> None:
+    result = run_cli("--version")
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"clavain {__version__}"
+
+
+def _command_paths(parser, prefix=()):
+    """Every command path in the CLI, e.g. ('graph', 'add')."""
+    for action in parser._actions:
+        choices = getattr(action, "choices", None)
+        if isinstance(choices, dict):
+            for name, sub in choices.items():
+                yield (*prefix, name)
+                yield from _command_paths(sub, (*prefix, name))
+
+
+def test_every_command_has_help(run_cli) -> None:
+    paths = list(_command_paths(build_parser()))
+    assert ("init",) in paths and ("doctor",) in paths
+    for path in paths:
+        result = run_cli(*path, "--help")
+        assert result.returncode == 0, (path, result.stderr)
+        assert "usage: clavain" in result.stdout
+
+
+def test_no_command_prints_help(run_cli) -> None:
+    result = run_cli()
+    assert result.returncode == 0
+    assert "COMMAND" in result.stdout
+
+
+def test_unknown_command_exits_2(run_cli) -> None:
+    result = run_cli("frobnicate")
+    assert result.returncode == 2
+    assert "invalid choice" in result.stderr
+
+
+def test_init_creates_state_and_gitignore_once(run_cli, project: Path) -> None:
+    (project / ".gitignore").write_text("node_modules/")  # no trailing newline on purpose
+    first = run_cli("init", "--json")
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)
+    assert report["created"] is True and report["gitignore_updated"] is True
+    for folder in ("verdicts", "artifacts", "runs", "scratch", "logs"):
+        assert (project / ".clavain" / folder).is_dir()
+    second = json.loads(run_cli("init", "--json").stdout)
+    assert second["created"] is False and second["gitignore_updated"] is False
+    text = (project / ".gitignore").read_text()
+    assert text.startswith("node_modules/\n")
+    assert text.splitlines().count("/.clavain/state.sqlite") == 1
+    # git really ignores the volatile parts but would still see a user's config.json.
+    (project / ".clavain" / "state.sqlite").write_text("x")
+    (project / ".clavain" / "verdicts" / "a.json").write_text("{}")
+    (project / ".clavain" / "config.json").write_text("{}")
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
+                            cwd=project, capture_output=True, text=True, check=True).stdout
+    assert ".clavain/config.json" in status
+    assert "state.sqlite" not in status and "verdicts" not in status
+
+
+def test_init_human_output(run_cli, project: Path) -> None:
+    result = run_cli("init")
+    assert result.returncode == 0
+    assert f"created {project / '.clavain'}" in result.stdout
+
+
+@pytest.mark.parametrize("extra_env", [{}, {"CLAUDE_PLUGIN_DATA": "/nonexistent/data"}])
+def test_doctor_json_reports_every_check(run_cli, extra_env) -> None:
+    result = run_cli("doctor", "--json", env=extra_env)
+    report = json.loads(result.stdout)
+    names = [row["check"] for row in report["checks"]]
+    assert names == ["python", "venv", "dependencies", "claude", "plugin_root", "state_dir",
+                     "schema"]
+    assert report["version"] == __version__
+    assert result.returncode == (0 if report["healthy"] else 1)
+    deps = next(row for row in report["checks"] if row["check"] == "dependencies")
+    assert deps["status"] == "ok" and set(deps["versions"]) == {"pydantic", "jsonschema",
+                                                               "filelock"}
+
+
+def test_doctor_table_for_people(run_cli) -> None:
+    result = run_cli("doctor")
+    header = result.stdout.splitlines()[0].split()
+    assert header == ["CHECK", "STATUS", "DETAIL"]
+
+
+def test_doctor_reports_schema_after_db_exists(run_cli, project: Path) -> None:
+    from clavain.store import db
+
+    db.connect(project / ".clavain" / "state.sqlite").close()
+    report = json.loads(run_cli("doctor", "--json").stdout)
+    schema = next(row for row in report["checks"] if row["check"] == "schema")
+    assert schema["version"] == db.latest_version() and schema["status"] == "ok"
+
+
+def test_missing_dependency_is_one_clear_line(monkeypatch, capsys) -> None:
+    """Before the venv exists, a command needing pydantic says so instead of a traceback."""
+    import argparse
+
+    from clavain import cli
+
+    def needs_pydantic(args: argparse.Namespace) -> int:
+        raise ModuleNotFoundError("No module named 'pydantic'", name="pydantic")
+
+    parser = argparse.ArgumentParser(prog="clavain")
+    parser.set_defaults(handler=needs_pydantic, command="x")
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    assert cli.main([]) == 3
+    err = capsys.readouterr().err
+    assert err.startswith("clavain: error: missing dependency 'pydantic'")
+
+
+def test_other_missing_modules_are_real_bugs(monkeypatch) -> None:
+    import argparse
+
+    from clavain import cli
+
+    def broken(args: argparse.Namespace) -> int:
+        raise ModuleNotFoundError("No module named 'clavain.nope'", name="clavain.nope")
+
+    parser = argparse.ArgumentParser(prog="clavain")
+    parser.set_defaults(handler=broken, command="x")
+    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    with pytest.raises(ModuleNotFoundError):
+        cli.main([])

@@ -1,0 +1,79 @@
+"""The dispatcher never lets a failure reach the host: exit 0, nothing printed, one log line."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clavain.hooks import EVENTS, module_name
+
+from .conftest import payload_for
+
+
+@pytest.mark.parametrize(
+    ("event", "stdin", "logged"),
+    [
+        ("SessionStart", "", "ValueError: stdin is not a JSON object"),
+        ("SessionStart", "{not json", "JSONDecodeError"),
+        ("SessionStart", "[1, 2]", "ValueError: stdin is not a JSON object (list)"),
+        ("NoSuchEvent", "{}", "LookupError: unknown hook event 'NoSuchEvent'"),
+        ("", "{}", "LookupError: unknown hook event ''"),
+    ],
+)
+def test_bad_input_is_logged_not_raised(run_hook, tmp_path: Path, event, stdin, logged) -> None:
+    args = (event,) if event else ()
+    result = run_hook(*args, stdin) if args else run_hook("", stdin)
+    assert result.returncode == 0
+    assert result.stdout == ""
+    assert result.stderr == ""
+    log = (tmp_path / ".clavain" / "logs" / "hooks.log").read_text()
+    assert len(log.splitlines()) == 1
+    assert logged in log
+
+
+def test_handler_exception_is_logged(run_hook, tmp_path: Path) -> None:
+    """A handler that blows up (here: CLAUDE_ENV_FILE points into a missing folder)."""
+    result = run_hook("SessionStart", payload_for("SessionStart", tmp_path),
+                      env={"CLAUDE_ENV_FILE": str(tmp_path / "missing" / "env.sh"),
+                           "CLAUDE_PLUGIN_ROOT": str(tmp_path / "elsewhere")})
+    assert result.returncode == 0 and result.stdout == "" and result.stderr == ""
+    assert "FileNotFoundError" in (tmp_path / ".clavain" / "logs" / "hooks.log").read_text()
+
+
+def test_log_goes_to_payload_cwd_project(run_hook, tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    run_hook("NoSuchEvent", {"cwd": str(project)}, env={"CLAUDE_PROJECT_DIR": str(project)})
+    assert (project / ".clavain" / "logs" / "hooks.log").exists()
+
+
+def test_every_registered_event_has_a_handler_module() -> None:
+    import importlib
+
+    for event in EVENTS:
+        module = importlib.import_module(f"clavain.hooks.{module_name(event)}")
+        assert callable(module.handle)
+
+
+def test_hooks_json_registers_exactly_the_dispatched_events() -> None:
+    hooks = json.loads((Path(__file__).parents[2] / "hooks" / "hooks.json").read_text())["hooks"]
+    assert set(hooks) == set(EVENTS)
+    for event, groups in hooks.items():
+        for group in groups:
+            for hook in group["hooks"]:
+                assert hook["command"] == "${CLAUDE_PLUGIN_ROOT}/bin/clavain-hook"
+                assert hook["args"] == [event]
+
+
+def test_module_names() -> None:
+    assert module_name("SubagentStop") == "subagent_stop"
+    assert module_name("PreToolUse") == "pre_tool_use"
+    assert module_name("SessionStart") == "session_start"
+
+
+def test_trace_records_interpreter(run_hook, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.jsonl"
+    run_hook("SessionStart", payload_for("SessionStart", tmp_path),
+             env={"CLAVAIN_HOOK_TRACE": str(trace)})
+    record = json.loads(trace.read_text().splitlines()[0])
+    assert record["event"] == "SessionStart" and record["python"] and record["ms"] >= 0

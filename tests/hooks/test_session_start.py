@@ -1,0 +1,53 @@
+import json
+import sys
+from pathlib import Path
+
+from clavain import bootstrap
+from clavain.hooks.session_start import CONTEXT
+
+from .conftest import REPO, payload_for
+
+
+def _context_tokens(text: str) -> int:
+    """A conservative token estimate (≈4 characters a token for English and code)."""
+    return len(text) // 4 + 1
+
+
+def test_context_reaches_output_and_stays_small(run_hook, tmp_path: Path) -> None:
+    result = run_hook("SessionStart", payload_for("SessionStart", tmp_path))
+    out = json.loads(result.stdout)
+    assert out["hookSpecificOutput"] == {"hookEventName": "SessionStart",
+                                         "additionalContext": CONTEXT}
+    assert "systemMessage" not in out
+    # The whole plugin's always-on context must stay under 400 tokens; this hook takes < 100.
+    assert _context_tokens(CONTEXT) < 100
+
+
+def test_env_file_gets_path_fallback_only_when_bin_missing(run_hook, tmp_path: Path) -> None:
+    env_file = tmp_path / "env.sh"
+    env_file.write_text("")
+    base = {"CLAUDE_ENV_FILE": str(env_file), "CLAUDE_PLUGIN_ROOT": str(REPO)}
+    run_hook("SessionStart", payload_for("SessionStart", tmp_path),
+             env={**base, "PATH": f"{REPO / 'bin'}:/usr/bin:/bin"})
+    assert env_file.read_text() == ""
+    run_hook("SessionStart", payload_for("SessionStart", tmp_path),
+             env={**base, "PATH": "/usr/bin:/bin"})
+    assert env_file.read_text() == f'export PATH="{REPO / "bin"}:$PATH"\n'
+
+
+def test_env_file_exports_ready_venv_python(run_hook, tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    venv = bootstrap.venv_dir(data)
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / bootstrap.READY_MARKER).write_text(bootstrap.wanted_key())
+    env_file = tmp_path / "env.sh"
+    result = run_hook("SessionStart", payload_for("SessionStart", tmp_path), env={
+        "CLAUDE_ENV_FILE": str(env_file), "CLAUDE_PLUGIN_ROOT": str(REPO),
+        "CLAUDE_PLUGIN_DATA": str(data), "PATH": f"{REPO / 'bin'}:/usr/bin:/bin",
+        "CLAVAIN_BOOTSTRAP": "1", "CLAVAIN_PYTHON": "", "CLAVAIN_HOOK_TRACE": str(tmp_path / "t")})
+    assert "systemMessage" not in json.loads(result.stdout)
+    assert env_file.read_text() == f'export CLAVAIN_PYTHON="{venv / "bin" / "python"}"\n'
+    # The launcher picked the ready venv's interpreter for the hook itself.
+    trace = json.loads((tmp_path / "t").read_text())
+    assert trace["python"] == str(venv / "bin" / "python")

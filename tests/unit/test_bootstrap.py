@@ -1,0 +1,91 @@
+"""First-run venv bootstrap: real venvs, real pip, real concurrent processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from clavain import bootstrap
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_dependencies_mirror_pyproject() -> None:
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert tuple(project["dependencies"]) == bootstrap.DEPENDENCIES
+
+
+def test_key_changes_with_dependencies(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = bootstrap.wanted_key()
+    monkeypatch.setattr(bootstrap, "DEPENDENCIES", (*bootstrap.DEPENDENCIES, "six"))
+    assert bootstrap.wanted_key() != before
+
+
+def test_stale_stamp_is_not_ready(tmp_path: Path) -> None:
+    venv = bootstrap.venv_dir(tmp_path)
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").write_text("")
+    (venv / bootstrap.READY_MARKER).write_text("0.0.0+old")
+    assert not bootstrap.is_ready(tmp_path)
+    (venv / bootstrap.READY_MARKER).write_text(bootstrap.wanted_key())
+    assert bootstrap.is_ready(tmp_path)
+
+
+def test_failure_is_reported_not_raised(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    # A file where the venv folder must go: `python -m venv` fails for real.
+    bootstrap.venv_dir(data).write_text("in the way")
+    state = bootstrap.ensure(data, REPO, wait_seconds=60)
+    assert state.startswith("failed: ")
+    assert "venv" in state
+    assert bootstrap.failure(data) == state[len("failed: "):]
+    assert not bootstrap.is_ready(data)
+
+
+def _session_start(data: Path, project: Path, wait: str = "120") -> dict:
+    """The SessionStart hook as a fresh process, without CLAVAIN_PYTHON (which skips bootstrap)."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(project), "CLAUDE_PLUGIN_DATA": str(data),
+           "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PROJECT_DIR": str(project),
+           "CLAVAIN_BOOTSTRAP_WAIT": wait, "PYTHONPATH": str(REPO / "lib")}
+    payload = {"session_id": "s", "cwd": str(project), "source": "startup"}
+    result = subprocess.run([sys.executable, "-m", "clavain.hooks", "SessionStart"],
+                            input=json.dumps(payload), capture_output=True, text=True, env=env,
+                            cwd=project, timeout=300)
+    assert result.returncode == 0 and result.stderr == ""
+    return json.loads(result.stdout)
+
+
+def test_session_start_reports_failure_once_as_system_message(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    bootstrap.venv_dir(data).write_text("in the way")
+    out = _session_start(data, tmp_path)
+    assert out["systemMessage"].startswith("Clavain: installing its Python dependencies failed")
+    assert out["hookSpecificOutput"]["additionalContext"]
+
+
+@pytest.mark.slow
+def test_concurrent_sessions_install_once(tmp_path: Path) -> None:
+    """Two sessions start at once: one install, both see a working venv."""
+    data = tmp_path / "data"
+    with ThreadPoolExecutor(2) as pool:
+        outputs = list(pool.map(lambda _: _session_start(data, tmp_path, "280"), range(2)))
+    for out in outputs:
+        assert "systemMessage" not in out, out
+    assert bootstrap.is_ready(data)
+    log = (data / bootstrap.LOG_NAME).read_text()
+    assert log.count(" installing ") == 1, log
+    python = bootstrap.venv_python(data)
+    probe = subprocess.run([str(python), "-c", "import pydantic, jsonschema, filelock"],
+                           capture_output=True, text=True)
+    assert probe.returncode == 0, probe.stderr
+    # A third session finds it ready and starts no installer.
+    assert "systemMessage" not in _session_start(data, tmp_path, "0")
+    assert (data / bootstrap.LOG_NAME).read_text() == log

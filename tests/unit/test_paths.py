@@ -1,0 +1,45 @@
+from pathlib import Path
+
+import pytest
+
+from clavain.paths import StatePaths, project_root
+
+
+def test_explicit_project_dir_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAVAIN_PROJECT_DIR", str(tmp_path / "elsewhere"))
+    assert project_root(tmp_path) == tmp_path / "elsewhere"
+
+
+def test_nearest_state_folder_above_cwd(tmp_path: Path) -> None:
+    (tmp_path / "proj" / ".clavain").mkdir(parents=True)
+    deep = tmp_path / "proj" / "src" / "pkg"
+    deep.mkdir(parents=True)
+    assert project_root(deep) == tmp_path / "proj"
+
+
+def test_claude_project_dir_before_git_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path / "claude"))
+    assert project_root(tmp_path / "repo") == tmp_path / "claude"
+
+
+def test_git_root_then_cwd(tmp_path: Path) -> None:
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    (tmp_path / "repo" / "a").mkdir()
+    assert project_root(tmp_path / "repo" / "a") == tmp_path / "repo"
+    (tmp_path / "plain").mkdir()
+    assert project_root(tmp_path / "plain") == tmp_path / "plain"
+
+
+def test_state_paths_and_overrides(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CLAVAIN_PROJECT_DIR", str(tmp_path))
+    state = StatePaths.discover()
+    assert state.root == tmp_path / ".clavain"
+    assert state.db == tmp_path / ".clavain" / "state.sqlite"
+    assert state.hooks_log == tmp_path / ".clavain" / "logs" / "hooks.log"
+    monkeypatch.setenv("CLAVAIN_DB", str(tmp_path / "other.sqlite"))
+    assert state.db == tmp_path / "other.sqlite"
+    monkeypatch.setenv("CLAVAIN_STATE_DIR", str(tmp_path / "st"))
+    assert StatePaths.discover().root == tmp_path / "st"
