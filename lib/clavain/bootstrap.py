@@ -16,8 +16,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -80,6 +78,8 @@ def install(data_dir: Path) -> None:
         venv = venv_dir(data_dir)
         stamp_now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         print(f"{stamp_now} installing {wanted_key()} into {venv}", flush=True)
+        import shutil
+
         try:
             shutil.rmtree(venv, ignore_errors=True)
             # The base interpreter: when this runs from an outdated venv, that venv is gone now.
@@ -96,6 +96,8 @@ def install(data_dir: Path) -> None:
 
 
 def _run(argv: list[str]) -> None:
+    import subprocess
+
     result = subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if result.returncode != 0:
         tail = (result.stderr or result.stdout).strip().splitlines()[-3:]
@@ -104,6 +106,8 @@ def _run(argv: list[str]) -> None:
 
 def start_install(data_dir: Path, plugin_root: Path) -> None:
     """Run `install` in a detached process that outlives the hook."""
+    import subprocess
+
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / FAILED_MARKER).unlink(missing_ok=True)
     env = dict(os.environ)

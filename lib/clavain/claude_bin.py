@@ -16,7 +16,8 @@ def cache_install_dir(version: str = PINNED_VERSION) -> Path:
 
 
 def find_claude() -> Path | None:
-    """CLAVAIN_CLAUDE_BIN, else the pinned cache install, else `claude` on PATH."""
+    """CLAVAIN_CLAUDE_BIN, else the pinned cache install, else `claude` on PATH, else the binary
+    running this session (CLAUDE_CODE_EXECPATH)."""
     explicit = os.environ.get("CLAVAIN_CLAUDE_BIN")
     if explicit:
         return Path(explicit) if os.access(explicit, os.X_OK) else None
@@ -28,4 +29,10 @@ def find_claude() -> Path | None:
         if candidate.exists() and os.access(candidate, os.X_OK):
             return candidate
     found = shutil.which("claude")
-    return Path(found) if found else None
+    if found:
+        return Path(found)
+    # Inside a session the Bash tool gets the running binary's path, even when it is on no PATH.
+    running = os.environ.get("CLAUDE_CODE_EXECPATH")
+    if running and os.access(running, os.X_OK):
+        return Path(running)
+    return None

@@ -8,7 +8,6 @@ CLAVAIN_PROJECT_DIR / CLAUDE_PROJECT_DIR (the project root).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 STATE_DIR_NAME = ".clavain"
@@ -55,11 +54,26 @@ def project_root(cwd: str | os.PathLike[str] | None = None) -> Path:
     return _walk_up(start, ".git") or start
 
 
-@dataclass(frozen=True)
 class StatePaths:
-    """Every path under a project's `.clavain/` folder."""
+    """Every path under a project's `.clavain/` folder.
 
-    root: Path
+    A plain class rather than a dataclass: `dataclasses` drags in `inspect` (~7 ms), and hooks
+    construct this on every call.
+    """
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, StatePaths) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    def __repr__(self) -> str:
+        return f"StatePaths({str(self.root)!r})"
 
     @classmethod
     def discover(cls, cwd: str | os.PathLike[str] | None = None) -> StatePaths:
@@ -123,6 +137,10 @@ def plugin_root() -> Path:
 
 
 def plugin_data_dir() -> Path | None:
-    """Claude Code's per-plugin folder that survives updates (where the venv lives), if known."""
-    explicit = os.environ.get("CLAUDE_PLUGIN_DATA")
+    """Claude Code's per-plugin folder that survives updates (where the venv lives), if known.
+
+    Hooks get CLAUDE_PLUGIN_DATA; Bash tool calls do not, so SessionStart exports it to them
+    as CLAVAIN_PLUGIN_DATA.
+    """
+    explicit = os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("CLAVAIN_PLUGIN_DATA")
     return Path(explicit) if explicit else None

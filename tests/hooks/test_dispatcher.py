@@ -77,3 +77,27 @@ def test_trace_records_interpreter(run_hook, tmp_path: Path) -> None:
              env={"CLAVAIN_HOOK_TRACE": str(trace)})
     record = json.loads(trace.read_text().splitlines()[0])
     assert record["event"] == "SessionStart" and record["python"] and record["ms"] >= 0
+
+
+def test_project_files_cannot_shadow_the_standard_library(run_hook, run_cli_in) -> None:
+    """A project with its own json.py: the hook and the CLI still run on the real stdlib."""
+    project = run_cli_in
+    (project / "json.py").write_text("raise SystemExit('shadowed json imported')\n")
+    (project / "clavain").mkdir()
+    (project / "clavain" / "__init__.py").write_text("raise SystemExit('shadowed clavain')\n")
+    result = run_hook("SessionStart", payload_for("SessionStart", project), cwd=project)
+    assert json.loads(result.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    import subprocess
+    import sys
+
+    cli = subprocess.run([str(Path(__file__).parents[2] / "bin" / "clavain"), "--version"],
+                         cwd=project, capture_output=True, text=True,
+                         env={"PATH": "/usr/bin:/bin", "CLAVAIN_PYTHON": sys.executable})
+    assert cli.returncode == 0 and cli.stdout.startswith("clavain "), cli.stderr
+
+
+@pytest.fixture
+def run_cli_in(tmp_path: Path) -> Path:
+    project = tmp_path / "shadowed"
+    project.mkdir()
+    return project

@@ -32,7 +32,7 @@ def test_env_file_gets_path_fallback_only_when_bin_missing(run_hook, tmp_path: P
     assert env_file.read_text() == ""
     run_hook("SessionStart", payload_for("SessionStart", tmp_path),
              env={**base, "PATH": "/usr/bin:/bin"})
-    assert env_file.read_text() == f'export PATH="{REPO / "bin"}:$PATH"\n'
+    assert env_file.read_text() == f'export PATH="$PATH:{REPO / "bin"}"\n'
 
 
 def test_env_file_exports_ready_venv_python(run_hook, tmp_path: Path) -> None:
@@ -47,7 +47,28 @@ def test_env_file_exports_ready_venv_python(run_hook, tmp_path: Path) -> None:
         "CLAUDE_PLUGIN_DATA": str(data), "PATH": f"{REPO / 'bin'}:/usr/bin:/bin",
         "CLAVAIN_BOOTSTRAP": "1", "CLAVAIN_PYTHON": "", "CLAVAIN_HOOK_TRACE": str(tmp_path / "t")})
     assert "systemMessage" not in json.loads(result.stdout)
-    assert env_file.read_text() == f'export CLAVAIN_PYTHON="{venv / "bin" / "python"}"\n'
+    assert env_file.read_text() == (f'export CLAVAIN_PLUGIN_DATA="{data}"\n'
+                                    f'export CLAVAIN_PYTHON="{venv / "bin" / "python"}"\n')
     # The launcher picked the ready venv's interpreter for the hook itself.
     trace = json.loads((tmp_path / "t").read_text())
     assert trace["python"] == str(venv / "bin" / "python")
+
+
+def test_bash_calls_find_the_venv_through_exported_data_dir(tmp_path: Path) -> None:
+    """Bash tool calls lack CLAUDE_PLUGIN_DATA; CLAVAIN_PLUGIN_DATA from the env file is enough
+    for the launcher to pick the venv and for doctor to report it."""
+    import subprocess
+
+    data = tmp_path / "data"
+    venv = bootstrap.venv_dir(data)
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / bootstrap.READY_MARKER).write_text(bootstrap.wanted_key())
+    result = subprocess.run([str(REPO / "bin" / "clavain"), "doctor", "--json"], cwd=tmp_path,
+                            capture_output=True, text=True,
+                            env={"PATH": "/usr/bin:/bin", "CLAVAIN_PLUGIN_DATA": str(data),
+                                 "HOME": str(tmp_path)})
+    report = json.loads(result.stdout)
+    rows = {row["check"]: row for row in report["checks"]}
+    assert rows["venv"]["status"] == "ok"
+    assert rows["python"]["executable"] == str(venv / "bin" / "python")

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from clavain import bootstrap
 from clavain.paths import plugin_data_dir, plugin_root
 
 DEFAULT_BOOTSTRAP_WAIT_SECONDS = 45.0
+# hooks/hooks.json gives SessionStart 300 s; stop waiting well before the host kills the hook.
+MAX_BOOTSTRAP_WAIT_SECONDS = 280.0
 
 CONTEXT = (
     "Clavain is active. Its CLI is on the Bash PATH: `clavain --help`, `clavain doctor`. "
@@ -26,7 +27,11 @@ def _bootstrap_message() -> str | None:
     if data_dir is None or os.environ.get("CLAVAIN_PYTHON") or \
             os.environ.get("CLAVAIN_BOOTSTRAP", "1") == "0":
         return None
-    wait = float(os.environ.get("CLAVAIN_BOOTSTRAP_WAIT", DEFAULT_BOOTSTRAP_WAIT_SECONDS))
+    try:
+        wait = float(os.environ.get("CLAVAIN_BOOTSTRAP_WAIT", DEFAULT_BOOTSTRAP_WAIT_SECONDS))
+    except ValueError:
+        wait = DEFAULT_BOOTSTRAP_WAIT_SECONDS
+    wait = min(max(wait, 0.0), MAX_BOOTSTRAP_WAIT_SECONDS)
     state = bootstrap.ensure(data_dir, plugin_root(), wait)
     if state == "ready":
         return None
@@ -39,15 +44,21 @@ def _bootstrap_message() -> str | None:
 
 
 def _env_file_lines() -> list[str]:
-    """Exports for later Bash tool calls: the host already puts bin/ on PATH, this is the
-    fallback, plus the venv interpreter so `clavain` in Bash uses it."""
+    """Exports for later Bash tool calls, which get none of the hook's CLAUDE_PLUGIN_* variables.
+
+    The host appends the plugin's bin/ to the Bash PATH itself (2.1.330); it is not on the hook's
+    PATH, so the PATH line is a fallback that usually repeats it. CLAVAIN_PLUGIN_DATA lets the
+    launcher and `clavain doctor` find the venv even when it becomes ready mid-session.
+    """
     lines = []
     bin_dir = plugin_root() / "bin"
     if str(bin_dir) not in os.environ.get("PATH", "").split(os.pathsep):
-        lines.append(f'export PATH="{bin_dir}:$PATH"')
+        lines.append(f'export PATH="$PATH:{bin_dir}"')
     data_dir = plugin_data_dir()
-    if data_dir is not None and bootstrap.is_ready(data_dir):
-        lines.append(f'export CLAVAIN_PYTHON="{bootstrap.venv_python(data_dir)}"')
+    if data_dir is not None:
+        lines.append(f'export CLAVAIN_PLUGIN_DATA="{data_dir}"')
+        if bootstrap.is_ready(data_dir):
+            lines.append(f'export CLAVAIN_PYTHON="{bootstrap.venv_python(data_dir)}"')
     return lines
 
 
@@ -59,10 +70,10 @@ def _write_env_file() -> None:
             handle.write("\n".join(lines) + "\n")
 
 
-def handle(payload: dict[str, Any]) -> dict[str, Any]:
+def handle(payload: dict) -> dict:
     message = _bootstrap_message()
     _write_env_file()
-    output: dict[str, Any] = {
+    output: dict = {
         "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": CONTEXT}
     }
     if message:

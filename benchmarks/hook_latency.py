@@ -1,0 +1,295 @@
+"""Whole-process latency of every hook registered in hooks/hooks.json, next to a bare interpreter.
+
+Each hook command runs as Claude Code runs it (exec form: the command with its args, no shell;
+shell form: through bash), with a realistic JSON payload on stdin and the env the host gives
+hooks (CLAUDE_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA, CLAUDE_PROJECT_DIR, CLAUDE_ENV_FILE for
+SessionStart), in a throwaway git project and HOME. Times are spawn-to-exit wall clock.
+
+    python benchmarks/hook_latency.py [--runs 30] [--python PATH] [--json]
+
+By default it measures what an installed user gets: a throwaway venv (no packages: the hot path
+is stdlib-only) in CLAUDE_PLUGIN_DATA, marked ready the way the bootstrap marks it, so the
+launcher picks it and SessionStart only checks the stamp. `--python PATH` instead sets
+CLAVAIN_PYTHON (the launcher's explicit override) and skips the venv. A hook that
+failed (non-zero exit, or a new line in .clavain/logs/hooks.log) is flagged in the table: a
+failing hook can look fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+HOOKS_JSON = REPO / "hooks" / "hooks.json"
+TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
+
+
+def _base(event: str, ctx: dict[str, str]) -> dict[str, Any]:
+    return {"session_id": "5e5510n0-bench-4000-8000-000000000001",
+            "transcript_path": ctx["transcript"], "cwd": ctx["project"],
+            "hook_event_name": event, "permission_mode": "default"}
+
+
+def _tool_input(tool: str, ctx: dict[str, str]) -> dict[str, Any]:
+    if tool == "Bash":
+        return {"command": "git status --short && pytest -q tests/unit",
+                "description": "Check the work tree and run the unit tests"}
+    if tool in ("Edit", "MultiEdit"):
+        return {"file_path": f"{ctx['project']}/src/app.py", "old_string": "return 1\n",
+                "new_string": "return 2\n", "replace_all": False}
+    if tool == "Write":
+        return {"file_path": f"{ctx['project']}/src/new.py", "content": "x = 1\n" * 40}
+    if tool == "Agent":
+        return {"description": "Review the plan", "prompt": "Review docs/plan.md. " * 20,
+                "subagent_type": "clavain:plan-reviewer"}
+    return {"file_path": f"{ctx['project']}/README.md"}
+
+
+def _tool_response(tool: str) -> dict[str, Any]:
+    if tool == "Bash":
+        return {"stdout": "M src/app.py\n" + "." * 60 + "\n60 passed in 1.2s\n", "stderr": "",
+                "interrupted": False, "isImage": False}
+    if tool in ("Edit", "MultiEdit", "Write"):
+        return {"filePath": "src/app.py", "structuredPatch": [
+            {"oldStart": 10, "oldLines": 1, "newStart": 10, "newLines": 1,
+             "lines": ["-    return 1", "+    return 2"]}], "userModified": False}
+    return {"type": "text", "file": {"content": "# project\n" * 50, "numLines": 50}}
+
+
+def _matcher_pick(matcher: str | None, default: str) -> str:
+    """A name the hook's matcher fires for: the default if it matches, else the first option."""
+    if not matcher or matcher == "*":
+        return default
+    if re.fullmatch(r"[\w:.-]+(\|[\w:.-]+)*", matcher):
+        options = matcher.split("|")
+        return default if default in options else options[0]
+    if re.search(matcher, default):
+        return default
+    first = re.split(r"\|", matcher)[0]
+    return re.sub(r"[\^$()\\]", "", first) or default
+
+
+def payload(event: str, matcher: str | None, ctx: dict[str, str]) -> dict[str, Any]:
+    """A realistic stdin payload for one event, shaped like the 2.1.330 binary's."""
+    data = _base(event, ctx)
+    if event in TOOL_EVENTS:
+        tool = _matcher_pick(matcher, "Bash")
+        data.update(tool_name=tool, tool_input=_tool_input(tool, ctx),
+                    tool_use_id="toolu_01BenchBenchBenchBench0001")
+        if event == "PostToolUse":
+            data.update(tool_response=_tool_response(tool), duration_ms=1234)
+        if event == "PostToolUseFailure":
+            data.update(error="Exit code 1\nFAILED tests/unit/test_app.py::test_x",
+                        is_interrupt=False)
+    elif event == "SessionStart":
+        data["source"] = _matcher_pick(matcher, "startup")
+    elif event == "UserPromptSubmit":
+        data.update(prompt="/clavain:sprint --complexity 3 add retries to the HTTP client",
+                    prompt_id="prompt_bench_0001")
+    elif event in ("SubagentStart", "SubagentStop"):
+        data.update(agent_id="a1b2c3d4e5",
+                    agent_type=_matcher_pick(matcher, "clavain:plan-reviewer"))
+        if event == "SubagentStop":
+            data.update(agent_transcript_path=ctx["transcript"], stop_hook_active=False,
+                        last_assistant_message=(
+                            "VERDICT: needs-changes\nFINDINGS: 2 (P1: 1, P2: 1)\n"
+                            "SUMMARY: the retry loop has no cap\n\n" + "Details... " * 80))
+    elif event == "Stop":
+        data.update(stop_hook_active=False, background_tasks=[],
+                    last_assistant_message="Done: retries added and tested.")
+    elif event == "SessionEnd":
+        data["reason"] = _matcher_pick(matcher, "other")
+    elif event == "PreCompact":
+        data.update(trigger=_matcher_pick(matcher, "auto"), custom_instructions="")
+    elif event == "Notification":
+        data.update(message="Claude needs your permission", notification_type="permission_prompt")
+    return data
+
+
+def make_ready_venv(data: Path) -> str:
+    """A venv in the plugin data folder, stamped ready as the bootstrap would; its python."""
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    venv = data / "venv"
+    subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    key = subprocess.run(
+        [str(python), "-c", "from clavain.bootstrap import wanted_key; print(wanted_key())"],
+        env={"PYTHONPATH": str(REPO / "lib"), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        capture_output=True, text=True, check=True).stdout.strip()
+    (venv / ".clavain-ready").write_text(key, encoding="utf-8")
+    return str(python)
+
+
+def registered_hooks() -> list[dict[str, Any]]:
+    """(event, matcher, command, args) of every command hook in hooks/hooks.json."""
+    config = json.loads(HOOKS_JSON.read_text(encoding="utf-8"))
+    found = []
+    for event, groups in config.get("hooks", {}).items():
+        for group in groups:
+            for hook in group.get("hooks", ()):
+                if hook.get("type") == "command":
+                    found.append({"event": event, "matcher": group.get("matcher"),
+                                  "command": hook["command"], "args": hook.get("args")})
+    return found
+
+
+def argv_for(hook: dict[str, Any]) -> list[str]:
+    command = hook["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(REPO))
+    if hook["args"] is not None:
+        return [command, *hook["args"]]
+    return ["bash", "-c", command]
+
+
+def time_runs(argv: list[str], stdin: str, env: dict[str, str], cwd: str, runs: int,
+              warmup: int, before_each=None) -> tuple[list[float], list[int], str]:
+    samples, codes, stderr = [], [], ""
+    for i in range(warmup + runs):
+        if before_each:
+            before_each()
+        started = time.perf_counter()
+        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, cwd=cwd,
+                              timeout=120)
+        elapsed = (time.perf_counter() - started) * 1000
+        if i >= warmup:
+            samples.append(elapsed)
+            codes.append(done.returncode)
+        stderr = stderr or done.stderr.strip()
+    return samples, codes, stderr
+
+
+def traced_python(argv: list[str], stdin: str, env: dict[str, str], cwd: Path, work: Path,
+                  before=None) -> str:
+    """One untimed run with CLAVAIN_HOOK_TRACE: which interpreter the launcher really picked."""
+    trace = work / "trace.jsonl"
+    trace.unlink(missing_ok=True)
+    if before:
+        before()
+    subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120,
+                   env={**env, "CLAVAIN_HOOK_TRACE": str(trace)})
+    try:
+        return json.loads(trace.read_text(encoding="utf-8").splitlines()[-1])["python"]
+    except (OSError, IndexError, ValueError, KeyError):
+        return "(no trace line: the hook did not reach the dispatcher)"
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        return ordered[0]
+    rank = (len(ordered) - 1) * pct / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--python", default=None,
+                        help="set CLAVAIN_PYTHON to this interpreter instead of using a ready "
+                             "plugin venv")
+    parser.add_argument("--json", action="store_true", help="print rows as JSON")
+    args = parser.parse_args(argv)
+
+    work = Path(tempfile.mkdtemp(prefix="clavain-hook-bench-"))
+    try:
+        project, home, data = work / "project", work / "home", work / "plugin-data"
+        for folder in (project, home, data):
+            folder.mkdir()
+        subprocess.run(["git", "init", "-q", str(project)], check=True)
+        transcript = home / ".claude" / "projects" / "bench" / "session.jsonl"
+        transcript.parent.mkdir(parents=True)
+        transcript.write_text("", encoding="utf-8")
+        env_file = work / "env-file.sh"
+        ctx = {"project": str(project), "transcript": str(transcript)}
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+               "LANG": os.environ.get("LANG", "C.UTF-8"),
+               "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PLUGIN_DATA": str(data),
+               "CLAUDE_PROJECT_DIR": str(project)}
+        if args.python:
+            python = env["CLAVAIN_PYTHON"] = args.python
+            setup = "CLAVAIN_PYTHON"
+        else:
+            python = make_ready_venv(data)
+            setup = "ready plugin venv"
+        hooks_log = project / ".clavain" / "logs" / "hooks.log"
+
+        rows: list[dict[str, Any]] = []
+
+        def add(name: str, samples: list[float], codes: list[int], note: str = "") -> None:
+            rows.append({"name": name, "runs": len(samples),
+                         "p50_ms": round(percentile(samples, 50), 1),
+                         "p95_ms": round(percentile(samples, 95), 1),
+                         "min_ms": round(min(samples), 1),
+                         "failures": sum(1 for c in codes if c != 0), "note": note})
+
+        for label, base_argv in (("bare interpreter (-c pass)", [python, "-c", "pass"]),
+                                 ("bare python3 from PATH (-c pass)", ["python3", "-c", "pass"]),
+                                 ("bare bash -c :", ["bash", "-c", ":"])):
+            if shutil.which(base_argv[0]) or os.path.exists(base_argv[0]):
+                add(label, *time_runs(base_argv, "", env, str(project), args.runs,
+                                      args.warmup)[:2])
+
+        for hook in registered_hooks():
+            event = hook["event"]
+            body = json.dumps(payload(event, hook["matcher"], ctx))
+            hook_env = dict(env)
+            reset = None
+            if event == "SessionStart":
+                hook_env["CLAUDE_ENV_FILE"] = str(env_file)
+
+                def reset(path: Path = env_file) -> None:
+                    path.write_text("", encoding="utf-8")
+            log_before = hooks_log.stat().st_size if hooks_log.exists() else 0
+            samples, codes, stderr = time_runs(argv_for(hook), body, hook_env, str(project),
+                                               args.runs, args.warmup, reset)
+            log_after = hooks_log.stat().st_size if hooks_log.exists() else 0
+            notes = []
+            ran_with = traced_python(argv_for(hook), body, hook_env, project, work, reset)
+            if ran_with != python:
+                notes.append(f"ran with {ran_with}, not {python}")
+            if log_after > log_before:
+                tail = hooks_log.read_text(encoding="utf-8").splitlines()[-1]
+                notes.append(f"hooks.log grew: {tail[:120]}")
+            if stderr:
+                notes.append(f"stderr: {stderr.splitlines()[-1][:120]}")
+            label = event + (f" [{hook['matcher']}]" if hook["matcher"] else "")
+            add(label, samples, codes, "; ".join(notes))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    baseline = rows[0]["p50_ms"]
+    headers = ["hook / baseline", "runs", "p50 ms", "p95 ms", "min ms", "+p50 vs bare", "failed"]
+    table = [[r["name"], str(r["runs"]), f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}",
+              f"{r['min_ms']:.1f}", f"{r['p50_ms'] - baseline:+.1f}", str(r["failures"])]
+             for r in rows]
+    widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
+    print(f"python: {python} ({setup})  runs: {args.runs} (+{args.warmup} warm-up)  "
+          f"cpus: {os.cpu_count()}")
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for row in table:
+        print("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                        for i, (cell, w) in enumerate(zip(row, widths, strict=True))))
+    for r in rows:
+        if r["note"]:
+            print(f"note: {r['name']}: {r['note']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
