@@ -87,6 +87,21 @@ def test_plugin_slash_command_expands_with_arguments(claude_runner: ClaudeRunner
     assert {row["check"] for row in report["checks"]} >= {"python", "venv", "dependencies"}
 
 
+def _clean_checkout(target: Path) -> Path:
+    """What a user gets from git: the tracked and new (not ignored) files, no .venv or caches."""
+    import shutil
+    import subprocess
+
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for name in filter(None, listed):
+        source = REPO / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    return target
+
+
 @pytest.mark.slow
 def test_fresh_home_installs_plugin_bootstraps_venv_and_runs_doctor(
         claude_runner: ClaudeRunner, tmp_path: Path) -> None:
@@ -96,7 +111,8 @@ def test_fresh_home_installs_plugin_bootstraps_venv_and_runs_doctor(
     later Bash calls; `clavain doctor --json` in Bash then runs from the venv. A second session
     in the same HOME runs SessionStart itself from the venv interpreter.
     """
-    added = claude_runner.cli("plugin", "marketplace", "add", str(REPO))
+    source = _clean_checkout(tmp_path / "clavain")
+    added = claude_runner.cli("plugin", "marketplace", "add", str(source))
     assert added.returncode == 0, added.stdout + added.stderr
     installed = claude_runner.cli("plugin", "install", "clavain@clavain")
     assert installed.returncode == 0, installed.stdout + installed.stderr
@@ -126,7 +142,7 @@ def test_fresh_home_installs_plugin_bootstraps_venv_and_runs_doctor(
     assert checks["python"]["executable"] == str(venv_python), checks["python"]
     # A directory marketplace's plugin runs in place (2.1.330); a copy also lands in the cache.
     plugin_cache = claude_runner.home / ".claude" / "plugins" / "cache"
-    assert checks["plugin_root"]["path"] == str(REPO) or \
+    assert checks["plugin_root"]["path"] == str(source) or \
         checks["plugin_root"]["path"].startswith(str(plugin_cache)), checks["plugin_root"]
 
     runs = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
