@@ -17,6 +17,7 @@ DEFAULTS: dict[str, Any] = {
         "verifyRunner": "shellVerify",
         "maxAttempts": 3,
         "retryBackoffSeconds": 30,
+        "retryBackoffMaxSeconds": 900,
         "lockLeaseSeconds": 3600,
         "autoResetFailedMax": 0,
         "verifyTimeoutSeconds": 600,

@@ -21,9 +21,18 @@ CREATE TABLE nodes (
   verify_json       TEXT NOT NULL DEFAULT '[]',
   retry_policy_json TEXT NOT NULL DEFAULT '{"maxAttempts":3}',
   attempts          INTEGER NOT NULL DEFAULT 0,
-  -- Dependencies not yet done: readiness is `unmet_deps = 0`, kept current on every status change
-  -- so selecting the next node never scans `deps` (beads keeps `is_blocked` for the same reason).
+  -- How many times the deadlock breaker reopened this node (bounded by autoResetFailedMax).
+  auto_resets       INTEGER NOT NULL DEFAULT 0,
+  -- Dependencies not yet satisfied: readiness is `unmet_deps = 0`. The triggers below keep it
+  -- current on every status change and dep insert/delete, so selecting the next node never scans
+  -- `deps` (beads keeps `is_blocked` for the same reason) and no code path can forget to.
   unmet_deps        INTEGER NOT NULL DEFAULT 0,
+  -- Selection order is verify < task < plan/epic < integrate < final_verify, then id; derived
+  -- from `type` so it can lead the ready index and `ORDER BY rank, id LIMIT 1` never sorts.
+  rank              INTEGER GENERATED ALWAYS AS (
+                      CASE type WHEN 'verify' THEN 0 WHEN 'task' THEN 1 WHEN 'plan' THEN 2
+                                WHEN 'epic' THEN 2 WHEN 'integrate' THEN 3 ELSE 4 END
+                    ) VIRTUAL,
   blocked_until     TEXT,
   lock_run_id       TEXT,
   lock_started_at   TEXT,
@@ -35,25 +44,55 @@ CREATE TABLE nodes (
   completed_at      TEXT
 );
 
--- Selection order is verify < task < plan/epic < integrate < final_verify, then id.
-CREATE TABLE type_rank (
-  type TEXT PRIMARY KEY,
-  rank INTEGER NOT NULL
-);
-INSERT INTO type_rank (type, rank) VALUES
-  ('verify', 0), ('task', 1), ('plan', 2), ('epic', 2), ('integrate', 3), ('final_verify', 4);
-
-CREATE INDEX nodes_ready ON nodes (status, unmet_deps, id) WHERE lock_run_id IS NULL;
+-- Exactly the predicate of graph.select_next, so the next node is the first index entry whose
+-- blocked_until has passed: O(log n) at any graph size.
+CREATE INDEX nodes_ready ON nodes (rank, id)
+  WHERE status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL;
+CREATE INDEX nodes_status ON nodes (status);
 CREATE INDEX nodes_parent ON nodes (parent_id);
-CREATE INDEX nodes_locked ON nodes (lock_run_id) WHERE lock_run_id IS NOT NULL;
+CREATE INDEX nodes_locked ON nodes (lock_host, lock_pid) WHERE lock_run_id IS NOT NULL;
 
+-- kind 'done': satisfied when the dependency is done (ordinary ordering).
+-- kind 'settled': satisfied when it is done or failed — how an escalation node runs after the
+-- node it escalates has failed for good.
 CREATE TABLE deps (
   node_id       TEXT NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
   depends_on_id TEXT NOT NULL REFERENCES nodes(id) ON DELETE CASCADE,
+  kind          TEXT NOT NULL DEFAULT 'done' CHECK (kind IN ('done', 'settled')),
   PRIMARY KEY (node_id, depends_on_id),
   CHECK (node_id <> depends_on_id)
 );
 CREATE INDEX deps_depends_on ON deps (depends_on_id);
+
+CREATE TRIGGER deps_count_insert AFTER INSERT ON deps
+BEGIN
+  UPDATE nodes SET unmet_deps = unmet_deps + 1
+  WHERE id = NEW.node_id
+    AND NOT EXISTS (
+      SELECT 1 FROM nodes d WHERE d.id = NEW.depends_on_id
+        AND (d.status = 'done' OR (NEW.kind = 'settled' AND d.status = 'failed')));
+END;
+
+CREATE TRIGGER deps_count_delete AFTER DELETE ON deps
+BEGIN
+  UPDATE nodes SET unmet_deps = unmet_deps - 1
+  WHERE id = OLD.node_id
+    AND NOT EXISTS (
+      SELECT 1 FROM nodes d WHERE d.id = OLD.depends_on_id
+        AND (d.status = 'done' OR (OLD.kind = 'settled' AND d.status = 'failed')));
+END;
+
+-- When a node's status changes, each dependent edge may flip between satisfied and not:
+-- +1 when it stops being satisfied, -1 when it becomes satisfied.
+CREATE TRIGGER deps_count_status AFTER UPDATE OF status ON nodes
+WHEN OLD.status <> NEW.status
+BEGIN
+  UPDATE nodes SET unmet_deps = unmet_deps + (
+      SELECT (OLD.status = 'done' OR (e.kind = 'settled' AND OLD.status = 'failed'))
+           - (NEW.status = 'done' OR (e.kind = 'settled' AND NEW.status = 'failed'))
+      FROM deps e WHERE e.depends_on_id = NEW.id AND e.node_id = nodes.id)
+  WHERE id IN (SELECT node_id FROM deps WHERE depends_on_id = NEW.id);
+END;
 
 -- Node-scoped key/value context. node_id '__run__' is the shared run namespace, so no FK to nodes.
 CREATE TABLE kv_latest (

@@ -1,0 +1,140 @@
+"""Workgraph figures: bulk insert, next+claim latency by graph size, multi-process claim rate,
+snapshot export. Prints numbers; asserts nothing.
+
+    .venv/bin/python benchmarks/graph_bench.py [--sizes 1000,10000,100000] [--workers 16]
+
+Targets (issue 3): next+claim p50 <= 2 ms at 100k nodes; >= 1,000 claims/s with 16 processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+LIB = Path(__file__).resolve().parents[1] / "lib"
+sys.path.insert(0, str(LIB))
+
+from clavain import export, graph  # noqa: E402
+from clavain.paths import StatePaths  # noqa: E402
+from clavain.store import db  # noqa: E402
+
+_WORKER = """
+import json, os, sys, time
+from pathlib import Path
+from clavain import graph
+from clavain.store import db
+conn = db.connect(sys.argv[1])
+go = Path(sys.argv[3])
+while not go.exists():
+    time.sleep(0.001)
+n = 0
+for _ in range(int(sys.argv[2])):
+    if graph.claim_next(conn, run_id=f"w{os.getpid()}", pid=os.getpid()) is None:
+        break
+    n += 1
+print(json.dumps({"claims": n, "end": time.time()}))
+"""
+
+
+def realistic_specs(count: int, seed: int = 7) -> list[dict]:
+    """Tasks with up to two deps on recent earlier nodes, a verify per ten, plans on top."""
+    rng = random.Random(seed)
+    specs = []
+    for i in range(count):
+        kind = "plan" if i % 100 == 0 else "verify" if i % 10 == 9 else "task"
+        deps = sorted({f"n{rng.randrange(max(0, i - 50), i):06d}" for _ in range(rng.randint(0, 2))}
+                      ) if i else []
+        specs.append({"id": f"n{i:06d}", "type": kind, "dependsOn": deps, "title": f"node {i}"})
+    return specs
+
+
+def build(folder: Path, count: int) -> tuple[StatePaths, object, float]:
+    state = StatePaths(folder / ".clavain")
+    conn = db.connect(state.db)
+    start = time.perf_counter()
+    graph.add_nodes(conn, None, realistic_specs(count))
+    return state, conn, time.perf_counter() - start
+
+
+def claim_latency(conn: object, samples: int) -> list[float]:
+    """Claim then finish each node, so readiness keeps moving through the graph."""
+    times = []
+    for _ in range(samples):
+        start = time.perf_counter()
+        node = graph.claim_next(conn, run_id="bench", pid=os.getpid())
+        times.append(time.perf_counter() - start)
+        if node is None:
+            break
+        conn.execute("UPDATE nodes SET status = 'done', lock_run_id = NULL WHERE id = ?",
+                     (node["id"],))
+    return times
+
+
+def claim_rate(folder: Path, workers: int, per_worker: int) -> tuple[int, float]:
+    state = StatePaths(folder / ".clavain")
+    conn = db.connect(state.db)
+    graph.add_nodes(conn, None, [{"id": f"r{i:06d}", "type": "task"}
+                                 for i in range(workers * per_worker)])
+    conn.close()
+    go = folder / "go"
+    env = {**os.environ, "PYTHONPATH": str(LIB)}
+    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(state.db), str(per_worker),
+                               str(go)], stdout=subprocess.PIPE, text=True, env=env)
+             for _ in range(workers)]
+    time.sleep(1.5)  # let every worker import and connect before the start signal
+    start = time.time()
+    go.touch()
+    reports = [json.loads(p.communicate()[0]) for p in procs]
+    return sum(r["claims"] for r in reports), max(r["end"] for r in reports) - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000")
+    parser.add_argument("--samples", type=int, default=300)
+    parser.add_argument("--workers", type=int, default=16)
+    parser.add_argument("--claims-per-worker", type=int, default=500)
+    parser.add_argument("--snapshot-size", type=int, default=10000)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for size in (int(s) for s in args.sizes.split(",")):
+            _state, conn, took = build(root / f"g{size}", size)
+            times = sorted(claim_latency(conn, args.samples))
+            p50 = statistics.median(times) * 1000
+            p95 = times[int(len(times) * 0.95) - 1] * 1000
+            print(f"{size:>7} nodes: insert {took:6.2f} s ({size / took:8.0f} nodes/s); "
+                  f"next+claim p50 {p50:.3f} ms, p95 {p95:.3f} ms")
+            conn.close()
+
+        state, conn, _ = build(root / "snap", args.snapshot_size)
+        runs = []
+        for _ in range(5):
+            start = time.perf_counter()
+            export.write_snapshot(conn, state)
+            runs.append(time.perf_counter() - start)
+        size_kb = state.workgraph_json.stat().st_size / 1024
+        print(f"snapshot export at {args.snapshot_size} nodes: p50 "
+              f"{statistics.median(runs) * 1000:.1f} ms ({size_kb:.0f} KiB)")
+        start = time.perf_counter()
+        export.mermaid(conn)
+        took = (time.perf_counter() - start) * 1000
+        print(f"mermaid at {args.snapshot_size} nodes: {took:.1f} ms")
+        conn.close()
+
+        claims, wall = claim_rate(root / "rate", args.workers, args.claims_per_worker)
+        print(f"{args.workers} processes: {claims} claims in {wall:.2f} s = "
+              f"{claims / wall:,.0f} claims/s (cpus: {os.cpu_count()})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""`clavain verify ID`: the shell verifier (no LLM) for a verify node."""
+
+from __future__ import annotations
+
+import argparse
+from contextlib import closing
+
+from clavain.cli._existing_db import open_existing
+from clavain.cli._output import add_command, add_json_flag, emit_json
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    verify = add_command(commands, "verify",
+                         "run a verify node's commands and record the result (no LLM)", _verify)
+    verify.add_argument("node_id", metavar="ID", help="the verify node")
+    verify.add_argument("--no-apply", dest="apply", action="store_false",
+                        help="only run and print the <result>; leave the graph unchanged")
+    verify.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="per-command limit (default: defaults.verifyTimeoutSeconds)")
+    add_json_flag(verify)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from clavain.verifier import result_line, run_verify
+
+    state, conn = open_existing()
+    with closing(conn):
+        report = run_verify(conn, state, args.node_id, apply=args.apply, timeout=args.timeout)
+    result = report["result"]
+    if args.json:
+        emit_json(report)
+    else:
+        for command in report["commands"]:
+            mark = "ok  " if command["exitCode"] == 0 else "FAIL"
+            print(f"{mark} {command['index']}: {command['command']}  ({command['log']})")
+        # Last line, so a supervisor running this as a runner command finds it in stdout.
+        print(result_line(result))
+    return 0 if result["status"] == "success" else 1

@@ -1,0 +1,192 @@
+"""Runner packets: the prompt a fresh agent gets for one node, rendered from `templates/<role>.md`.
+
+A packet carries the node's own fields, its input refs (small values inlined) and pointers to the
+database; everything else the agent loads on demand (`clavain kv get`). Templates use a tiny
+`{{NAME}}` substitution: one pass, so a value that happens to contain `{{…}}` is left alone, and
+an unknown name is an error rather than a silent hole in the prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from clavain import config as config_mod
+from clavain import kv
+from clavain.errors import ClavainError
+from clavain.paths import StatePaths, plugin_root
+
+ROLE_BY_TYPE = {
+    "plan": "planner",
+    "epic": "planner",
+    "task": "executor",
+    "verify": "verifier",
+    "integrate": "integrator",
+    "final_verify": "final-verifier",
+}
+# Roles that work from their own node's fields; plan context only costs them tokens.
+THIN_ROLES = frozenset({"executor", "verifier", "integrator"})
+# Shared sections, written once and included in every role template.
+INCLUDES = {"DB_ACCESS": "_db-access.md", "RESULT": "_result.md"}
+CONTEXT_PREFIX = "ctx."
+
+_PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
+
+
+def templates_dir() -> Path:
+    return plugin_root() / "templates"
+
+
+def role_for(node_type: str) -> str:
+    try:
+        return ROLE_BY_TYPE[node_type]
+    except KeyError:
+        raise ClavainError(f"no packet template for node type {node_type!r}") from None
+
+
+def substitute(template: str, values: dict[str, str], *, source: str = "template") -> str:
+    def replace(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in values:
+            raise ClavainError(f"{source}: unknown placeholder {{{{{name}}}}}")
+        return values[name]
+
+    return _PLACEHOLDER.sub(replace, template)
+
+
+def _read_template(name: str) -> str:
+    path = templates_dir() / name
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ClavainError(f"packet template {path} is missing ({exc.strerror})") from exc
+
+
+def _fenced(text: str) -> str:
+    """`text` in a code fence longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text.rstrip()}\n{fence}"
+
+
+def _bullets(items: list[Any]) -> str:
+    if not items:
+        return "  (none)"
+    return "\n".join(f"  - {item if isinstance(item, str) else json.dumps(item)}"
+                     for item in items)
+
+
+def node_fields(node: dict[str, Any]) -> str:
+    parent = node.get("parentId") or "(none)"
+    depends = ", ".join(node.get("dependsOn") or []) or "(none)"
+    return "\n".join([
+        "## This node",
+        "",
+        f"- id: `{node['id']}` ({node['type']})",
+        f"- title: {node.get('title') or '(untitled)'}",
+        f"- parent: {parent}",
+        f"- depends on: {depends}",
+        "- acceptance:",
+        _bullets(list(node.get("acceptance") or [])),
+        "- verify commands:",
+        _bullets(list(node.get("verify") or [])),
+        "- owns files:",
+        _bullets(list(node.get("ownership") or [])),
+    ])
+
+
+def _latest_text(conn: sqlite3.Connection, node_id: str, key: str) -> tuple[bool, str | None]:
+    """(exists, inline text); text is None when the value lives in an artifact file."""
+    row = conn.execute(
+        "SELECT value_text FROM kv_latest WHERE node_id = ? AND key = ?", (node_id, key)
+    ).fetchone()
+    return (False, None) if row is None else (True, row["value_text"])
+
+
+def _describe_value(node_id: str, key: str, exists: bool, text: str | None,
+                    inline_max: int) -> str:
+    """Inline a small value; for a large or artifact-backed one, say how to fetch it."""
+    if not exists:
+        return " not written yet"
+    size = None if text is None else len(text.encode("utf-8"))
+    if text is not None and size is not None and size <= inline_max:
+        return "\n\n" + _fenced(text) + "\n"
+    where = "--run" if node_id == kv.RUN_NAMESPACE else f"--node {node_id}"
+    kind = "artifact" if size is None else f"{size} bytes"
+    return f" large ({kind}), fetch with `\"$CLAVAIN_BIN\" kv get {where} --key {key}`"
+
+
+def inputs_section(conn: sqlite3.Connection, inputs: list[dict[str, Any]],
+                   inline_max: int) -> str:
+    if not inputs:
+        return "## Inputs\n\n(none)"
+    lines = ["## Inputs", ""]
+    for ref in inputs:
+        node_id, key = str(ref.get("nodeId", "")), str(ref.get("key", ""))
+        label = f"`{ref['as']}` = " if ref.get("as") else ""
+        body = _describe_value(node_id, key, *_latest_text(conn, node_id, key), inline_max)
+        lines.append(f"- {label}{node_id} / {key}:{body}")
+    return "\n".join(lines).rstrip()
+
+
+def _ancestors(conn: sqlite3.Connection, node_id: str) -> list[sqlite3.Row]:
+    """Root first. The depth guard keeps a corrupt parent cycle from looping forever."""
+    return conn.execute(
+        "WITH RECURSIVE up(id, parent_id, type, title, depth) AS ("
+        " SELECT id, parent_id, type, title, 0 FROM nodes WHERE id = ?"
+        " UNION ALL SELECT n.id, n.parent_id, n.type, n.title, up.depth + 1"
+        " FROM nodes n JOIN up ON n.id = up.parent_id WHERE up.depth < 64)"
+        " SELECT id, type, title FROM up WHERE depth > 0 ORDER BY depth DESC",
+        (node_id,),
+    ).fetchall()
+
+
+def context_section(conn: sqlite3.Connection, node: dict[str, Any], inline_max: int,
+                    *, omitted: bool) -> str:
+    """Plan context: the chain of parents and the run's shared `ctx.*` keys."""
+    if omitted:
+        return ("## Plan context\n\nOmitted (thin packet); "
+                f"`\"$CLAVAIN_BIN\" kv ls --run --prefix {CONTEXT_PREFIX}` lists it.")
+    lines = ["## Plan context", ""]
+    chain = _ancestors(conn, node["id"])
+    if chain:
+        lines.append("Part of: " + " → ".join(f"{r['id']} ({r['title'] or r['type']})"
+                                              for r in chain))
+    shared = kv.ls(conn, kv.RUN_NAMESPACE, CONTEXT_PREFIX)
+    for entry in shared:
+        body = _describe_value(kv.RUN_NAMESPACE, entry["key"], True, entry["value"], inline_max)
+        lines.append(f"- {kv.RUN_NAMESPACE} / {entry['key']}:{body}")
+    if not chain and not shared:
+        lines.append("(none recorded)")
+    return "\n".join(lines).rstrip()
+
+
+def build_packet(conn: sqlite3.Connection, state: StatePaths, node: dict[str, Any],
+                 *, thin: bool = False) -> dict[str, Any]:
+    """Render the packet for a node dict (as `graph.get_node` returns it)."""
+    role = role_for(node["type"])
+    inline_max = int(config_mod.get(config_mod.load(state.config),
+                                    "defaults.kvInlineMaxBytes", 2048))
+    omit_context = thin and role in THIN_ROLES
+    values = {
+        "NODE_ID": str(node["id"]),
+        "NODE_FIELDS": node_fields(node),
+        "INPUTS": inputs_section(conn, list(node.get("inputs") or []), inline_max),
+        "CONTEXT": context_section(conn, node, inline_max, omitted=omit_context),
+    }
+    for name, filename in INCLUDES.items():
+        values[name] = substitute(_read_template(filename), values, source=filename).rstrip()
+    text = substitute(_read_template(f"{role}.md"), values, source=f"{role}.md")
+    return {"nodeId": node["id"], "role": role, "thin": thin, "contextOmitted": omit_context,
+            "packet": text}
+
+
+def render_packet(conn: sqlite3.Connection, state: StatePaths, node_id: str,
+                  *, thin: bool = False) -> dict[str, Any]:
+    """The packet for `node_id`; an unknown node is bad input."""
+    from clavain.graph import require_node
+
+    return build_packet(conn, state, require_node(conn, node_id), thin=thin)

@@ -1,0 +1,38 @@
+"""The environment pointers a runner process gets, so its agent loads context from the database on
+demand instead of receiving it all in the packet."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clavain.paths import StatePaths, plugin_root
+
+RUNNER_ENV_VARS = (
+    "CLAVAIN_DB",
+    "CLAVAIN_NODE_ID",
+    "CLAVAIN_RUN_ID",
+    "CLAVAIN_PARENT_NODE_ID",
+    "CLAVAIN_ARTIFACTS_DIR",
+    "CLAVAIN_BIN",
+)
+
+
+def parent_of(node: dict[str, Any]) -> str:
+    """The node's parent id, or "" for a root node (so the variable is always set)."""
+    return str(node.get("parentId") or "")
+
+
+def runner_env(state: StatePaths, node: dict[str, Any], run_id: str) -> dict[str, str]:
+    """`CLAVAIN_*` variables for running `node` in run `run_id`, to merge over `os.environ`.
+
+    Paths are absolute: the runner may change directory, and `CLAVAIN_DB` is also what makes
+    `clavain kv` inside the runner open this database rather than rediscover one.
+    """
+    return {
+        "CLAVAIN_DB": str(state.db.resolve()),
+        "CLAVAIN_NODE_ID": str(node["id"]),
+        "CLAVAIN_RUN_ID": run_id,
+        "CLAVAIN_PARENT_NODE_ID": parent_of(node),
+        "CLAVAIN_ARTIFACTS_DIR": str(state.artifacts.resolve()),
+        "CLAVAIN_BIN": str(plugin_root() / "bin" / "clavain"),
+    }

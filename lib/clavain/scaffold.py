@@ -1,0 +1,127 @@
+"""Gates every plan needs, created by Clavain rather than by planners: one verify node per task,
+exactly one integrate node after all verify nodes, exactly one final_verify after it.
+
+Idempotent: running it twice changes nothing. Escalation nodes are plans, so they never add
+integrate or final nodes; tasks they add get their verify node and join the one integrate.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.graph import _snapshot, insert_nodes, now_iso, reopen
+from clavain.paths import StatePaths
+from clavain.store.db import transaction
+
+INTEGRATE_ID = "integrate"
+FINAL_ID = "final-verify"
+
+_TASKS_WITHOUT_VERIFY = """SELECT t.id, t.title, t.parent_id, t.acceptance_json, t.verify_json
+  FROM nodes t
+  WHERE t.type = 'task' AND NOT EXISTS (
+    SELECT 1 FROM deps d JOIN nodes v ON v.id = d.node_id
+    WHERE d.depends_on_id = t.id AND v.type = 'verify')
+  ORDER BY t.id"""
+
+
+def _free_id(conn: sqlite3.Connection, wanted: str, taken: set[str]) -> str:
+    candidate, n = wanted, 1
+    while candidate in taken or conn.execute(
+            "SELECT 1 FROM nodes WHERE id = ?", (candidate,)).fetchone():
+        n += 1
+        candidate = f"{wanted}-{n}"
+    taken.add(candidate)
+    return candidate
+
+
+def _spec(**fields: Any) -> Any:
+    """A NodeSpec for a generated node (ids derive from user ids, so skip the length check)."""
+    from clavain.models.node import NodeInput, NodeSpec
+
+    inputs = [NodeInput.model_validate(i) for i in fields.pop("inputs", [])]
+    defaults = {"title": "", "dependsOn": [], "parent": None, "runner": None, "ownership": [],
+                "acceptance": [], "verify": [], "retryPolicy": None}
+    return NodeSpec.model_construct(**{**defaults, **fields, "inputs": inputs})
+
+
+def verify_specs(conn: sqlite3.Connection, runner: str | None,
+                 taken: set[str]) -> list[Any]:
+    specs = []
+    for task in conn.execute(_TASKS_WITHOUT_VERIFY).fetchall():
+        specs.append(_spec(
+            id=_free_id(conn, f"verify-{task['id']}", taken), type="verify",
+            title=f"Verify {task['title'] or task['id']}", dependsOn=[task["id"]],
+            parent=task["parent_id"], runner=runner,
+            acceptance=json.loads(task["acceptance_json"]),
+            verify=json.loads(task["verify_json"]),
+            inputs=[{"nodeId": task["id"], "key": "out.summary", "as": "taskSummary"}],
+        ))
+    return specs
+
+
+def _singleton(conn: sqlite3.Connection, node_type: str) -> sqlite3.Row | None:
+    return conn.execute("SELECT id, status FROM nodes WHERE type = ? ORDER BY id LIMIT 1",
+                        (node_type,)).fetchone()
+
+
+def _link(conn: sqlite3.Connection, node_id: str, dep_sql: str, params: tuple[Any, ...]) -> int:
+    """Add missing deps of `node_id` on the ids `dep_sql` selects; returns how many were added."""
+    cursor = conn.execute(
+        f"INSERT OR IGNORE INTO deps (node_id, depends_on_id) "
+        f"SELECT ?, x.id FROM ({dep_sql}) x WHERE x.id <> ?", (node_id, *params, node_id))
+    return cursor.rowcount
+
+
+def ensure_scaffolding(conn: sqlite3.Connection, state: StatePaths | None, *,
+                       snapshot: bool = True) -> dict[str, Any]:
+    """Create whatever gates are missing. Returns {verify: [...], integrate, final, linked}."""
+    cfg = config_mod.load(state.config) if state else config_mod.DEFAULTS
+    runner = config_mod.get(cfg, "defaults.verifyRunner")
+    at = now_iso()
+    report: dict[str, Any] = {"verify": [], "integrate": None, "final": None, "linked": 0,
+                              "reopened": []}
+    with transaction(conn):
+        taken: set[str] = set()
+        verify = verify_specs(conn, runner, taken)
+        if verify:
+            report["verify"] = insert_nodes(conn, cfg, verify, at=at, note="added by scaffold")
+        if not conn.execute("SELECT 1 FROM nodes WHERE type = 'task' LIMIT 1").fetchone():
+            return report
+        integrate = _singleton(conn, "integrate")
+        if integrate is None:
+            spec = _spec(id=_free_id(conn, INTEGRATE_ID, taken), type="integrate",
+                         title="Integrate all verified tasks")
+            report["integrate"] = insert_nodes(conn, cfg, [spec], at=at,
+                                               note="added by scaffold")[0]
+            integrate = _singleton(conn, "integrate")
+        linked = _link(conn, integrate["id"], "SELECT id FROM nodes WHERE type = 'verify'", ())
+        final = _singleton(conn, "final_verify")
+        final_linked = 0
+        if final is None:
+            spec = _spec(id=_free_id(conn, FINAL_ID, taken), type="final_verify",
+                         title="Final verification of the whole goal",
+                         dependsOn=[integrate["id"]])
+            report["final"] = insert_nodes(conn, cfg, [spec], at=at, note="added by scaffold")[0]
+            final = _singleton(conn, "final_verify")
+        else:
+            final_linked = _link(conn, final["id"], "SELECT ? AS id", (integrate["id"],))
+        report["linked"] = linked + final_linked
+        gates = [integrate, final] if linked else [final] if final_linked else []
+        report["reopened"] = _reopen_finished_gates(conn, gates, at)
+    _snapshot(conn, state, snapshot)
+    return report
+
+
+def _reopen_finished_gates(conn: sqlite3.Connection, gates: list[sqlite3.Row],
+                           at: str) -> list[str]:
+    """New verify nodes after integration ran mean integration must run again."""
+    reopened = []
+    for gate in gates:
+        status = conn.execute("SELECT status FROM nodes WHERE id = ?", (gate["id"],)).fetchone()[0]
+        if status in ("done", "failed"):
+            reopen(conn, gate["id"], status, at=at, note="scaffold: new verify nodes to integrate")
+            reopened.append(gate["id"])
+    return reopened

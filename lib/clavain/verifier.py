@@ -1,0 +1,211 @@
+"""The shell verifier: run a verify node's commands without an LLM and turn the outcome into a
+runner result (`{"status", "summary", "errors"}`), so verification costs no model call.
+
+Commands run one after another with `bash -c` in the project root, each in its own process group
+with a timeout; the first failure stops the rest (later commands usually build on earlier ones).
+Each command's output goes to `.clavain/runs/<run-id>/<node>/cmd-N.log`, the result to
+`result.json` beside them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import signal
+import sqlite3
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.errors import ClavainError
+from clavain.fsutil import write_json_atomic
+from clavain.paths import StatePaths
+from clavain.runner_env import runner_env
+
+# Node types whose outcome a shell verification may decide; a task's own `verify` list can be
+# checked with apply=False, but passing it must not mark the task done without executing it.
+VERIFY_TYPES = frozenset({"verify", "final_verify"})
+TERM_GRACE_SECONDS = 5
+TAIL_LINES = 12
+TAIL_CHARS = 1500
+
+
+@dataclass(frozen=True)
+class CommandOutcome:
+    index: int
+    command: str
+    exit_code: int | None  # None when the command was killed for running too long
+    timed_out: bool
+    log_path: Path
+
+    @property
+    def passed(self) -> bool:
+        return not self.timed_out and self.exit_code == 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "command": self.command, "exitCode": self.exit_code,
+                "timedOut": self.timed_out, "log": str(self.log_path)}
+
+
+def new_run_id() -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"verify-{stamp}-{secrets.token_hex(3)}"
+
+
+def safe_path_part(name: str) -> str:
+    """A node or run id as one folder name: ids come from agents, so no `/` or `..` escapes."""
+    cleaned = re.sub(r"[^A-Za-z0-9._:-]", "_", name).lstrip(".")
+    return cleaned or "_"
+
+
+def _kill_group(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def run_command(index: int, command: str, *, cwd: Path, log_path: Path, timeout: float,
+                env: dict[str, str]) -> CommandOutcome:
+    """Run one command, its output (stdout and stderr interleaved) streamed to `log_path`."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        log.write(f"$ {command}\n".encode())
+        log.flush()
+        proc = subprocess.Popen(
+            ["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # The whole group: `bash -c "make test"` leaves the real work in grandchildren.
+            timed_out = True
+            _kill_group(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=TERM_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc.pid, signal.SIGKILL)
+                proc.wait()
+        # Background leftovers of a finished command would hold ports and this log open.
+        _kill_group(proc.pid, signal.SIGKILL)
+        footer = (f"[timed out after {timeout:g}s; process group killed]" if timed_out
+                  else f"[exit {proc.returncode}]")
+        log.write(f"\n{footer}\n".encode())
+    return CommandOutcome(index, command, None if timed_out else proc.returncode, timed_out,
+                          log_path)
+
+
+def run_commands(commands: list[str], *, cwd: Path, log_dir: Path, timeout: float,
+                 env: dict[str, str]) -> list[CommandOutcome]:
+    """Run in order, stopping after the first command that fails or times out."""
+    outcomes = []
+    for index, command in enumerate(commands, start=1):
+        outcome = run_command(index, command, cwd=cwd, log_path=log_dir / f"cmd-{index}.log",
+                              timeout=timeout, env=env)
+        outcomes.append(outcome)
+        if not outcome.passed:
+            break
+    return outcomes
+
+
+def _tail(path: Path) -> str:
+    with path.open("rb") as handle:
+        handle.seek(0, os.SEEK_END)
+        handle.seek(max(0, handle.tell() - 8 * TAIL_CHARS))
+        text = handle.read().decode("utf-8", errors="replace")
+    return "\n".join(text.strip().splitlines()[-TAIL_LINES:])[-TAIL_CHARS:]
+
+
+def verdict(commands: list[str], outcomes: list[CommandOutcome],
+            timeout: float) -> dict[str, Any]:
+    """The runner result for a set of outcomes."""
+    if not commands:
+        return {"status": "fail", "summary": "verify node has no commands to run",
+                "errors": ["no verify commands: give the node a `verify` list"]}
+    failed = next((o for o in outcomes if not o.passed), None)
+    if failed is None:
+        return {"status": "success", "summary": f"all {len(commands)} verify commands passed",
+                "errors": []}
+    how = (f"timed out after {timeout:g}s" if failed.timed_out
+           else f"exited {failed.exit_code}")
+    summary = f"verify command {failed.index} of {len(commands)} {how}: {failed.command}"
+    error = f"`{failed.command}` {how} (log: {failed.log_path})"
+    tail = _tail(failed.log_path)
+    return {"status": "fail", "summary": summary,
+            "errors": [f"{error}\n{tail}" if tail else error]}
+
+
+def result_line(result: dict[str, Any]) -> str:
+    """The `<result>…</result>` line a runner prints, on one line."""
+    return f"<result>{json.dumps(result, separators=(',', ':'))}</result>"
+
+
+def _timeout_for(state: StatePaths, timeout: float | None) -> float:
+    if timeout is None:
+        cfg = config_mod.load(state.config)
+        timeout = float(config_mod.get(cfg, "defaults.verifyTimeoutSeconds", 600))
+    if timeout <= 0:
+        raise ClavainError(f"timeout must be a positive number of seconds, got {timeout:g}")
+    return timeout
+
+
+def check_can_apply(node: dict[str, Any], run_id: str) -> None:
+    """Refuse before running anything, so a result that could not be recorded leaves no logs."""
+    from clavain.results import APPLICABLE
+
+    node_id = node["id"]
+    if node["type"] not in VERIFY_TYPES:
+        raise ClavainError(
+            f"node {node_id!r} is a {node['type']} node; the shell verifier decides only verify "
+            "nodes (use --no-apply to just run its commands)")
+    if node["status"] not in APPLICABLE:
+        raise ClavainError(
+            f"node {node_id!r} is {node['status']}; only an open or in_progress node takes a "
+            f"result (`clavain graph reset {node_id}` reopens it, --no-apply just runs it)")
+    if node["lockRunId"] and node["lockRunId"] != run_id:
+        raise ClavainError(f"node {node_id!r} is claimed by run {node['lockRunId']!r}, "
+                           f"not {run_id!r}")
+
+
+def run_verify(conn: sqlite3.Connection, state: StatePaths, node_id: str, *, apply: bool = True,
+               timeout: float | None = None, run_id: str | None = None) -> dict[str, Any]:
+    """Run `node_id`'s verify commands, write the logs and `result.json`, and (with `apply`)
+    record the result in the graph as a runner's result would be."""
+    from clavain.graph import require_node
+
+    node = require_node(conn, node_id)
+    commands = [str(c) for c in node.get("verify") or []]
+    per_command = _timeout_for(state, timeout)
+    run_id = run_id or node["lockRunId"] or os.environ.get("CLAVAIN_RUN_ID") or new_run_id()
+    if apply:
+        check_can_apply(node, run_id)
+    run_dir = state.runs / safe_path_part(run_id) / safe_path_part(node_id)
+    env = {**os.environ, **runner_env(state, node, run_id)}
+    outcomes = run_commands(commands, cwd=state.project, log_dir=run_dir, timeout=per_command,
+                            env=env)
+    result = verdict(commands, outcomes, per_command)
+    result_path = run_dir / "result.json"
+    write_json_atomic(result_path, result)
+    # The log worth reading first: the failing command's, else the last one's.
+    failed = next((o for o in outcomes if not o.passed), None)
+    shown = failed or (outcomes[-1] if outcomes else None)
+    log = str(shown.log_path) if shown else None
+    report: dict[str, Any] = {
+        "nodeId": node_id, "runId": run_id, "result": result,
+        "commands": [o.as_dict() for o in outcomes], "resultPath": str(result_path),
+        "applied": False,
+    }
+    if apply:
+        from clavain.results import apply_result
+
+        applied = apply_result(conn, state, node_id, result, run_id=run_id, stdout_path=log,
+                               result_path=str(result_path))
+        report["applied"] = True
+        report["apply"] = applied
+    return report

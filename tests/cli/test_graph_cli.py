@@ -1,0 +1,157 @@
+"""`clavain graph …` through the real bin/clavain launcher."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+
+def _db_counts(project: Path) -> tuple[int, ...]:
+    db = project / ".clavain" / "state.sqlite"
+    if not db.exists():
+        return (0, 0, 0)
+    with sqlite3.connect(db) as conn:
+        return tuple(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                     for t in ("nodes", "deps", "events"))
+
+
+def _seed(project: Path) -> None:
+    """In-process (cheaper than one more subprocess per case) but the same library call."""
+    from clavain import graph
+    from clavain.paths import StatePaths
+    from clavain.store import db
+
+    state = StatePaths(project / ".clavain")
+    conn = db.connect(state.db)
+    graph.add_nodes(conn, state, [{"id": "seed", "type": "task"}])
+    conn.close()
+
+
+def test_add_ls_show_next_apply_round_trip(run_cli, cli_json, project) -> None:
+    assert cli_json("graph", "add", "--id", "t1", "--type", "task", "--title", "First",
+                    "--verify", "true", "--verify", "test -f x")["verify"] == ["true", "test -f x"]
+    cli_json("graph", "add", "--id", "t2", "--type", "task", "--dep", "t1", "--runner", "codex")
+    listed = cli_json("graph", "ls")
+    assert [(n["id"], n["dependsOn"]) for n in listed] == [("t1", []), ("t2", ["t1"])]
+    table = run_cli("graph", "ls").stdout.splitlines()
+    assert table[0].split()[:3] == ["ID", "TYPE", "STATUS"] and table[1].startswith("t1 ")
+    assert cli_json("graph", "show", "t2")["runner"] == "codex"
+    assert "status:       open" in run_cli("graph", "show", "t1").stdout
+
+    peek = cli_json("graph", "next")
+    assert peek["id"] == "t1" and peek["status"] == "open"
+    claimed = cli_json("graph", "next", "--claim", "--run-id", "r1")
+    assert claimed["status"] == "in_progress" and claimed["lockRunId"] == "r1"
+
+    result = run_cli("graph", "apply", "t1", "--result", "-", "--run-id", "r1",
+                     input='log\n<result>{"status": "success", "summary": "done"}</result>\n')
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "t1: in_progress -> done"
+    assert cli_json("graph", "next")["id"] == "t2"
+    snapshot = json.loads((project / ".clavain" / "workgraph.json").read_text())
+    assert {n["id"]: n["status"] for n in snapshot["nodes"]} == {"t1": "done", "t2": "open"}
+
+
+def test_next_exits_3_when_nothing_is_runnable(run_cli) -> None:
+    empty = run_cli("graph", "next")
+    assert empty.returncode == 3 and "nothing is runnable" in empty.stderr
+    as_json = run_cli("graph", "next", "--claim", "--json")
+    assert as_json.returncode == 3 and json.loads(as_json.stdout)["node"] is None
+
+
+def test_next_reports_a_deadlock_with_its_chain(run_cli, cli_json) -> None:
+    cli_json("graph", "import", "-", input=json.dumps({"nodes": [
+        {"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 1}},
+        {"id": "b", "type": "task", "dependsOn": ["a"]}]}))
+    run_cli("graph", "apply", "a", "--result", "-", input='{"status":"fail","summary":"x"}')
+    # The escalation planner may run (its edge is satisfied by failure); make it finish.
+    run_cli("graph", "apply", "plan-escalate-a", "--result", "-",
+            input='{"status":"success","summary":"gave up"}')
+    stuck = run_cli("graph", "next", "--json")
+    assert stuck.returncode == 3
+    report = json.loads(stuck.stdout)
+    assert report["deadlock"]["chains"][0]["chain"] == ["b", "a"]
+    assert "b -> a" in report["reason"]
+    assert cli_json("graph", "deadlock")["deadlock"]["blockers"] == [
+        {"id": "a", "status": "failed"}]
+
+
+def test_next_auto_resets_a_failed_blocker_when_configured(run_cli, cli_json, project) -> None:
+    (project / ".clavain").mkdir(exist_ok=True)
+    (project / ".clavain" / "config.json").write_text(
+        json.dumps({"defaults": {"autoResetFailedMax": 1}}))
+    cli_json("graph", "import", "-", input=json.dumps({"nodes": [
+        {"id": "plan-escalate-a", "type": "plan"},  # pre-empts the escalation of `a`
+        {"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 1}},
+        {"id": "b", "type": "task", "dependsOn": ["a"]}]}))
+    run_cli("graph", "apply", "plan-escalate-a", "--result", "-",
+            input='{"status":"success","summary":"-"}')
+    run_cli("graph", "apply", "a", "--result", "-", input='{"status":"fail","summary":"x"}')
+    assert cli_json("graph", "next")["id"] == "a"
+
+
+def test_import_scaffold_answer_reset_export_mermaid(run_cli, cli_json, project,
+                                                     tmp_path: Path) -> None:
+    spec = tmp_path / "plan.json"
+    spec.write_text(json.dumps({"nodes": [
+        {"id": "t1", "type": "task", "verify": ["true"]},
+        {"id": "t2", "type": "task", "dependsOn": ["t1"]}]}))
+    assert cli_json("graph", "import", str(spec)) == {"added": ["t1", "t2"]}
+    report = cli_json("graph", "scaffold")
+    assert report["verify"] == ["verify-t1", "verify-t2"] and report["final"] == "final-verify"
+    assert run_cli("graph", "scaffold").stdout.strip() == "scaffolding already complete"
+
+    run_cli("graph", "apply", "t1", "--result", "-",
+            input='{"status":"checkpoint","summary":"?","question":"Which port?"}')
+    assert cli_json("graph", "show", "t1")["status"] == "needs_human"
+    answered = cli_json("graph", "answer", "t1", "--answer", "8080")
+    assert answered["status"] == "open" and answered["checkpoint"]["answer"] == "8080"
+    run_cli("graph", "apply", "t1", "--result", "-", input='{"status":"fail","summary":"no"}')
+    assert cli_json("graph", "show", "t1")["attempts"] == 1
+    assert cli_json("graph", "reset", "t1")["attempts"] == 0
+
+    exported = cli_json("graph", "export")
+    assert exported["nodes"] == 6 and Path(exported["path"]).exists()
+    chart = run_cli("graph", "mermaid")
+    assert chart.returncode == 0 and chart.stdout.startswith("flowchart TD")
+    assert "verify-t1" in chart.stdout
+
+
+@pytest.mark.parametrize(("args", "stdin", "message"), [
+    (("graph", "show", "ghost"), None, "unknown node 'ghost'"),
+    (("graph", "add", "--id", "x", "--type", "task", "--dep", "ghost"), None,
+     "node 'x' depends on unknown node 'ghost'"),
+    (("graph", "add", "--id", "seed", "--type", "task"), None, "node 'seed' already exists"),
+    (("graph", "import", "-"), "{nope", "not valid JSON"),
+    (("graph", "import", "-"), json.dumps({"nodes": [
+        {"id": "x", "type": "task", "dependsOn": ["y"]},
+        {"id": "y", "type": "task", "dependsOn": ["x"]}]}), "node 'x' is in a dependency cycle"),
+    (("graph", "import", "-"), json.dumps({"nodes": [
+        {"id": "x", "type": "task"}, {"id": "x", "type": "task"}]}), "duplicate node id 'x'"),
+    (("graph", "import", "/no/such/file.json"), None, "cannot read /no/such/file.json"),
+    (("graph", "apply", "seed", "--result", "-"), "<result>{bad</result>", "not valid JSON"),
+    (("graph", "apply", "ghost", "--result", "-"), '{"status":"success","summary":"s"}',
+     "unknown node 'ghost'"),
+    (("graph", "apply", "seed", "--result", "-"), json.dumps({
+        "status": "success", "summary": "s",
+        "next": {"addNodes": [{"id": "n", "type": "task", "dependsOn": ["ghost"]}]}}),
+     "node 'n' depends on unknown node 'ghost'"),
+    (("graph", "answer", "seed", "--answer", "x"), None, "not needs_human"),
+    (("graph", "reset", "ghost"), None, "unknown node 'ghost'"),
+])
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, cli_json, project, args,
+                                                          stdin, message) -> None:
+    _seed(project)
+    before = _db_counts(project)
+    snapshot = (project / ".clavain" / "workgraph.json").read_text()
+    result = run_cli(*args, input=stdin)
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("clavain: error: ") and message in lines[0]
+    assert _db_counts(project) == before
+    assert (project / ".clavain" / "workgraph.json").read_text() == snapshot
+    as_json = run_cli(*args, "--json", input=stdin)
+    assert as_json.returncode == 2 and message in json.loads(as_json.stdout)["error"]

@@ -1,0 +1,111 @@
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+NODES = {"nodes": [{"id": "task-a", "type": "task"}, {"id": "task-b", "type": "task"}]}
+
+
+@pytest.fixture
+def graph(run_cli, project: Path) -> Path:
+    result = run_cli("graph", "import", "-", input=json.dumps(NODES))
+    assert result.returncode == 0, result.stderr
+    return project / ".clavain" / "state.sqlite"
+
+
+def _kv_rows(db: Path) -> int:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM kv_history").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def test_put_get_ls(graph, run_cli, cli_json) -> None:
+    assert run_cli("kv", "put", "--node", "task-a", "--key", "out.summary",
+                   "--value", "made the form").returncode == 0
+    cli_json("kv", "put", "--node", "task-a", "--key", "ctx.note", "--value", "x")
+
+    plain = run_cli("kv", "get", "--node", "task-a", "--key", "out.summary")
+    assert plain.returncode == 0 and plain.stdout == "made the form\n"
+    entry = cli_json("kv", "get", "--node", "task-a", "--key", "out.summary")
+    assert entry["value"] == "made the form" and entry["nodeId"] == "task-a"
+
+    listed = cli_json("kv", "ls", "--node", "task-a", "--prefix", "out.")
+    assert [e["key"] for e in listed] == ["out.summary"]
+    table = run_cli("kv", "ls").stdout.splitlines()
+    assert table[0].split() == ["NODE", "KEY", "VALUE", "UPDATED"]
+    assert len(table) == 3 and "made the form" in table[2]
+
+
+def test_run_namespace(graph, run_cli, cli_json) -> None:
+    assert run_cli("kv", "put", "--run", "--key", "ctx.goal", "--value", "log in").returncode == 0
+    assert cli_json("kv", "get", "--run", "--key", "ctx.goal")["nodeId"] == "__run__"
+    assert [e["key"] for e in cli_json("kv", "ls", "--run")] == ["ctx.goal"]
+
+
+def test_value_from_stdin(graph, run_cli, cli_json) -> None:
+    result = run_cli("kv", "put", "--node", "task-a", "--key", "out.log", "--value-file", "-",
+                     input="line 1\nline 2\n")
+    assert result.returncode == 0, result.stderr
+    assert cli_json("kv", "get", "--node", "task-a", "--key", "out.log")["value"] == (
+        "line 1\nline 2\n")
+
+
+def test_inside_a_runner_the_node_comes_from_the_env(graph, run_cli, cli_json) -> None:
+    env = {"CLAVAIN_NODE_ID": "task-a", "CLAVAIN_RUN_ID": "run-9"}
+    assert run_cli("kv", "put", "--key", "out.x", "--value", "mine", env=env).returncode == 0
+    entry = cli_json("kv", "get", "--key", "out.x", env=env)
+    assert entry["nodeId"] == "task-a" and entry["runId"] == "run-9"
+
+
+def test_cross_node_write_from_a_runner_is_refused(graph, run_cli) -> None:
+    env = {"CLAVAIN_NODE_ID": "task-a"}
+    result = run_cli("kv", "put", "--node", "task-b", "--key", "out.summary", "--value", "x",
+                     env=env)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert "may write only its own keys" in line and "--allow-cross-node-write" in line
+    assert _kv_rows(graph) == 0
+
+    allowed = run_cli("kv", "put", "--node", "task-b", "--key", "out.summary", "--value", "x",
+                      "--allow-cross-node-write", env=env)
+    assert allowed.returncode == 0, allowed.stderr
+    # Outside a runner (no CLAVAIN_NODE_ID) a person may write any node.
+    assert run_cli("kv", "put", "--node", "task-b", "--key", "k", "--value", "v").returncode == 0
+
+
+def test_unknown_node_is_bad_input(graph, run_cli) -> None:
+    result = run_cli("kv", "put", "--node", "nope", "--key", "k", "--value", "v", "--json")
+    assert result.returncode == 2
+    assert "unknown node 'nope'" in json.loads(result.stdout)["error"]
+    assert _kv_rows(graph) == 0
+    assert run_cli("kv", "get", "--node", "nope", "--key", "k").returncode == 2
+    assert run_cli("kv", "ls", "--node", "nope").returncode == 2
+
+
+def test_missing_key_exits_1(graph, run_cli) -> None:
+    result = run_cli("kv", "get", "--node", "task-a", "--key", "out.none")
+    assert result.returncode == 1
+    assert "has no key 'out.none'" in result.stderr
+
+
+def test_bad_key_and_missing_target(graph, run_cli) -> None:
+    bad = run_cli("kv", "put", "--node", "task-a", "--key", "two words", "--value", "v")
+    assert bad.returncode == 2 and "whitespace" in bad.stderr
+    no_target = run_cli("kv", "get", "--key", "out.summary")
+    assert no_target.returncode == 2 and "--node ID or --run" in no_target.stderr
+    assert _kv_rows(graph) == 0
+
+
+def test_no_workgraph_yet(run_cli, project: Path) -> None:
+    result = run_cli("kv", "put", "--run", "--key", "ctx.x", "--value", "v")
+    assert result.returncode == 2 and "no workgraph yet" in result.stderr
+    assert not (project / ".clavain" / "state.sqlite").exists()
+
+
+def test_kv_without_an_action(run_cli) -> None:
+    result = run_cli("kv")
+    assert result.returncode == 2 and "missing action" in result.stderr

@@ -1,0 +1,179 @@
+"""Schema, adding nodes, reading them back, answer and reset (library level, real SQLite)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from clavain import graph
+from clavain.errors import ClavainError
+from clavain.paths import StatePaths
+from clavain.store import db
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> StatePaths:
+    return StatePaths(tmp_path / ".clavain")
+
+
+@pytest.fixture
+def conn(state: StatePaths):
+    connection = db.connect(state.db)
+    yield connection
+    connection.close()
+
+
+def _counts(conn) -> tuple[int, int, int]:
+    return tuple(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                 for t in ("nodes", "deps", "events"))
+
+
+def test_db_init_creates_graph_tables_triggers_and_ready_index(conn) -> None:
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert {"nodes", "deps", "kv_latest", "kv_history", "events", "meta"} <= names
+    assert {"deps_count_insert", "deps_count_delete", "deps_count_status"} <= names
+    plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + graph._NEXT_ID_SQL,
+                                               {"now": graph.now_iso()}))
+    assert "nodes_ready" in plan and "TEMP B-TREE" not in plan
+
+
+def test_add_and_get_node_round_trips_every_field(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "p", "type": "plan"}])
+    graph.add_nodes(conn, state, [{
+        "id": "t1", "type": "task", "title": "Do it", "parent": "p", "dependsOn": ["p"],
+        "runner": "claude", "inputs": [{"nodeId": "p", "key": "out.summary", "as": "plan"}],
+        "ownership": ["src/**"], "acceptance": ["works"], "verify": ["pytest -q"],
+        "retryPolicy": {"maxAttempts": 5},
+    }])
+    node = graph.get_node(conn, "t1")
+    assert node["parentId"] == "p" and node["dependsOn"] == ["p"]
+    assert node["inputs"] == [{"nodeId": "p", "key": "out.summary", "as": "plan"}]
+    assert node["verify"] == ["pytest -q"] and node["ownership"] == ["src/**"]
+    assert node["retryPolicy"] == {"maxAttempts": 5}
+    assert node["status"] == "open" and node["unmetDeps"] == 1 and node["attempts"] == 0
+    assert node["createdAt"].endswith("Z") and node["lockRunId"] is None
+    assert graph.get_node(conn, "missing") is None
+
+
+def test_defaults_come_from_config(conn, state) -> None:
+    state.root.mkdir(parents=True, exist_ok=True)
+    state.config.write_text(json.dumps({"defaults": {"maxAttempts": 7, "verifyRunner": "vr"}}))
+    graph.add_nodes(conn, state, [{"id": "v", "type": "verify"}, {"id": "t", "type": "task"}])
+    assert graph.get_node(conn, "t")["retryPolicy"] == {"maxAttempts": 7}
+    assert graph.get_node(conn, "v")["runner"] == "vr"
+    assert graph.get_node(conn, "t")["runner"] is None
+
+
+def test_batch_may_reference_later_nodes_as_parent_and_dep(conn, state) -> None:
+    graph.add_nodes(conn, state, [
+        {"id": "b", "type": "task", "parent": "a", "dependsOn": ["a"]},
+        {"id": "a", "type": "epic"},
+    ])
+    assert graph.get_node(conn, "b")["parentId"] == "a"
+
+
+@pytest.mark.parametrize(("specs", "message"), [
+    ([{"id": "a", "type": "task"}, {"id": "a", "type": "task"}], "duplicate node id 'a'"),
+    ([{"id": "x", "type": "task", "dependsOn": ["ghost"]}], "depends on unknown node 'ghost'"),
+    ([{"id": "x", "type": "task", "parent": "ghost"}], "unknown parent 'ghost'"),
+    ([{"id": "a", "type": "task", "dependsOn": ["b"]},
+      {"id": "b", "type": "task", "dependsOn": ["a"]}], "dependency cycle: a -> b -> a"),
+    ([{"id": "a", "type": "task", "dependsOn": ["a"]}], "dependency cycle: a -> a"),
+    ([{"id": "a", "type": "nonsense"}], "node 'a': type:"),
+    ([{"id": "a b", "type": "task"}], "node 'a b': id:"),
+    ([{"id": "a", "type": "task", "colour": "red"}], "node 'a': colour: Extra inputs"),
+    ([{"type": "task"}], "nodes[1]: id: Field required"),
+    (["not an object"], "nodes[1]: node: Input should be a valid dictionary"),
+    ([{"id": "i1", "type": "integrate"}, {"id": "i2", "type": "integrate"}],
+     "exactly one integrate"),
+])
+def test_bad_batches_name_the_node_and_write_nothing(conn, state, specs, message) -> None:
+    graph.add_nodes(conn, state, [{"id": "seed", "type": "plan"}])
+    before = _counts(conn)
+    with pytest.raises(ClavainError, match=re.escape(message)):
+        graph.add_nodes(conn, state, [{"id": "ok", "type": "task"}, *specs])
+    assert _counts(conn) == before
+
+
+def test_existing_id_is_rejected(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    with pytest.raises(ClavainError, match="node 'a' already exists"):
+        graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+
+
+def test_second_integrate_is_refused_across_batches(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "integrate", "type": "integrate"}])
+    with pytest.raises(ClavainError, match="exactly one integrate"):
+        graph.add_nodes(conn, state, [{"id": "other", "type": "integrate"}])
+
+
+def test_import_requires_nodes_object(conn, state) -> None:
+    with pytest.raises(ClavainError, match='"nodes"'):
+        graph.import_nodes(conn, state, [{"id": "a", "type": "task"}])
+    with pytest.raises(ClavainError, match="unexpected top-level key 'extra'"):
+        graph.import_nodes(conn, state, {"nodes": [], "extra": 1})
+    assert graph.import_nodes(conn, state, {"nodes": [{"id": "a", "type": "task"}]}) == ["a"]
+
+
+def test_unmet_deps_follow_status_changes(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"},
+                                  {"id": "c", "type": "task", "dependsOn": ["a", "b"]}])
+    unmet = lambda: graph.get_node(conn, "c")["unmetDeps"]  # noqa: E731
+    assert unmet() == 2
+    conn.execute("UPDATE nodes SET status = 'done' WHERE id = 'a'")
+    assert unmet() == 1
+    conn.execute("UPDATE nodes SET status = 'failed' WHERE id = 'a'")
+    assert unmet() == 2
+    conn.execute("DELETE FROM deps WHERE node_id = 'c' AND depends_on_id = 'b'")
+    assert unmet() == 1
+
+
+def test_list_nodes_filters_by_status_in_selection_order(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "z-task", "type": "task"},
+                                  {"id": "a-final", "type": "final_verify"},
+                                  {"id": "m-verify", "type": "verify"}])
+    assert [n["id"] for n in graph.list_nodes(conn)] == ["m-verify", "z-task", "a-final"]
+    conn.execute("UPDATE nodes SET status = 'done' WHERE id = 'z-task'")
+    assert [n["id"] for n in graph.list_nodes(conn, "done")] == ["z-task"]
+
+
+def test_answer_reopens_a_checkpointed_node_with_the_answer(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    with pytest.raises(ClavainError, match="not needs_human"):
+        graph.answer(conn, state, "a", "yes")
+    conn.execute("UPDATE nodes SET status = 'needs_human', "
+                 "checkpoint_json = '{\"question\": \"Which DB?\"}' WHERE id = 'a'")
+    node = graph.answer(conn, state, "a", "Postgres")
+    assert node["status"] == "open"
+    assert node["checkpoint"]["question"] == "Which DB?"
+    assert node["checkpoint"]["answer"] == "Postgres" and node["checkpoint"]["answeredAt"]
+    last = conn.execute("SELECT from_status, to_status, note FROM events ORDER BY id DESC "
+                        "LIMIT 1").fetchone()
+    assert tuple(last) == ("needs_human", "open", "answered")
+    with pytest.raises(ClavainError, match="unknown node 'nope'"):
+        graph.answer(conn, state, "nope", "x")
+    with pytest.raises(ClavainError, match="empty"):
+        graph.answer(conn, state, "a", "  ")
+
+
+def test_reset_clears_attempts_backoff_and_lock(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "b", "type": "task",
+                                                               "dependsOn": ["a"]}])
+    conn.execute("UPDATE nodes SET status = 'done', attempts = 2, completed_at = 'x', "
+                 "blocked_until = '2999-01-01T00:00:00.000Z' WHERE id = 'a'")
+    assert graph.get_node(conn, "b")["unmetDeps"] == 0
+    node = graph.reset(conn, state, "a")
+    assert (node["status"], node["attempts"], node["blockedUntil"], node["completedAt"]) == (
+        "open", 0, None, None)
+    assert graph.get_node(conn, "b")["unmetDeps"] == 1
+    with pytest.raises(ClavainError, match="unknown node"):
+        graph.reset(conn, state, "ghost")
+
+
+def test_find_cycle_reports_a_closed_path() -> None:
+    assert graph.find_cycle({"a": ["b"], "b": ["c"], "c": []}) is None
+    cycle = graph.find_cycle({"a": ["b"], "b": ["c"], "c": ["b"]})
+    assert cycle == ["b", "c", "b"]

@@ -1,0 +1,106 @@
+"""The workgraph.json snapshot, the Mermaid view and the committed JSON Schemas."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from clavain import export, graph, results
+from clavain.models import node as node_models
+from clavain.paths import StatePaths
+from clavain.scaffold import ensure_scaffolding
+from clavain.store import db
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> StatePaths:
+    return StatePaths(tmp_path / ".clavain")
+
+
+@pytest.fixture
+def conn(state: StatePaths):
+    connection = db.connect(state.db)
+    yield connection
+    connection.close()
+
+
+def _snapshot(state: StatePaths) -> dict:
+    return json.loads(state.workgraph_json.read_text(encoding="utf-8"))
+
+
+def test_empty_graph_snapshot_is_valid_json(conn) -> None:
+    assert export.snapshot(conn)["nodes"] == []
+
+
+def test_snapshot_has_version_and_nodes_with_depends_on(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task", "title": 'say "hi"\n<b>'},
+                                  {"id": "b", "type": "verify", "dependsOn": ["a"]}])
+    snap = _snapshot(state)
+    assert snap["version"] == export.SNAPSHOT_VERSION and snap["exportedAt"].endswith("Z")
+    assert [n["id"] for n in snap["nodes"]] == ["a", "b"]
+    assert snap["nodes"][0]["title"] == 'say "hi"\n<b>'
+    assert snap["nodes"][1]["dependsOn"] == ["a"]
+    assert snap["nodes"][1] == graph.get_node(conn, "b")
+
+
+def test_every_mutation_rewrites_the_snapshot(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t", "type": "task"}])
+    ensure_scaffolding(conn, state)
+    assert {n["id"] for n in _snapshot(state)["nodes"]} == {
+        "t", "verify-t", "integrate", "final-verify"}
+    results.apply_result(conn, state, "t", {"status": "checkpoint", "summary": "?",
+                                            "question": "which?"})
+    assert {n["id"]: n["status"] for n in _snapshot(state)["nodes"]}["t"] == "needs_human"
+    graph.answer(conn, state, "t", "this")
+    assert {n["id"]: n["status"] for n in _snapshot(state)["nodes"]}["t"] == "open"
+    results.apply_result(conn, state, "t", {"status": "success", "summary": "ok"})
+    graph.reset(conn, state, "t")
+    assert {n["id"]: n["status"] for n in _snapshot(state)["nodes"]}["t"] == "open"
+    assert not list(state.root.glob(".workgraph.json.*.tmp"))
+
+
+def test_mermaid_draws_boxes_and_arrows_with_safe_ids(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "task-1.a", "type": "task", "title": 'a "quoted" <x>'},
+                                  {"id": "verify:1", "type": "verify", "dependsOn": ["task-1.a"]}])
+    conn.execute("UPDATE nodes SET status = 'failed' WHERE id = 'task-1.a'")
+    text = export.mermaid(conn)
+    lines = text.splitlines()
+    assert lines[0] == "flowchart TD"
+    assert any("task-1.a<br/>a #quot;quoted#quot; #lt;x#gt;" in line and line.endswith(":::failed")
+               for line in lines)
+    assert "  n0_task_1_a --> n1_verify_1" in lines
+    assert any(line.startswith("  classDef failed") for line in lines)
+
+
+def test_escalation_edges_are_dotted_in_mermaid(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 1}}])
+    results.apply_result(conn, state, "a", {"status": "fail", "summary": "x"})
+    assert "n0_a -.-> n1_plan_escalate_a" in export.mermaid(conn)
+
+
+# ---------------------------------------------------------------- schemas
+
+def test_committed_schemas_match_the_models() -> None:
+    for name, text in node_models.json_schemas().items():
+        committed = (SCHEMAS / name).read_text(encoding="utf-8")
+        assert committed == text, f"schemas/{name} drifted: run python -m clavain.models.node"
+
+
+def test_schemas_accept_good_and_reject_bad_documents() -> None:
+    node_schema = json.loads((SCHEMAS / "node.schema.json").read_text())
+    result_schema = json.loads((SCHEMAS / "result.schema.json").read_text())
+    good = {"nodes": [{"id": "t1", "type": "task", "dependsOn": [], "verify": ["true"],
+                       "inputs": [{"nodeId": "p", "key": "out.summary", "as": "plan"}],
+                       "retryPolicy": {"maxAttempts": 2}}]}
+    jsonschema.validate(good, node_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"nodes": [{"id": "t1", "type": "chore"}]}, node_schema)
+    jsonschema.validate({"status": "success", "summary": "ok",
+                         "next": {"addNodes": good["nodes"]}}, result_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"status": "success", "summary": "ok", "extra": 1}, result_schema)

@@ -1,0 +1,233 @@
+"""Applying runner results: transitions, retry with backoff, new nodes, auto KV, escalation."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from clavain import graph, kv, results
+from clavain.errors import ClavainError
+from clavain.paths import StatePaths
+from clavain.store import db
+
+NOW = datetime(2030, 1, 1, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> StatePaths:
+    return StatePaths(tmp_path / ".clavain")
+
+
+@pytest.fixture
+def conn(state: StatePaths):
+    connection = db.connect(state.db)
+    yield connection
+    connection.close()
+
+
+def _kv(conn, node_id: str, key: str) -> str | None:
+    entry = kv.get(conn, node_id, key)
+    return entry["value"] if entry else None
+
+
+def _fingerprint(conn) -> list:
+    return [tuple(r) for r in conn.execute(
+        "SELECT id, status, attempts, lock_run_id, blocked_until FROM nodes ORDER BY id")] + [
+        conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("deps", "events", "kv_latest")]
+
+
+# ---------------------------------------------------------------- parsing
+
+@pytest.mark.parametrize("text", [
+    '{"status": "success", "summary": "ok"}',
+    'chatter\n<result>{"status": "fail", "summary": "example"}</result>\nmore\n'
+    '<result>\n{"status": "success", "summary": "ok"}\n</result>\n',
+    '<result>\n```json\n{"status": "success", "summary": "ok"}\n```\n</result>',
+])
+def test_result_is_found_in_text_tags_fences_or_raw_json(text: str) -> None:
+    parsed = results.parse_result(text)
+    assert (parsed.status, parsed.summary) == ("success", "ok")
+
+
+@pytest.mark.parametrize(("raw", "message"), [
+    ("<result>{not json}</result>", "not valid JSON inside <result>"),
+    ("no tags and no json", "no <result>…</result> block found"),
+    ("<result>  </result>", "empty"),
+    ("[1, 2]", "must be a JSON object"),
+    ('{"summary": "x"}', "result field status: Field required"),
+    ('{"status": "done", "summary": "x"}', "result field status"),
+    ('{"status": "checkpoint"}', "needs a question"),
+    ('{"status": "success", "summary": "x", "mood": "good"}', "result field mood"),
+])
+def test_bad_results_are_one_line_errors(raw: str, message: str) -> None:
+    with pytest.raises(ClavainError, match=message):
+        results.parse_result(raw)
+
+
+# ---------------------------------------------------------------- transitions
+
+def test_success_marks_done_clears_lock_writes_kv_and_unblocks(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"},
+                                  {"id": "b", "type": "task", "dependsOn": ["a"]}])
+    graph.claim_next(conn, run_id="r1")
+    out = results.apply_result(conn, state, "a", {"status": "success", "summary": "built it"},
+                               run_id="r1", stdout_path="/runs/r1/out.log",
+                               result_path="/runs/r1/result.json")
+    assert out == {"node": "a", "from": "in_progress", "to": "done", "result": "success",
+                   "attempts": 0, "blockedUntil": None, "added": [], "escalation": None,
+                   "question": None}
+    node = graph.get_node(conn, "a")
+    assert node["lockRunId"] is None and node["completedAt"]
+    assert _kv(conn, "a", "out.summary") == "built it"
+    assert _kv(conn, "a", "out.last_stdout_path") == "/runs/r1/out.log"
+    assert _kv(conn, "a", "out.last_result_path") == "/runs/r1/result.json"
+    assert _kv(conn, "a", "err.summary") is None
+    assert kv.get(conn, "a", "out.summary")["runId"] == "r1"
+    assert graph.select_next(conn) == "b"
+
+
+def test_checkpoint_asks_a_human_and_answer_reopens(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    graph.claim_next(conn, run_id="r1")
+    out = results.apply_result(conn, state, "a", {"status": "checkpoint", "summary": "unsure",
+                                                  "question": "SQLite or Postgres?"}, run_id="r1")
+    assert out["to"] == "needs_human" and out["question"] == "SQLite or Postgres?"
+    assert graph.get_node(conn, "a")["checkpoint"]["question"] == "SQLite or Postgres?"
+    assert _kv(conn, "a", "err.summary") == "unsure"
+    assert graph.select_next(conn) is None
+    node = graph.answer(conn, state, "a", "SQLite")
+    assert node["status"] == "open" and node["checkpoint"]["answer"] == "SQLite"
+    assert graph.select_next(conn) == "a"
+
+
+def test_fail_retries_with_doubling_backoff_then_fails(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 3}}])
+    fail = {"status": "fail", "summary": "", "errors": ["tests red", "lint red"]}
+    first = results.apply_result(conn, state, "a", fail, now=NOW)
+    assert (first["to"], first["attempts"]) == ("open", 1)
+    assert first["blockedUntil"] == graph.later_iso(30, NOW)
+    assert graph.select_next(conn, now=NOW) is None
+    assert graph.select_next(conn, now=NOW + timedelta(seconds=31)) == "a"
+    assert _kv(conn, "a", "err.summary") == "tests red"
+    second = results.apply_result(conn, state, "a", fail, now=NOW)
+    assert second["blockedUntil"] == graph.later_iso(60, NOW)
+    third = results.apply_result(conn, state, "a", fail, now=NOW)
+    assert (third["to"], third["attempts"], third["blockedUntil"]) == ("failed", 3, None)
+    assert third["escalation"] == "plan-escalate-a"
+
+
+def test_backoff_is_capped() -> None:
+    cfg = {"defaults": {"retryBackoffSeconds": 10, "retryBackoffMaxSeconds": 50}}
+    assert [results.backoff_seconds(cfg, n) for n in (1, 2, 3, 4)] == [10, 20, 40, 50]
+
+
+def test_only_open_or_in_progress_nodes_take_results(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    results.apply_result(conn, state, "a", {"status": "success", "summary": "x"})
+    with pytest.raises(ClavainError, match="'a' is done"):
+        results.apply_result(conn, state, "a", {"status": "success", "summary": "x"})
+    with pytest.raises(ClavainError, match="unknown node 'ghost'"):
+        results.apply_result(conn, state, "ghost", {"status": "success", "summary": "x"})
+
+
+def test_a_result_from_another_run_is_refused(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    graph.claim_next(conn, run_id="r1")
+    before = _fingerprint(conn)
+    with pytest.raises(ClavainError, match="claimed by run 'r1', not 'r2'"):
+        results.apply_result(conn, state, "a", {"status": "success", "summary": "x"},
+                             run_id="r2")
+    assert _fingerprint(conn) == before
+
+
+# ---------------------------------------------------------------- addNodes
+
+def test_added_nodes_get_the_current_node_as_parent_and_their_deps(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "plan", "type": "plan"}, {"id": "lib", "type": "task"}])
+    out = results.apply_result(conn, state, "plan", {
+        "status": "success", "summary": "planned",
+        "next": {"addNodes": [
+            {"id": "t1", "type": "task", "dependsOn": ["lib"], "parent": "ignored"},
+            {"id": "t2", "type": "task", "dependsOn": ["t1"], "verify": ["make test"]},
+        ]},
+    })
+    assert out["added"] == ["t1", "t2"]
+    t1, t2 = graph.get_node(conn, "t1"), graph.get_node(conn, "t2")
+    assert t1["parentId"] == t2["parentId"] == "plan"
+    assert t1["dependsOn"] == ["lib"] and t2["dependsOn"] == ["t1"] and t2["unmetDeps"] == 1
+    note = conn.execute("SELECT note FROM events WHERE node_id = 't1'").fetchone()[0]
+    assert note == "added by plan"
+
+
+@pytest.mark.parametrize(("add", "message"), [
+    ([{"id": "x", "type": "task", "dependsOn": ["ghost"]}], "node 'x' depends on unknown node"),
+    ([{"id": "x", "type": "task"}, {"id": "x", "type": "task"}], "duplicate node id 'x'"),
+    ([{"id": "plan", "type": "task"}], "node 'plan' already exists"),
+    ([{"id": "x", "type": "task", "dependsOn": ["y"]},
+      {"id": "y", "type": "task", "dependsOn": ["x"]}], "node 'x' is in a dependency cycle"),
+    ([{"id": "x", "type": "task", "bogus": 1}], "result field next.addNodes.0.bogus"),
+])
+def test_bad_added_nodes_reject_the_whole_result(conn, state, add, message) -> None:
+    graph.add_nodes(conn, state, [{"id": "plan", "type": "plan"}])
+    graph.claim_next(conn, run_id="r1")
+    before = _fingerprint(conn)
+    with pytest.raises(ClavainError, match=message):
+        results.apply_result(conn, state, "plan", {"status": "success", "summary": "s",
+                                                   "next": {"addNodes": add}}, run_id="r1")
+    assert _fingerprint(conn) == before
+    assert graph.get_node(conn, "plan")["status"] == "in_progress"
+
+
+# ---------------------------------------------------------------- escalation
+
+def _fail_for_good(conn, state, node_id: str) -> dict:
+    out = {}
+    for _ in range(graph.get_node(conn, node_id)["retryPolicy"]["maxAttempts"]):
+        conn.execute("UPDATE nodes SET blocked_until = NULL WHERE id = ?", (node_id,))
+        out = results.apply_result(conn, state, node_id, {"status": "fail", "summary": "broken"},
+                                   stdout_path="/log", result_path="/res")
+    return out
+
+
+def test_permanent_failure_escalates_exactly_once(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "epic", "type": "epic"}])
+    graph.add_nodes(conn, state, [
+        {"id": "a", "type": "task", "parent": "epic", "retryPolicy": {"maxAttempts": 2}},
+        {"id": "after", "type": "task", "dependsOn": ["a"]},
+    ])
+    conn.execute("UPDATE nodes SET status = 'in_progress' WHERE id = 'epic'")
+    out = _fail_for_good(conn, state, "a")
+    assert out["to"] == "failed" and out["escalation"] == "plan-escalate-a"
+    esc = graph.get_node(conn, "plan-escalate-a")
+    assert esc["type"] == "plan" and esc["parentId"] == "epic" and esc["dependsOn"] == ["a"]
+    assert {(i["nodeId"], i["key"]) for i in esc["inputs"]} == {
+        ("a", "err.summary"), ("a", "out.last_stdout_path"), ("a", "out.last_result_path")}
+    # The escalation runs although its dependency failed; ordinary dependents stay blocked.
+    assert graph.select_next(conn) == "plan-escalate-a"
+    assert graph.get_node(conn, "after")["unmetDeps"] == 1
+    graph.reset(conn, state, "a")
+    again = _fail_for_good(conn, state, "a")
+    assert again["to"] == "failed" and again["escalation"] is None
+    count = conn.execute("SELECT count(*) FROM nodes WHERE id LIKE 'plan-escalate-%'").fetchone()
+    assert count[0] == 1
+
+
+def test_a_failed_escalation_is_not_escalated_again(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 1}}])
+    _fail_for_good(conn, state, "a")
+    conn.execute("UPDATE nodes SET retry_policy_json = '{\"maxAttempts\": 1}' "
+                 "WHERE id = 'plan-escalate-a'")
+    out = _fail_for_good(conn, state, "plan-escalate-a")
+    assert out["to"] == "failed" and out["escalation"] is None
+    assert conn.execute("SELECT count(*) FROM nodes").fetchone()[0] == 2
+
+
+def test_apply_rewrites_the_snapshot(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    results.apply_result(conn, state, "a", '<result>{"status":"success","summary":"s"}</result>')
+    snap = json.loads(state.workgraph_json.read_text())
+    assert [(n["id"], n["status"]) for n in snap["nodes"]] == [("a", "done")]

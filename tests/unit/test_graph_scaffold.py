@@ -1,0 +1,154 @@
+"""Scaffolding (verify per task, one integrate, one final_verify) and deadlock detection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clavain import deadlock, graph, results
+from clavain.paths import StatePaths
+from clavain.scaffold import ensure_scaffolding
+from clavain.store import db
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> StatePaths:
+    return StatePaths(tmp_path / ".clavain")
+
+
+@pytest.fixture
+def conn(state: StatePaths):
+    connection = db.connect(state.db)
+    yield connection
+    connection.close()
+
+
+def _shape(conn) -> list[tuple]:
+    return [(n["id"], n["type"], tuple(n["dependsOn"])) for n in graph.list_nodes(conn)]
+
+
+def test_scaffold_adds_verify_per_task_one_integrate_and_one_final(conn, state) -> None:
+    state.root.mkdir(parents=True, exist_ok=True)
+    state.config.write_text(json.dumps({"defaults": {"verifyRunner": "myVerifier"}}))
+    graph.add_nodes(conn, state, [
+        {"id": "plan", "type": "plan"},
+        {"id": "t1", "type": "task", "parent": "plan", "verify": ["pytest -q"],
+         "acceptance": ["green"]},
+        {"id": "t2", "type": "task", "parent": "plan"},
+    ])
+    report = ensure_scaffolding(conn, state)
+    assert report["verify"] == ["verify-t1", "verify-t2"]
+    assert (report["integrate"], report["final"]) == ("integrate", "final-verify")
+    v1 = graph.get_node(conn, "verify-t1")
+    assert v1["runner"] == "myVerifier" and v1["dependsOn"] == ["t1"]
+    assert v1["verify"] == ["pytest -q"] and v1["acceptance"] == ["green"]
+    assert v1["parentId"] == "plan"
+    assert v1["inputs"] == [{"nodeId": "t1", "key": "out.summary", "as": "taskSummary"}]
+    assert graph.get_node(conn, "integrate")["dependsOn"] == ["verify-t1", "verify-t2"]
+    assert graph.get_node(conn, "final-verify")["dependsOn"] == ["integrate"]
+
+
+def test_scaffold_is_idempotent(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t1", "type": "task"}, {"id": "t2", "type": "task"}])
+    ensure_scaffolding(conn, state)
+    shape, events = _shape(conn), conn.execute("SELECT count(*) FROM events").fetchone()
+    again = ensure_scaffolding(conn, state)
+    assert again == {"verify": [], "integrate": None, "final": None, "linked": 0,
+                     "reopened": []}
+    assert _shape(conn) == shape
+    assert conn.execute("SELECT count(*) FROM events").fetchone() == events
+
+
+def test_scaffold_without_tasks_adds_nothing(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "p", "type": "plan"}])
+    ensure_scaffolding(conn, state)
+    assert [n["id"] for n in graph.list_nodes(conn)] == ["p"]
+
+
+def test_existing_verify_node_of_a_task_is_respected(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t1", "type": "task"},
+                                  {"id": "check-t1", "type": "verify", "dependsOn": ["t1"]}])
+    report = ensure_scaffolding(conn, state)
+    assert report["verify"] == []
+    assert graph.get_node(conn, "integrate")["dependsOn"] == ["check-t1"]
+
+
+def test_escalations_never_multiply_integrate_or_final(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t1", "type": "task", "retryPolicy": {"maxAttempts": 1}}])
+    ensure_scaffolding(conn, state)
+    results.apply_result(conn, state, "t1", {"status": "fail", "summary": "no"})
+    # The escalation planner proposes a fix task; scaffolding gives it a verify node that joins
+    # the one integrate.
+    results.apply_result(conn, state, "plan-escalate-t1", {
+        "status": "success", "summary": "fix",
+        "next": {"addNodes": [{"id": "t1-fix", "type": "task"}]}})
+    ensure_scaffolding(conn, state)
+    ensure_scaffolding(conn, state)
+    types = [n["type"] for n in graph.list_nodes(conn)]
+    assert types.count("integrate") == 1 and types.count("final_verify") == 1
+    assert graph.get_node(conn, "integrate")["dependsOn"] == ["verify-t1", "verify-t1-fix"]
+
+
+def test_new_verify_nodes_reopen_a_finished_integration(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t1", "type": "task"}])
+    ensure_scaffolding(conn, state)
+    conn.execute("UPDATE nodes SET status = 'done'")
+    graph.add_nodes(conn, state, [{"id": "t2", "type": "task"}])
+    report = ensure_scaffolding(conn, state)
+    assert report["reopened"] == ["integrate", "final-verify"]
+    assert graph.get_node(conn, "integrate")["unmetDeps"] == 1
+
+
+# ---------------------------------------------------------------- deadlock
+
+def test_no_deadlock_while_work_can_progress(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"},
+                                  {"id": "b", "type": "task", "dependsOn": ["a"]}])
+    assert deadlock.detect(conn) is None  # a is runnable
+    graph.claim_next(conn, run_id="r")
+    assert deadlock.detect(conn) is None  # a is running
+    conn.execute("UPDATE nodes SET status = 'open', lock_run_id = NULL, "
+                 "blocked_until = '2999-01-01T00:00:00.000Z' WHERE id = 'a'")
+    assert deadlock.detect(conn) is None  # a waits out a backoff
+    conn.execute("UPDATE nodes SET status = 'done'")
+    assert deadlock.detect(conn) is None  # finished
+
+
+def test_deadlock_reports_the_chain_to_the_failed_blocker(conn, state) -> None:
+    graph.add_nodes(conn, state, [
+        {"id": "a", "type": "task"}, {"id": "b", "type": "task", "dependsOn": ["a"]},
+        {"id": "c", "type": "task", "dependsOn": ["b"]}, {"id": "h", "type": "task"},
+        {"id": "d", "type": "task", "dependsOn": ["h"]},
+    ])
+    conn.execute("UPDATE nodes SET status = 'failed' WHERE id = 'a'")
+    conn.execute("UPDATE nodes SET status = 'needs_human' WHERE id = 'h'")
+    report = deadlock.detect(conn)
+    assert report["stuck"] == 3
+    assert report["blockers"] == [{"id": "a", "status": "failed"},
+                                  {"id": "h", "status": "needs_human"}]
+    chains = {c["node"]: c["chain"] for c in report["chains"]}
+    assert chains == {"b": ["b", "a"], "c": ["c", "b", "a"], "d": ["d", "h"]}
+    assert deadlock.describe(report).startswith("deadlock: 3 open node(s) can never run")
+
+
+def test_auto_reset_reopens_a_failed_blocker_at_most_the_configured_times(conn, state) -> None:
+    state.root.mkdir(parents=True, exist_ok=True)
+    state.config.write_text(json.dumps({"defaults": {"autoResetFailedMax": 1}}))
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"},
+                                  {"id": "b", "type": "task", "dependsOn": ["a"]}])
+    conn.execute("UPDATE nodes SET status = 'failed', attempts = 3 WHERE id = 'a'")
+    assert deadlock.auto_reset(conn, state) == ["a"]
+    node = graph.get_node(conn, "a")
+    assert (node["status"], node["attempts"], node["autoResets"]) == ("open", 0, 1)
+    conn.execute("UPDATE nodes SET status = 'failed' WHERE id = 'a'")
+    assert deadlock.auto_reset(conn, state) == []
+    assert graph.get_node(conn, "a")["status"] == "failed"
+
+
+def test_auto_reset_is_off_by_default(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"},
+                                  {"id": "b", "type": "task", "dependsOn": ["a"]}])
+    conn.execute("UPDATE nodes SET status = 'failed' WHERE id = 'a'")
+    assert deadlock.auto_reset(conn, state) == []

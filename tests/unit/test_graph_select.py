@@ -1,0 +1,186 @@
+"""Selection order, claims, backoff and stale locks; hypothesis checks the ready invariant."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clavain import graph
+from clavain.errors import ClavainError
+from clavain.paths import StatePaths
+from clavain.store import db
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> StatePaths:
+    return StatePaths(tmp_path / ".clavain")
+
+
+@pytest.fixture
+def conn(state: StatePaths):
+    connection = db.connect(state.db)
+    yield connection
+    connection.close()
+
+
+def _done(conn, *ids: str) -> None:
+    for node_id in ids:
+        conn.execute("UPDATE nodes SET status = 'done' WHERE id = ?", (node_id,))
+
+
+def test_selection_order_is_verify_task_plan_integrate_final_then_id(conn, state) -> None:
+    graph.add_nodes(conn, state, [
+        {"id": "f", "type": "final_verify"}, {"id": "i", "type": "integrate"},
+        {"id": "e", "type": "epic"}, {"id": "d-plan", "type": "plan"},
+        {"id": "t2", "type": "task"}, {"id": "t1", "type": "task"}, {"id": "v", "type": "verify"},
+    ], snapshot=False)
+    order = []
+    while (picked := graph.claim_next(conn, run_id="r")) is not None:
+        order.append(picked["id"])
+    assert order == ["v", "t1", "t2", "d-plan", "e", "i", "f"]
+
+
+def test_a_node_waits_for_every_dep_to_be_done(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"},
+                                  {"id": "v", "type": "verify", "dependsOn": ["a", "b"]}])
+    assert graph.select_next(conn) == "a"
+    _done(conn, "a")
+    assert graph.select_next(conn) == "b"
+    conn.execute("UPDATE nodes SET status = 'in_progress' WHERE id = 'b'")
+    assert graph.select_next(conn) is None
+    _done(conn, "b")
+    assert graph.select_next(conn) == "v"
+
+
+def test_claim_locks_and_a_second_claim_of_the_same_node_fails(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    first = graph.claim_node(conn, "a", run_id="r1", pid=os.getpid(), host="h")
+    assert first["status"] == "in_progress" and first["lockRunId"] == "r1"
+    assert first["lockPid"] == os.getpid() and first["lockHost"] == "h" and first["lockStartedAt"]
+    assert graph.claim_node(conn, "a", run_id="r2") is None
+    assert graph.claim_next(conn, run_id="r2") is None
+    assert graph.get_node(conn, "a")["lockRunId"] == "r1"
+    event = conn.execute("SELECT from_status, to_status, run_id FROM events WHERE note = 'claimed'")
+    assert [tuple(r) for r in event] == [("open", "in_progress", "r1")]
+
+
+def test_claim_needs_a_run_id(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    with pytest.raises(ClavainError, match="run id"):
+        graph.claim_next(conn, run_id="")
+
+
+def test_blocked_until_defers_selection(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"}])
+    now = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    conn.execute("UPDATE nodes SET blocked_until = ? WHERE id = 'a'",
+                 (graph.later_iso(60, now),))
+    assert graph.select_next(conn, now=now) == "b"
+    assert graph.select_next(conn, now=now + timedelta(seconds=61)) == "a"
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_stale_lock_of_a_dead_pid_on_this_host_is_released(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "dead", "type": "task"}, {"id": "alive", "type": "task"},
+                                  {"id": "elsewhere", "type": "task"}])
+    graph.claim_node(conn, "dead", run_id="r1", pid=_dead_pid())
+    graph.claim_node(conn, "alive", run_id="r2", pid=os.getpid())
+    graph.claim_node(conn, "elsewhere", run_id="r3", pid=_dead_pid(), host="other-host")
+    assert graph.release_stale_locks(conn, lease_seconds=3600) == ["dead"]
+    node = graph.get_node(conn, "dead")
+    assert node["status"] == "open" and node["lockRunId"] is None and node["lockPid"] is None
+    note = conn.execute("SELECT note FROM events WHERE node_id = 'dead' "
+                        "ORDER BY id DESC").fetchone()
+    assert "stale lock released" in note[0] and "is gone" in note[0]
+    assert graph.get_node(conn, "alive")["status"] == "in_progress"
+    assert graph.get_node(conn, "elsewhere")["status"] == "in_progress"
+
+
+def test_lock_older_than_the_lease_is_released(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    start = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    graph.claim_node(conn, "a", run_id="r1", pid=os.getpid(), now=start)
+    soon = start + timedelta(seconds=59)
+    assert graph.release_stale_locks(conn, lease_seconds=60, now=soon) == []
+    later = start + timedelta(seconds=61)
+    assert graph.release_stale_locks(conn, lease_seconds=60, now=later) == ["a"]
+    assert graph.claim_next(conn, run_id="r2", now=later)["id"] == "a"
+
+
+# ---------------------------------------------------------------- hypothesis
+
+graphs = st.integers(min_value=1, max_value=14).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.lists(st.sampled_from(["plan", "epic", "task", "verify"]),
+             min_size=n, max_size=n),
+    st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n),
+    st.lists(st.tuples(st.integers(0, n - 1),
+                       st.sampled_from(["done", "failed", "in_progress", "open", "reset"])),
+             max_size=2 * n),
+))
+
+
+def _naive_ready(conn) -> set[str]:
+    return {r[0] for r in conn.execute(
+        "SELECT n.id FROM nodes n WHERE n.status = 'open' AND n.lock_run_id IS NULL "
+        "AND NOT EXISTS (SELECT 1 FROM deps d JOIN nodes x ON x.id = d.depends_on_id "
+        "WHERE d.node_id = n.id AND NOT (x.status = 'done' OR "
+        "(d.kind = 'settled' AND x.status = 'failed')))")}
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(spec=graphs)
+def test_selection_never_returns_a_node_with_an_unfinished_dep(tmp_path: Path, spec) -> None:
+    n, types, edges, changes = spec
+    path = tmp_path / f"h{os.getpid()}-{id(spec)}.sqlite"
+    conn = db.connect(path)
+    try:
+        # Edges only point from higher to lower index, so the graph is acyclic by construction.
+        deps = {i: sorted({b for a, b in edges if a == i and b < i}) for i in range(n)}
+        graph.add_nodes(conn, None, [{"id": f"n{i:02d}", "type": types[i],
+                                      "dependsOn": [f"n{d:02d}" for d in deps[i]]}
+                                     for i in range(n)])
+        for index, status in changes:
+            node_id = f"n{index:02d}"
+            if status == "reset":
+                graph.reset(conn, None, node_id)
+            else:
+                conn.execute("UPDATE nodes SET status = ? WHERE id = ?", (status, node_id))
+            ready = _naive_ready(conn)
+            picked = graph.select_next(conn)
+            assert (picked is None) == (not ready)
+            if picked:
+                assert picked in ready
+                rank = {"verify": 0, "task": 1, "plan": 2, "epic": 2}
+                best = min(ready, key=lambda i: (rank[types[int(i[1:])]], i))
+                assert picked == best
+        claimed = set()
+        while True:
+            ready = _naive_ready(conn)
+            node = graph.claim_next(conn, run_id="r")
+            if node is None:
+                assert not ready
+                break
+            assert node["id"] in ready
+            assert all(graph.get_node(conn, d)["status"] == "done" for d in node["dependsOn"])
+            assert node["id"] not in claimed
+            claimed.add(node["id"])
+            conn.execute("UPDATE nodes SET status = 'done', lock_run_id = NULL WHERE id = ?",
+                         (node["id"],))
+    finally:
+        conn.close()
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)

@@ -1,0 +1,168 @@
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from clavain import graph, kv
+from clavain.errors import ClavainError
+from clavain.paths import StatePaths
+from clavain.store.db import connect
+from clavain.verifier import result_line, run_verify, safe_path_part
+
+
+@pytest.fixture
+def state(project: Path) -> StatePaths:
+    return StatePaths.discover()
+
+
+@pytest.fixture
+def conn(state: StatePaths) -> sqlite3.Connection:
+    connection = connect(state.db)
+    yield connection
+    connection.close()
+
+
+def _verify_node(conn, state, commands: list[str], node_id: str = "verify-a") -> str:
+    graph.add_nodes(conn, state, [{"id": node_id, "type": "verify", "verify": commands}])
+    return node_id
+
+
+def test_all_commands_pass(conn, state, project) -> None:
+    node = _verify_node(conn, state, ["echo first", "pwd; echo node=$CLAVAIN_NODE_ID"])
+    report = run_verify(conn, state, node, apply=False, run_id="run-1")
+
+    assert report["result"] == {"status": "success", "summary": "all 2 verify commands passed",
+                                "errors": []}
+    run_dir = state.runs / "run-1" / node
+    assert "first" in (run_dir / "cmd-1.log").read_text()
+    second = (run_dir / "cmd-2.log").read_text()
+    # Commands run in the project root with the runner's pointers.
+    assert str(project) in second and f"node={node}" in second
+    assert json.loads((run_dir / "result.json").read_text()) == report["result"]
+    assert [c["exitCode"] for c in report["commands"]] == [0, 0]
+    # --no-apply leaves the graph alone.
+    assert graph.get_node(conn, node)["status"] == "open"
+    assert kv.ls(conn, node) == []
+
+
+def test_first_failure_is_reported_and_stops_the_rest(conn, state) -> None:
+    node = _verify_node(conn, state, ["true", "echo boom >&2; exit 3", "touch ran-third"])
+    report = run_verify(conn, state, node, apply=False, run_id="run-2")
+
+    result = report["result"]
+    assert result["status"] == "fail"
+    assert "exited 3" in result["summary"] and "exit 3" in result["summary"]
+    [error] = result["errors"]
+    assert "echo boom >&2; exit 3" in error and "boom" in error  # the command and its output
+    assert not (state.project / "ran-third").exists()
+    assert not (state.runs / "run-2" / node / "cmd-3.log").exists()
+    assert [c["index"] for c in report["commands"]] == [1, 2]
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie: a killed orphan stays a zombie until init gets round to it."""
+    stat = Path(f"/proc/{pid}/stat")
+    if stat.parent.parent.joinpath("self").exists():
+        try:
+            return stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_timeout_kills_the_whole_process_group(conn, state, tmp_path) -> None:
+    pid_file = tmp_path / "child.pid"
+    # The child outlives bash unless the group is killed.
+    node = _verify_node(conn, state, [f"sleep 300 & echo $! > {pid_file}; wait"])
+    report = run_verify(conn, state, node, apply=False, run_id="run-3", timeout=1)
+
+    result = report["result"]
+    assert result["status"] == "fail"
+    assert "timed out after 1s" in result["summary"]
+    assert report["commands"][0]["timedOut"] is True
+    assert report["commands"][0]["exitCode"] is None
+    assert not _running(int(pid_file.read_text()))
+    assert "timed out" in (state.runs / "run-3" / node / "cmd-1.log").read_text()
+
+
+def test_background_leftovers_of_a_passing_command_are_killed(conn, state, tmp_path) -> None:
+    pid_file = tmp_path / "leftover.pid"
+    node = _verify_node(conn, state, [f"sleep 300 & echo $! > {pid_file}"])
+    assert run_verify(conn, state, node, apply=False)["result"]["status"] == "success"
+    assert not _running(int(pid_file.read_text()))
+
+
+def test_ids_cannot_escape_the_runs_folder() -> None:
+    assert safe_path_part("../../etc") == "_.._etc"
+    assert safe_path_part("task-a:1") == "task-a:1"
+    assert safe_path_part("") == "_"
+
+
+def test_timeout_comes_from_config(conn, state) -> None:
+    state.config.write_text(json.dumps({"defaults": {"verifyTimeoutSeconds": 1}}))
+    node = _verify_node(conn, state, ["sleep 300"])
+    report = run_verify(conn, state, node, apply=False, run_id="run-4")
+    assert "timed out after 1s" in report["result"]["summary"]
+
+
+def test_no_commands_is_a_failure(conn, state) -> None:
+    node = _verify_node(conn, state, [])
+    result = run_verify(conn, state, node, apply=False, run_id="r")["result"]
+    assert result["status"] == "fail" and "no commands" in result["summary"]
+
+
+def test_apply_success_marks_the_node_done(conn, state) -> None:
+    node = _verify_node(conn, state, ["true"])
+    report = run_verify(conn, state, node, run_id="run-5")
+    assert report["applied"] is True
+    assert graph.get_node(conn, node)["status"] == "done"
+    assert kv.get(conn, node, "out.summary")["value"] == "all 1 verify commands passed"
+    assert kv.get(conn, node, "out.last_result_path")["value"] == report["resultPath"]
+
+
+def test_apply_failure_records_the_error_and_retries(conn, state) -> None:
+    node = _verify_node(conn, state, ["exit 1"])
+    run_verify(conn, state, node, run_id="run-6")
+    after = graph.get_node(conn, node)
+    assert after["status"] == "open" and after["attempts"] == 1
+    assert "exit 1" in kv.get(conn, node, "err.summary")["value"]
+    log = kv.get(conn, node, "out.last_stdout_path")["value"]
+    assert log.endswith("cmd-1.log") and Path(log).exists()
+
+
+def test_apply_refuses_a_task_node_before_running_anything(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "task-a", "type": "task", "verify": ["touch ran"]}])
+    with pytest.raises(ClavainError, match="decides only verify nodes"):
+        run_verify(conn, state, "task-a", run_id="run-7")
+    assert not (state.project / "ran").exists()
+    assert not (state.runs / "run-7").exists()
+    # Just running a task's commands is fine.
+    assert run_verify(conn, state, "task-a", apply=False)["result"]["status"] == "success"
+
+
+def test_apply_refuses_a_node_that_is_already_done(conn, state) -> None:
+    node = _verify_node(conn, state, ["true"])
+    run_verify(conn, state, node, run_id="run-8")
+    with pytest.raises(ClavainError, match="is done"):
+        run_verify(conn, state, node, run_id="run-9")
+    assert not (state.runs / "run-9").exists()
+
+
+def test_unknown_node_and_bad_timeout(conn, state) -> None:
+    with pytest.raises(ClavainError, match="unknown node 'nope'"):
+        run_verify(conn, state, "nope")
+    node = _verify_node(conn, state, ["true"])
+    with pytest.raises(ClavainError, match="positive"):
+        run_verify(conn, state, node, timeout=0)
+
+
+def test_result_line_is_one_parseable_line() -> None:
+    line = result_line({"status": "fail", "summary": "a\nb", "errors": ["x"]})
+    assert "\n" not in line
+    assert json.loads(line.removeprefix("<result>").removesuffix("</result>"))["summary"] == "a\nb"
