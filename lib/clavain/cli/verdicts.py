@@ -1,0 +1,140 @@
+"""`clavain verdicts ls|summary|attention|clean|show AGENT|parse FILE|-`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
+from clavain.errors import ClavainError
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    parent = add_command(commands, "verdicts",
+                         "agents' verdicts in .clavain/verdicts/ (default: summary)", _summary)
+    add_json_flag(parent)
+    sub = parent.add_subparsers(dest="verdicts_command", metavar="SUBCOMMAND")
+    for name, help_text, handler in (
+        ("ls", "one row per verdict: STATUS, AGENT, TOKENS, SUMMARY", _ls),
+        ("summary", "the compact summary a sprint reads (counts, one line each)", _summary),
+        ("attention", "verdicts that need a look, with their detail paths", _attention),
+        ("clean", "remove every verdict and detail file", _clean),
+    ):
+        add_json_flag(add_command(sub, name, help_text, handler))
+    show = add_command(sub, "show", "one agent's verdict (clavain:fd-quality or fd-quality)",
+                       _show)
+    show.add_argument("agent", metavar="AGENT")
+    add_json_flag(show)
+    parse = add_command(sub, "parse", "parse the verdict header at the end of FILE (- = stdin)",
+                        _parse)
+    parse.add_argument("file", metavar="FILE")
+    add_json_flag(parse)
+
+
+def _folder() -> Path:
+    from clavain.paths import StatePaths
+
+    return StatePaths.discover().verdicts
+
+
+def _all() -> list[dict[str, Any]]:
+    from clavain import verdicts
+
+    return verdicts.parse_all(_folder())
+
+
+def _ls(args: argparse.Namespace) -> int:
+    from clavain import verdicts
+
+    found = _all()
+    if args.json:
+        emit_json(found)
+    elif found:
+        print_table(verdicts.summary_rows(found), ["status", "agent", "tokens", "summary"])
+    else:
+        print("no verdicts yet")
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from clavain import verdicts
+
+    found = _all()
+    if args.json:
+        emit_json({"counts": verdicts.count_by_status(found),
+                   "total_tokens": verdicts.total_tokens(found),
+                   "attention": verdicts.get_attention(found),
+                   "verdicts": verdicts.summary_rows(found)})
+    else:
+        print(verdicts.render_summary(found))
+    return 0
+
+
+def _attention(args: argparse.Namespace) -> int:
+    from clavain import verdicts
+
+    rows = verdicts.get_attention(_all())
+    if args.json:
+        emit_json(rows)
+    elif rows:
+        print_table(rows, ["status", "agent", "detail_path", "summary"])
+    else:
+        print("nothing needs attention")
+    return 0
+
+
+def _clean(args: argparse.Namespace) -> int:
+    from clavain import verdicts
+
+    removed = verdicts.clean(_folder())
+    if args.json:
+        emit_json({"removed": removed})
+    else:
+        print(f"removed {removed} verdict file{'s' if removed != 1 else ''}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from clavain import verdicts
+    from clavain.models.verdict import Verdict
+
+    try:
+        found = verdicts.read(_folder(), args.agent)
+    except LookupError as exc:
+        raise ClavainError(f"{exc}; `clavain verdicts ls` lists the agents") from exc
+    except ValueError as exc:
+        raise ClavainError(f"invalid verdict file {exc}; rerun the agent or "
+                           "`clavain verdicts clean`") from exc
+    verdict = Verdict.model_validate(found).model_dump()
+    if args.json:
+        emit_json(verdict)
+    else:
+        width = max(len(key) for key in verdict)
+        for key, value in verdict.items():
+            shown = ", ".join(value) if isinstance(value, list) else value
+            print(f"{key.upper().ljust(width)}  {'' if shown is None else shown}")
+    return 0
+
+
+def _parse(args: argparse.Namespace) -> int:
+    from clavain.verdict_parser import VerdictParseError, parse_header
+
+    try:
+        text = sys.stdin.read() if args.file == "-" else \
+            Path(args.file).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ClavainError(f"cannot read {args.file}: {exc.strerror}") from exc
+    try:
+        fields = parse_header(text)
+    except VerdictParseError as exc:
+        raise ClavainError(f"bad verdict header: {exc}") from exc
+    fields["tokens_source"] = "reported"
+    if args.json:
+        emit_json(fields)
+    else:
+        for key, value in fields.items():
+            shown = ", ".join(value) if isinstance(value, list) else value
+            print(f"{key.upper():<15} {'' if shown is None else shown}")
+    return 0

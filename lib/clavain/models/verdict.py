@@ -1,0 +1,121 @@
+"""The verdict an agent's header becomes: the source of `schemas/verdict.schema.json`.
+
+The hook path cannot import pydantic, so `clavain.verdicts.validate` mirrors these rules in the
+stdlib; tests check that files the hook writes validate here and against the committed schema.
+Regenerate the schema with `python -m clavain.models.verdict`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from clavain.verdict_parser import (
+    IMPLEMENTATION_STATUSES,
+    STATUSES_BY_TYPE,
+    SUMMARY_MAX_CHARS,
+    VERDICT_STATUSES,
+)
+from clavain.verdicts import (
+    MAX_AGENT_CHARS,
+    MAX_MODEL_CHARS,
+    MAX_PATH_CHARS,
+    TIMESTAMP_PATTERN,
+)
+
+SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "verdict.schema.json"
+
+VerdictType = Literal["verdict", "implementation"]
+Status = Literal["CLEAN", "NEEDS_ATTENTION", "BLOCKED", "ERROR", "COMPLETE", "PARTIAL", "FAILED"]
+
+# JSON Schema cannot see the model validator below, so the type ↔ status pairing is spelled out
+# for jsonschema users too.
+_STATUS_MATCHES_TYPE = [
+    {"if": {"properties": {"type": {"const": kind}}, "required": ["type"]},
+     "then": {"properties": {"status": {"enum": list(statuses)}}}}
+    for kind, statuses in STATUSES_BY_TYPE.items()
+]
+
+
+# Python's `$` (jsonschema) also matches before a final newline; this closes that gap.
+_ONE_LINE: dict[str, Any] = {"not": {"pattern": r"[\r\n]"}}
+
+
+class Verdict(BaseModel):
+    """One agent's result, as written to `.clavain/verdicts/<agent>.json`."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, title="Verdict",
+        json_schema_extra={"allOf": _STATUS_MATCHES_TYPE},
+    )
+
+    type: VerdictType = Field(
+        description="verdict (a review) or implementation (an agent that changed code)")
+    status: Status = Field(
+        description=f"verdict: {', '.join(VERDICT_STATUSES)}; "
+                    f"implementation: {', '.join(IMPLEMENTATION_STATUSES)}")
+    model: str | None = Field(
+        default=None, min_length=1, max_length=MAX_MODEL_CHARS,
+        description="model the agent ran on (from its header, else its transcript)")
+    tokens_spent: int | None = Field(
+        default=None, ge=0, description="tokens the agent used; null when unknown")
+    tokens_source: Literal["measured", "reported"] = Field(
+        default="reported",
+        description="measured: deduplicated from the agent's transcript; reported: its header")
+    files_changed: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="paths the agent changed")
+    findings_count: int = Field(default=0, ge=0, description="number of findings")
+    summary: str = Field(
+        min_length=1, max_length=SUMMARY_MAX_CHARS, description="one line",
+        json_schema_extra=_ONE_LINE)
+    detail_path: str | None = Field(
+        default=None, min_length=1, max_length=MAX_PATH_CHARS,
+        description="file with the full answer, relative to the project root")
+    agent: str = Field(
+        min_length=1, max_length=MAX_AGENT_CHARS,
+        description="agent type, e.g. clavain:fd-quality")
+    session_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_AGENT_CHARS,
+        description="Claude Code session that ran the agent")
+    timestamp: str = Field(
+        pattern=TIMESTAMP_PATTERN, description="when the verdict was recorded (ISO 8601)",
+        json_schema_extra=_ONE_LINE)
+
+    @field_validator("summary")
+    @classmethod
+    def _one_line(cls, summary: str) -> str:
+        if "\n" in summary or "\r" in summary:
+            raise ValueError("summary must be one line")
+        return summary
+
+    @model_validator(mode="after")
+    def _status_matches_type(self) -> Verdict:
+        if self.status not in STATUSES_BY_TYPE[self.type]:
+            raise ValueError(f"status {self.status} is not valid for type {self.type} "
+                             f"({', '.join(STATUSES_BY_TYPE[self.type])})")
+        return self
+
+
+def verdict_json_schema() -> dict[str, Any]:
+    schema = Verdict.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://github.com/clavain-dev/clavain/schemas/verdict.schema.json"
+    return schema
+
+
+def render_schema() -> str:
+    return json.dumps(verdict_json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def write_schema(path: Path = SCHEMA_PATH) -> Path:
+    from clavain.fsutil import write_atomic
+
+    write_atomic(path, render_schema())
+    return path
+
+
+if __name__ == "__main__":
+    print(write_schema())

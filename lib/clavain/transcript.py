@@ -1,0 +1,172 @@
+"""Measured token usage from Claude Code transcripts (JSONL). Stdlib only (SubagentStop).
+
+Claude Code writes one assistant line per content block and repeats the message's usage on each,
+so a naive sum over-counts. Deduplicate like ccusage: one entry per (message.id, requestId); a
+sidechain copy of a message (same message.id) counts once; on a collision the larger total wins
+(earlier lines of a streamed message can carry a partial output count).
+
+Files are streamed in binary chunks and only lines containing `"usage"` are cut out and decoded
+as JSON: tool results (the bulk of a transcript) are skipped at memchr speed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+                "cache_read_input_tokens")
+_USAGE_MARKER = b'"usage"'
+
+
+def _counts(usage: dict[str, Any]) -> tuple[int, ...]:
+    """The four counts (anything but a positive int counts as 0: bools, strings, negatives)."""
+    return tuple(value if type(value) is int and value > 0 else 0
+                 for value in map(usage.get, USAGE_FIELDS))
+
+
+@dataclass
+class Usage:
+    """Token counts of distinct API responses."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    messages: int = 0
+    usage_lines: int = 0
+    models: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return (self.input_tokens + self.output_tokens + self.cache_creation_input_tokens
+                + self.cache_read_input_tokens)
+
+    @property
+    def main_model(self) -> str | None:
+        """The model that answered most messages."""
+        return max(self.models, key=self.models.__getitem__) if self.models else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**{key: getattr(self, key) for key in USAGE_FIELDS}, "total": self.total,
+                "messages": self.messages, "usage_lines": self.usage_lines,
+                "models": dict(self.models)}
+
+
+class _Deduper:
+    """Collects usage entries across one or more files, keeping one per API response."""
+
+    def __init__(self) -> None:
+        # key → (counts, total, model)
+        self.entries: dict[object, tuple[tuple[int, ...], int, str | None]] = {}
+        self._by_message: dict[str, tuple[tuple[str, str | None], bool]] = {}
+        self._anonymous = 0
+        self.usage_lines = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        message = record.get("message")
+        if record.get("type") != "assistant" or not isinstance(message, dict):
+            return
+        usage = message.get("usage")
+        if not isinstance(usage, dict):
+            return
+        self.usage_lines += 1
+        model = message.get("model")
+        model = model if isinstance(model, str) else None
+        counts = _counts(usage)
+        total = sum(counts)
+        message_id = message.get("id")
+        if not isinstance(message_id, str):  # nothing to deduplicate on: a response of its own
+            self._anonymous += 1
+            self.entries[self._anonymous] = (counts, total, model)
+            return
+        request_id = record.get("requestId")
+        request_id = request_id if isinstance(request_id, str) else None
+        key: tuple[str, str | None] = (message_id, request_id)
+        sidechain = record.get("isSidechain") is True
+        known = self._by_message.get(message_id)
+        # A sidechain copy of a message already seen (or the original arriving after its copy)
+        # is the same response even when its requestId differs or is missing.
+        if known is not None and known[0] != key and (
+                sidechain or known[1] or None in (known[0][1], request_id)):
+            key = known[0]
+        previous = self.entries.get(key)
+        if previous is None or total > previous[1]:
+            self.entries[key] = (counts, total, model or (previous[2] if previous else None))
+        self._by_message.setdefault(message_id, (key, sidechain))
+
+    def usage(self) -> Usage:
+        result = Usage(usage_lines=self.usage_lines)
+        sums = [0] * len(USAGE_FIELDS)
+        for counts, _, model in self.entries.values():
+            result.messages += 1
+            for index, count in enumerate(counts):
+                sums[index] += count
+            if model and model != "<synthetic>":
+                result.models[model] = result.models.get(model, 0) + 1
+        for key, value in zip(USAGE_FIELDS, sums, strict=True):
+            setattr(result, key, value)
+        return result
+
+
+def _usage_lines(path: Path, chunk_size: int = 1 << 22) -> Iterator[bytes]:
+    """The lines of `path` that contain `"usage"`, found with bytes.find over big chunks so the
+    other lines are never split out or looked at one by one."""
+    pending: list[bytes] = []  # the unfinished last line, kept in pieces (lines can be huge)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(chunk_size):
+            end = chunk.rfind(b"\n")
+            if end < 0:
+                pending.append(chunk)
+                continue
+            block = b"".join([*pending, chunk[: end + 1]]) if pending else chunk[: end + 1]
+            pending = [chunk[end + 1:]] if end + 1 < len(chunk) else []
+            position = 0
+            while (found := block.find(_USAGE_MARKER, position)) >= 0:
+                start = block.rfind(b"\n", 0, found) + 1
+                stop = block.index(b"\n", found)
+                yield block[start:stop]
+                position = stop + 1
+    last = b"".join(pending)
+    if _USAGE_MARKER in last:
+        yield last
+
+
+def _feed(deduper: _Deduper, path: Path) -> None:
+    for line in _usage_lines(path):
+        try:
+            record = json.loads(line)
+        except ValueError:  # a torn last line while the session is still writing
+            continue
+        if isinstance(record, dict):
+            deduper.add(record)
+
+
+def usage_of_files(paths: Iterable[Path]) -> Usage:
+    """Deduplicated usage across `paths` together (copies in several files count once)."""
+    deduper = _Deduper()
+    for path in paths:
+        _feed(deduper, path)
+    return deduper.usage()
+
+
+def transcript_usage(path: Path) -> Usage:
+    """Deduplicated usage of one transcript file."""
+    return usage_of_files([path])
+
+
+def subagent_files(transcript: Path) -> list[Path]:
+    """`<session>.jsonl` → its subagents' `<session>/subagents/agent-*.jsonl`, sorted."""
+    folder = transcript.with_suffix("") / "subagents"
+    return sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
+
+
+def session_usage(transcript: Path, *, with_subagents: bool = True
+                  ) -> tuple[Usage, list[tuple[Path, Usage]]]:
+    """(total, per-file usage) of a main transcript and, optionally, its subagents' files."""
+    files = [transcript, *(subagent_files(transcript) if with_subagents else [])]
+    per_file = [(path, transcript_usage(path)) for path in files]
+    return usage_of_files(files), per_file

@@ -1,0 +1,91 @@
+"""The agents' markdown: model tier, turn limit, narrow tools, a short Output Contract; and the
+one full contract reference, whose examples must all parse."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from clavain.hooks.subagent_stop import owes_verdict
+from clavain.verdict_parser import STATUSES_BY_TYPE, parse_header
+
+REPO = Path(__file__).resolve().parents[2]
+REVIEW = ["plan-reviewer", "fd-quality", "fd-correctness", "fd-architecture", "fd-safety",
+          "fd-performance", "fd-user-product"]
+WORKFLOW = ["executor", "bug-reproduction-validator", "pr-comment-resolver"]
+AGENTS = [("review", name) for name in REVIEW] + [("workflow", name) for name in WORKFLOW]
+WRITE_TOOLS = {"Edit", "Write", "Bash", "NotebookEdit"}
+
+
+def frontmatter(path: Path) -> tuple[dict[str, str], str]:
+    text = path.read_text()
+    match = re.match(r"^---\n(.*?)\n---\n(.*)$", text, re.DOTALL)
+    assert match, f"{path} has no frontmatter"
+    fields = dict(line.split(": ", 1) for line in match[1].splitlines())
+    return fields, match[2]
+
+
+def test_exactly_the_planned_agents_exist() -> None:
+    found = sorted((p.parent.name, p.stem) for p in (REPO / "agents").glob("*/*.md"))
+    assert found == sorted(AGENTS)
+
+
+@pytest.mark.parametrize(("kind", "name"), AGENTS)
+def test_agent_declares_what_it_needs(kind: str, name: str) -> None:
+    fields, body = frontmatter(REPO / "agents" / kind / f"{name}.md")
+    assert fields["name"] == name
+    assert fields["description"].startswith("Use when") and len(fields["description"]) < 150
+    assert fields["model"] in ("haiku", "sonnet", "opus")
+    assert 5 <= int(fields["maxTurns"]) <= (15 if kind == "review" else 30)
+    tools = {tool.strip() for tool in fields["tools"].split(",")}
+    assert tools <= {"Read", "Grep", "Glob", "Edit", "Write", "Bash"}
+    if kind == "review":
+        assert not tools & WRITE_TOOLS, "reviewers are read-only"
+    assert len(body.splitlines()) < 60
+
+
+@pytest.mark.parametrize(("kind", "name"), AGENTS)
+def test_agent_has_a_short_output_contract_of_its_type(kind: str, name: str) -> None:
+    _, body = frontmatter(REPO / "agents" / kind / f"{name}.md")
+    contract = body.split("## Output Contract", 1)[1]
+    assert len(contract.strip().splitlines()) <= 15
+    expected = "verdict" if kind == "review" else "implementation"
+    assert f"TYPE: {expected}\n" in contract
+    for status in STATUSES_BY_TYPE[expected]:
+        assert status in contract
+    assert "agent-contracts.md" in contract
+    assert owes_verdict(name, kind, REPO) and owes_verdict(name, None, REPO)
+
+
+def test_owes_verdict_refuses_odd_names() -> None:
+    assert not owes_verdict("../review/fd-quality", None, REPO)
+    assert not owes_verdict("*", None, REPO)
+    assert not owes_verdict("fd-quality", "*", REPO)
+    assert not owes_verdict("fd-quality", "workflow", REPO)
+    assert not owes_verdict("no-such-agent", None, REPO)
+
+
+def test_contract_reference_has_a_parsing_example_for_every_type_and_status() -> None:
+    text = (REPO / "skills" / "using-clavain" / "references" / "agent-contracts.md").read_text()
+    examples = re.findall(r"```\n(TYPE:.*?)```", text, re.DOTALL)
+    covered = {(parsed["type"], parsed["status"])
+               for parsed in (parse_header(example) for example in examples)}
+    assert covered == {(kind, status) for kind, statuses in STATUSES_BY_TYPE.items()
+                       for status in statuses}
+
+
+def test_skill_is_small_and_points_at_the_reference() -> None:
+    fields, body = frontmatter(REPO / "skills" / "using-clavain" / "SKILL.md")
+    assert fields["name"] == "using-clavain"
+    assert fields["description"].startswith("Use when") and len(fields["description"]) < 300
+    assert len(body) < 1200
+    assert "references/agent-contracts.md" in body and "clavain verdicts summary" in body
+
+
+def test_verdicts_command_passes_its_arguments_to_the_cli() -> None:
+    fields, body = frontmatter(REPO / "commands" / "verdicts.md")
+    assert fields["description"]
+    assert "clavain verdicts $ARGUMENTS" in body
+    assert fields["allowed-tools"] == "Bash(clavain verdicts:*)"

@@ -1,0 +1,188 @@
+"""The verdict header parser: forgiving about presentation, strict about content."""
+
+from __future__ import annotations
+
+import pytest
+
+from clavain.verdict_parser import VerdictParseError, parse_header
+
+CLEAN = """I read the diff. Nothing to change.
+
+TYPE: verdict
+STATUS: CLEAN
+MODEL: sonnet
+TOKENS_SPENT: 1200
+FILES_CHANGED: []
+FINDINGS_COUNT: 0
+SUMMARY: all good
+DETAIL_PATH: .clavain/verdicts/clavain-fd-quality.md
+"""
+
+MESSY = (
+    "## Findings\r\n1. `a.py:3` shadows `id`\r\n\r\n"
+    "```\r\n"
+    "- **Type:** Verdict\r\n"
+    "- **status**:   needs attention\r\n"
+    "* _model_ : *opus*\r\n"
+    "- `TOKENS_SPENT`: ~1,200 (estimated)\r\n"
+    "- Files Changed: [`a.py`, \"b.py\"]\r\n"
+    "- findings_count:  **2**\r\n"
+    "- **SUMMARY:** _two shadowed names in a.py_\r\n"
+    "```\r\n"
+)
+
+
+def test_clean_header_gives_typed_fields() -> None:
+    assert parse_header(CLEAN) == {
+        "type": "verdict", "status": "CLEAN", "model": "sonnet", "tokens_spent": 1200,
+        "files_changed": [], "findings_count": 0, "summary": "all good",
+        "detail_path": ".clavain/verdicts/clavain-fd-quality.md",
+    }
+
+
+def test_messy_markdown_header() -> None:
+    parsed = parse_header(MESSY)
+    assert parsed == {
+        "type": "verdict", "status": "NEEDS_ATTENTION", "model": "opus", "tokens_spent": 1200,
+        "files_changed": ["a.py", "b.py"], "findings_count": 2,
+        "summary": "two shadowed names in a.py", "detail_path": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("TOKENS_SPENT: 1200", 1200),
+        ("TOKENS_SPENT: ~1,200", 1200),
+        ("TOKENS_SPENT: 1200 (estimated)", 1200),
+        ("TOKENS_SPENT: ≈ 3.5k", 3500),
+        ("TOKENS_SPENT: 1.2M", 1_200_000),
+        ("TOKENS_SPENT: (estimated)", None),
+        ("TOKENS_SPENT: 1200 measured", 1200),
+    ],
+)
+def test_token_numbers(line: str, expected: int | None) -> None:
+    text = f"TYPE: verdict\nSTATUS: CLEAN\n{line}\nSUMMARY: ok"
+    assert parse_header(text)["tokens_spent"] == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "files"),
+    [
+        ("[a.py, b.py]", ["a.py", "b.py"]),
+        ("a.py, b.py", ["a.py", "b.py"]),
+        ("`a.py`; `lib/b c.py`", ["a.py", "lib/b c.py"]),
+        ("[]", []),
+        ("none", []),
+        ("-", []),
+        ("[a.py, a.py]", ["a.py"]),
+    ],
+)
+def test_file_lists(value: str, files: list[str]) -> None:
+    text = f"TYPE: implementation\nSTATUS: COMPLETE\nFILES_CHANGED: {value}\nSUMMARY: done"
+    assert parse_header(text)["files_changed"] == files
+
+
+def test_files_as_bullets_under_an_empty_key() -> None:
+    text = ("TYPE: implementation\nSTATUS: PARTIAL\nFILES_CHANGED:\n- lib/a.py\n- `tests/b.py`\n"
+            "FINDINGS_COUNT: 1\nSUMMARY: half done")
+    parsed = parse_header(text)
+    assert parsed["files_changed"] == ["lib/a.py", "tests/b.py"]
+    assert parsed["findings_count"] == 1
+
+
+def test_two_headers_the_last_wins() -> None:
+    text = CLEAN + "\nOn second thought:\n\nTYPE: verdict\nSTATUS: BLOCKED\nSUMMARY: no diff\n"
+    parsed = parse_header(text)
+    assert (parsed["status"], parsed["summary"]) == ("BLOCKED", "no diff")
+    assert parsed["tokens_spent"] is None  # nothing leaks from the earlier header
+
+
+def test_template_quoted_earlier_does_not_win() -> None:
+    text = ("The format is:\n```\nTYPE: verdict\nSTATUS: CLEAN | NEEDS_ATTENTION\n"
+            "SUMMARY: <one line>\n```\nNow my answer.\n\nTYPE: verdict\nSTATUS: CLEAN\n"
+            "SUMMARY: fine")
+    assert parse_header(text)["summary"] == "fine"
+
+
+def test_prose_summary_line_after_the_header_is_not_a_header() -> None:
+    text = CLEAN + "\nThanks!\nSummary: I enjoyed this review.\n"
+    assert parse_header(text)["summary"] == "all good"
+
+
+def test_lookalike_keys_do_not_count() -> None:
+    text = "TYPE: verdict\nTESTS_STATUS: CLEAN\nMY_SUMMARY: x\nSUMMARY: ok"
+    with pytest.raises(VerdictParseError) as caught:
+        parse_header(text)
+    assert caught.value.problems == ["missing STATUS:"]
+
+
+@pytest.mark.parametrize(
+    ("text", "problems"),
+    [
+        ("", ["no verdict header (expected TYPE:, STATUS:, SUMMARY: lines)"]),
+        ("All looks fine to me.", ["no verdict header (expected TYPE:, STATUS:, SUMMARY: lines)"]),
+        ("TYPE: verdict\nSTATUS: OK\nSUMMARY: fine",
+         ["STATUS 'OK' is not a verdict STATUS (CLEAN | NEEDS_ATTENTION | BLOCKED | ERROR)"]),
+        ("TYPE: verdict\nSTATUS: CLEAN | NEEDS_ATTENTION\nSUMMARY: x",
+         ["STATUS 'CLEAN | NEEDS_ATTENTION' is not a verdict STATUS "
+          "(CLEAN | NEEDS_ATTENTION | BLOCKED | ERROR)"]),
+        ("TYPE: verdict\nSTATUS: COMPLETE\nSUMMARY: x",
+         ["STATUS 'COMPLETE' is not a verdict STATUS (CLEAN | NEEDS_ATTENTION | BLOCKED | ERROR)"]),
+        ("TYPE: implementation\nSTATUS: CLEAN\nSUMMARY: x",
+         ["STATUS 'CLEAN' is not a implementation STATUS (COMPLETE | PARTIAL | FAILED)"]),
+        ("TYPE: review\nSTATUS: CLEAN\nSUMMARY: x",
+         ["TYPE 'review' is not verdict or implementation"]),
+        ("STATUS: CLEAN", ["missing TYPE:", "missing SUMMARY:"]),
+        ("TYPE: verdict\nSTATUS: CLEAN\nFINDINGS_COUNT: several\nSUMMARY: x",
+         ["FINDINGS_COUNT 'several' is not a number"]),
+        ("TYPE: verdict\nSTATUS:\nSUMMARY:", ["missing STATUS:", "missing SUMMARY:"]),
+    ],
+)
+def test_bad_headers_list_every_problem(text: str, problems: list[str]) -> None:
+    with pytest.raises(VerdictParseError) as caught:
+        parse_header(text)
+    assert caught.value.problems == problems
+    assert str(caught.value) == "; ".join(problems)
+
+
+@pytest.mark.parametrize("cut", ["SUMMARY: al", "SUMM", "FINDINGS_COUNT: 0\n"])
+def test_truncated_header_is_an_error_not_a_guess(cut: str) -> None:
+    text = CLEAN[: CLEAN.index("FINDINGS_COUNT")] + cut
+    if cut.startswith("SUMMARY"):
+        assert parse_header(text)["summary"] == "al"  # a cut summary is still a summary
+        return
+    with pytest.raises(VerdictParseError) as caught:
+        parse_header(text)
+    assert caught.value.problems == ["missing SUMMARY:"]
+
+
+def test_status_spellings_normalise_but_stay_in_the_enum() -> None:
+    for spelling in ("needs_attention", "Needs Attention", "NEEDS-ATTENTION", "**NEEDS_ATTENTION**",
+                     "NEEDS_ATTENTION."):
+        text = f"TYPE: verdict\nSTATUS: {spelling}\nSUMMARY: x"
+        assert parse_header(text)["status"] == "NEEDS_ATTENTION", spelling
+
+
+def test_blockquote_and_numbered_lines() -> None:
+    text = "> 1. TYPE: verdict\n> 2. STATUS: ERROR\n> 3. SUMMARY: tool crashed"
+    assert parse_header(text)["status"] == "ERROR"
+
+
+def test_long_summary_is_cut_to_one_line_of_300() -> None:
+    text = "TYPE: verdict\nSTATUS: CLEAN\nSUMMARY: " + "word " * 200
+    summary = parse_header(text)["summary"]
+    assert len(summary) == 300 and summary.endswith("…") and "\n" not in summary
+
+
+def test_empty_optional_values_become_none() -> None:
+    text = "TYPE: verdict\nSTATUS: CLEAN\nMODEL: n/a\nDETAIL_PATH: (none)\nSUMMARY: x"
+    parsed = parse_header(text)
+    assert parsed["model"] is None and parsed["detail_path"] is None
+
+
+def test_extra_keys_inside_a_header_are_skipped_not_a_break() -> None:
+    text = ("TYPE: implementation\nSTATUS: COMPLETE\nTESTS_STATUS: 12 passed\n"
+            "FILES_CHANGED: a.py\nSUMMARY: done")
+    parsed = parse_header(text)
+    assert (parsed["status"], parsed["files_changed"]) == ("COMPLETE", ["a.py"])

@@ -1,0 +1,229 @@
+"""The verdicts library: safe names, atomic files, the sprint-facing summary."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from clavain import verdicts
+from clavain.verdict_parser import STATUSES_BY_TYPE, SUMMARY_MAX_CHARS
+
+
+def make(agent: str = "clavain:fd-quality", status: str = "CLEAN", **extra: object) -> dict:
+    kind = "implementation" if status in STATUSES_BY_TYPE["implementation"] else "verdict"
+    fields = {"type": kind, "status": status, "summary": f"{agent} says {status}", **extra}
+    return verdicts.build(fields, agent=agent, session_id="s1", timestamp="2026-01-31T12:00:00Z")
+
+
+def estimate_tokens(text: str) -> int:
+    """A conservative estimate (3.5 characters per token)."""
+    return math.ceil(len(text) / 3.5)
+
+
+# --- names ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("agent", "name"),
+    [
+        ("clavain:fd-quality", "clavain-fd-quality"),
+        ("../../etc/passwd", "etc-passwd"),
+        ("/abs/path", "abs-path"),
+        ("..", None),
+        ("a/../../b", "a-.-.-b"),
+        ("C:\\win\\x", "C-win-x"),
+        ("naïve agent", "na-ve-agent"),
+        ("", None),
+        ("::", None),
+        ("a\x00b", None),
+    ],
+)
+def test_safe_agent_name(agent: str, name: str | None) -> None:
+    if name is None:
+        with pytest.raises(ValueError):
+            verdicts.safe_agent_name(agent)
+    else:
+        assert verdicts.safe_agent_name(agent) == name
+
+
+def test_over_long_names_are_cut_and_kept_distinct() -> None:
+    first = verdicts.safe_agent_name("a" * 500)
+    second = verdicts.safe_agent_name("a" * 499 + "b")
+    assert len(first) == len(second) == verdicts.MAX_NAME_CHARS
+    assert first != second
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(agent=st.text(min_size=1, max_size=300))
+def test_no_name_escapes_the_folder(tmp_path: Path, agent: str) -> None:
+    folder = tmp_path / "verdicts"
+    try:
+        path = verdicts.verdict_path(folder, agent)
+    except ValueError:
+        return
+    assert path.parent == folder
+    assert path.resolve().parent == folder.resolve()
+    assert not path.name.startswith(".")
+    assert len(path.name) <= verdicts.MAX_NAME_CHARS + len(".json")
+
+
+def test_writing_a_traversal_name_stays_inside(tmp_path: Path) -> None:
+    folder = tmp_path / "project" / ".clavain" / "verdicts"
+    path = verdicts.write(folder, make(agent="../../../outside"))
+    assert path == folder / "outside.json"
+    assert sorted(p.name for p in tmp_path.rglob("*.json")) == ["outside.json"]
+
+
+# --- write / read -----------------------------------------------------------------------------
+
+def _verdict_strategy() -> st.SearchStrategy[dict]:
+    text = st.text(min_size=1, max_size=40).filter(lambda s: "\n" not in s and "\r" not in s)
+    kind_status = st.sampled_from([(k, s) for k, ss in STATUSES_BY_TYPE.items() for s in ss])
+    return st.builds(
+        lambda ks, summary, agent, model, tokens, source, files, findings, detail, session: {
+            "type": ks[0], "status": ks[1], "model": model, "tokens_spent": tokens,
+            "tokens_source": source, "files_changed": files, "findings_count": findings,
+            "summary": summary, "detail_path": detail, "agent": agent, "session_id": session,
+            "timestamp": "2026-01-31T12:00:00.123+02:00"},
+        kind_status, text, text.filter(lambda a: _usable(a)), st.none() | text,
+        st.none() | st.integers(0, 10**12), st.sampled_from(verdicts.TOKENS_SOURCES),
+        st.lists(text, max_size=5), st.integers(0, 10**6), st.none() | text, st.none() | text,
+    )
+
+
+def _usable(agent: str) -> bool:
+    try:
+        verdicts.safe_agent_name(agent)
+    except ValueError:
+        return False
+    return True
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(verdict=_verdict_strategy())
+def test_write_then_read_round_trips(tmp_path: Path, verdict: dict) -> None:
+    folder = tmp_path / "verdicts"
+    verdicts.write(folder, verdict)
+    assert verdicts.read(folder, verdict["agent"]) == verdict
+    verdicts.clean(folder)
+
+
+def test_write_rejects_an_invalid_verdict_and_leaves_nothing(tmp_path: Path) -> None:
+    bad = make() | {"status": "COMPLETE"}
+    with pytest.raises(ValueError, match="status: must be one of CLEAN"):
+        verdicts.write(tmp_path, bad)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_build_refuses_fields_that_do_not_validate() -> None:
+    with pytest.raises(ValueError, match="findings_count"):
+        verdicts.build({"type": "verdict", "status": "CLEAN", "summary": "x",
+                        "findings_count": -1}, agent="a")
+
+
+def test_read_finds_the_short_name_and_reports_missing(tmp_path: Path) -> None:
+    verdicts.write(tmp_path, make())
+    assert verdicts.read(tmp_path, "fd-quality")["agent"] == "clavain:fd-quality"
+    with pytest.raises(LookupError, match="no verdict for 'fd-safety'"):
+        verdicts.read(tmp_path, "fd-safety")
+
+
+def test_read_reports_an_invalid_file(tmp_path: Path) -> None:
+    (tmp_path / "x.json").write_text(json.dumps({"type": "verdict", "status": "MEH"}))
+    with pytest.raises(ValueError) as caught:
+        verdicts.read(tmp_path, "x")
+    assert "status: must be one of" in str(caught.value)
+    assert "summary: required" in str(caught.value)
+
+
+def test_clean_removes_verdicts_and_details_only(tmp_path: Path) -> None:
+    verdicts.write(tmp_path, make())
+    verdicts.write_detail(tmp_path, "clavain:fd-quality", "full answer")
+    (tmp_path / "keep.txt").write_text("x")
+    assert verdicts.clean(tmp_path) == 2
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+    assert verdicts.clean(tmp_path / "missing") == 0
+
+
+# --- reading them all ---------------------------------------------------------------------------
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    for agent, status, tokens in [("clavain:fd-quality", "CLEAN", 1000),
+                                  ("clavain:fd-safety", "NEEDS_ATTENTION", 2500),
+                                  ("clavain:executor", "PARTIAL", None),
+                                  ("clavain:fd-correctness", "CLEAN", 500)]:
+        verdicts.write(tmp_path, make(agent, status, tokens_spent=tokens,
+                                      detail_path=f".clavain/verdicts/{agent[8:]}.md"))
+    return tmp_path
+
+
+def test_parse_all_counts_and_attention(folder: Path) -> None:
+    found = verdicts.parse_all(folder)
+    assert [v["agent"] for v in found] == ["clavain:executor", "clavain:fd-correctness",
+                                           "clavain:fd-quality", "clavain:fd-safety"]
+    assert verdicts.count_by_status(found) == "2 CLEAN, 1 NEEDS_ATTENTION, 1 PARTIAL"
+    assert verdicts.total_tokens(found) == 4000
+    assert [(a["agent"], a["detail_path"]) for a in verdicts.get_attention(found)] == [
+        ("clavain:executor", ".clavain/verdicts/executor.md"),
+        ("clavain:fd-safety", ".clavain/verdicts/fd-safety.md")]
+    assert verdicts.summary_rows(found)[0] == {
+        "status": "PARTIAL", "agent": "clavain:executor", "tokens": None,
+        "summary": "clavain:executor says PARTIAL"}
+
+
+def test_a_broken_file_is_an_error_row_not_skipped(folder: Path) -> None:
+    (folder / "junk.json").write_text("{not json")
+    found = verdicts.parse_all(folder)
+    junk = next(v for v in found if v["agent"] == "junk")
+    assert junk["status"] == "ERROR"
+    assert junk["summary"].startswith("unreadable verdict file: junk.json")
+    assert junk["detail_path"] == str(folder / "junk.json")
+    assert verdicts.count_by_status(found) == "2 CLEAN, 1 NEEDS_ATTENTION, 1 ERROR, 1 PARTIAL"
+
+
+def test_empty_folder() -> None:
+    assert verdicts.parse_all(Path("/nonexistent/verdicts")) == []
+    assert verdicts.count_by_status([]) == "no verdicts"
+    assert verdicts.render_summary([]) == "Verdicts: none yet."
+
+
+# --- compact rendering --------------------------------------------------------------------------
+
+def test_summary_lists_detail_paths_only_for_attention(folder: Path) -> None:
+    text = verdicts.render_summary(verdicts.parse_all(folder))
+    assert text.splitlines() == [
+        "Verdicts: 2 CLEAN, 1 NEEDS_ATTENTION, 1 PARTIAL; 4,000 tokens",
+        "PARTIAL executor: clavain:executor says PARTIAL → .clavain/verdicts/executor.md",
+        "NEEDS_ATTENTION fd-safety: clavain:fd-safety says NEEDS_ATTENTION"
+        " → .clavain/verdicts/fd-safety.md",
+        "CLEAN fd-correctness: clavain:fd-correctness says CLEAN",
+        "CLEAN fd-quality: clavain:fd-quality says CLEAN",
+    ]
+
+
+LONGEST_AGENTS = ["fd-user-product", "fd-architecture", "fd-correctness", "fd-performance",
+                  "bug-reproduction-validator", "pr-comment-resolver", "plan-reviewer",
+                  "fd-quality", "fd-safety", "executor"]
+
+
+def _ten(statuses: list[str]) -> list[dict]:
+    return [make(f"clavain:{agent}", status, tokens_spent=123_456,
+                 summary="x" * SUMMARY_MAX_CHARS,  # worst case: every summary at the cap
+                 detail_path=f".clavain/verdicts/clavain-{agent}.md")
+            for agent, status in zip(LONGEST_AGENTS, statuses, strict=True)]
+
+
+def test_a_clean_line_stays_under_50_tokens() -> None:
+    lines = verdicts.render_summary(_ten(["CLEAN"] * 10)).splitlines()[1:]
+    assert max(estimate_tokens(line) for line in lines) <= 50
+
+
+@pytest.mark.parametrize("attention", [0, 2])
+def test_ten_verdicts_stay_under_300_tokens(attention: int) -> None:
+    statuses = ["NEEDS_ATTENTION"] * attention + ["CLEAN"] * (10 - attention)
+    assert estimate_tokens(verdicts.render_summary(_ten(statuses))) <= 300
