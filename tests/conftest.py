@@ -18,7 +18,8 @@ BIN = REPO / "bin"
 # Env vars that would point a test at the developer's real state or plugin session.
 _LEAKY_ENV = ("CLAVAIN_STATE_DIR", "CLAVAIN_DB", "CLAVAIN_PROJECT_DIR", "CLAUDE_PROJECT_DIR",
               "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "CLAUDE_ENV_FILE", "CLAVAIN_NODE_ID",
-              "CLAVAIN_RUN_ID", "CLAVAIN_HOOK_TRACE")
+              "CLAVAIN_RUN_ID", "CLAVAIN_PARENT_NODE_ID", "CLAVAIN_ARTIFACTS_DIR", "CLAVAIN_BIN",
+              "CLAVAIN_HOOK_TRACE", "CLAVAIN_PLUGIN_DATA", "CLAVAIN_PYTHON")
 
 
 @pytest.fixture(autouse=True)

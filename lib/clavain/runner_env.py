@@ -13,6 +13,7 @@ RUNNER_ENV_VARS = (
     "CLAVAIN_RUN_ID",
     "CLAVAIN_PARENT_NODE_ID",
     "CLAVAIN_ARTIFACTS_DIR",
+    "CLAVAIN_STATE_DIR",
     "CLAVAIN_BIN",
 )
 
@@ -34,5 +35,7 @@ def runner_env(state: StatePaths, node: dict[str, Any], run_id: str) -> dict[str
         "CLAVAIN_RUN_ID": run_id,
         "CLAVAIN_PARENT_NODE_ID": parent_of(node),
         "CLAVAIN_ARTIFACTS_DIR": str(state.artifacts.resolve()),
+        # So a runner that changes directory still finds this project's config and artifacts.
+        "CLAVAIN_STATE_DIR": str(state.root.resolve()),
         "CLAVAIN_BIN": str(plugin_root() / "bin" / "clavain"),
     }

@@ -103,16 +103,30 @@ def ensure_scaffolding(conn: sqlite3.Connection, state: StatePaths | None, *,
         if final is None:
             spec = _spec(id=_free_id(conn, FINAL_ID, taken), type="final_verify",
                          title="Final verification of the whole goal",
-                         dependsOn=[integrate["id"]])
+                         dependsOn=[integrate["id"]], runner=runner)
             report["final"] = insert_nodes(conn, cfg, [spec], at=at, note="added by scaffold")[0]
             final = _singleton(conn, "final_verify")
         else:
             final_linked = _link(conn, final["id"], "SELECT ? AS id", (integrate["id"],))
         report["linked"] = linked + final_linked
+        _gather_final_checks(conn, final["id"], at)
         gates = [integrate, final] if linked else [final] if final_linked else []
         report["reopened"] = _reopen_finished_gates(conn, gates, at)
     _snapshot(conn, state, snapshot)
     return report
+
+
+def _gather_final_checks(conn: sqlite3.Connection, final_id: str, at: str) -> None:
+    """The final gate re-runs every task's checks after integration, so the shell verifier can
+    run it like any verify node: its own commands first, then each verify node's, once each."""
+    row = conn.execute("SELECT verify_json FROM nodes WHERE id = ?", (final_id,)).fetchone()
+    commands: list[str] = json.loads(row["verify_json"])
+    for (verify_json,) in conn.execute(
+            "SELECT verify_json FROM nodes WHERE type = 'verify' ORDER BY id"):
+        commands += [c for c in json.loads(verify_json) if c not in commands]
+    if commands != json.loads(row["verify_json"]):
+        conn.execute("UPDATE nodes SET verify_json = ?, updated_at = ? WHERE id = ?",
+                     (json.dumps(commands), at, final_id))
 
 
 def _reopen_finished_gates(conn: sqlite3.Connection, gates: list[sqlite3.Row],

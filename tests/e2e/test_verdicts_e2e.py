@@ -43,8 +43,8 @@ def review_script(summary_calls: list[dict[str, Any]]):
         if is_subagent(request, SAFETY_BODY):
             return [text(SAFETY_ANSWER)]
         if assistant_turns(request) == 0:
-            return [agent("clavain:review:fd-quality", "Review README.md for quality."),
-                    agent("clavain:review:fd-safety", "Review README.md for safety.")]
+            return [agent("clavain:fd-quality", "Review README.md for quality."),
+                    agent("clavain:fd-safety", "Review README.md for safety.")]
         seen = all_text(request)
         if "quality-ok" in seen and "safety-flag" in seen and not summary_calls:
             call = bash("clavain verdicts summary", "Read the verdicts")

@@ -32,18 +32,27 @@ MESSY_MESSAGE = (
 )
 
 
-def transcript(path: Path, outputs: list[int]) -> Path:
-    """A subagent transcript: each response written as two content-block lines."""
+def transcript_lines(outputs: list[int], final_text: str = "") -> list[str]:
+    """Subagent transcript lines: each response written as two content-block lines, the last
+    response's text block carrying the agent's final message (as the host writes it)."""
     lines = []
     for number, out in enumerate(outputs):
         use = {"input_tokens": 100, "output_tokens": out, "cache_read_input_tokens": 1000,
                "cache_creation_input_tokens": 0}
-        for block in ("text", "tool_use"):
+        last = number == len(outputs) - 1
+        for block in ("tool_use", "text"):
+            content = {"type": block}
+            if block == "text" and last:
+                content["text"] = final_text
             lines.append(json.dumps({
                 "type": "assistant", "isSidechain": True, "requestId": f"req_{number}",
                 "message": {"id": f"msg_{number}", "model": "claude-sonnet-4-5",
-                            "content": [{"type": block}], "usage": use}}))
-    path.write_text("\n".join(lines) + "\n")
+                            "content": [content], "usage": use}}, ensure_ascii=False))
+    return lines
+
+
+def transcript(path: Path, outputs: list[int], final_text: str = "") -> Path:
+    path.write_text("\n".join(transcript_lines(outputs, final_text)) + "\n")
     return path
 
 
@@ -69,7 +78,7 @@ def assert_valid_everywhere(verdict: dict) -> None:
 
 
 def test_clean_header_with_measured_tokens(run_hook, tmp_path: Path) -> None:
-    agent_transcript = transcript(tmp_path / "agent-a1.jsonl", [30, 50])
+    agent_transcript = transcript(tmp_path / "agent-a1.jsonl", [30, 50], CLEAN_MESSAGE)
     result = run_hook("SubagentStop", payload(
         tmp_path, "clavain:fd-quality", CLEAN_MESSAGE,
         agent_transcript_path=str(agent_transcript)))
@@ -88,7 +97,7 @@ def test_clean_header_with_measured_tokens(run_hook, tmp_path: Path) -> None:
 
 
 def test_messy_header_and_model_from_the_transcript(run_hook, tmp_path: Path) -> None:
-    agent_transcript = transcript(tmp_path / "agent-a1.jsonl", [10])
+    agent_transcript = transcript(tmp_path / "agent-a1.jsonl", [10], MESSY_MESSAGE)
     run_hook("SubagentStop", payload(tmp_path, "clavain:fd-safety", MESSY_MESSAGE,
                                      agent_transcript_path=str(agent_transcript)))
     verdict = load(tmp_path, "clavain-fd-safety.json")
@@ -203,7 +212,7 @@ def test_a_failure_is_logged_never_raised(run_hook, tmp_path: Path) -> None:
 
 
 def test_hook_path_imports_no_third_party_packages(tmp_path: Path) -> None:
-    agent_transcript = transcript(tmp_path / "agent-a1.jsonl", [5])
+    agent_transcript = transcript(tmp_path / "agent-a1.jsonl", [5], MESSY_MESSAGE)
     body = json.dumps(payload(tmp_path, "clavain:fd-quality", MESSY_MESSAGE,
                               agent_transcript_path=str(agent_transcript)))
     env = dict(os.environ, PYTHONPATH=str(REPO / "lib"), CLAUDE_PROJECT_DIR=str(tmp_path))
@@ -224,3 +233,31 @@ def test_header_out_of_bounds_is_an_error_verdict(run_hook, tmp_path: Path) -> N
     verdict = load(tmp_path, "clavain-fd-quality.json")
     assert verdict["status"] == "ERROR"
     assert verdict["summary"].startswith("bad verdict header: model: must be text of 1-100")
+
+
+def test_waits_for_the_final_message_before_measuring(tmp_path: Path) -> None:
+    """The host may fire SubagentStop before flushing the last transcript line: the hook waits
+    for it, so the last response's usage is counted."""
+    import threading
+    import time
+
+    lines = transcript_lines([30, 50], CLEAN_MESSAGE)
+    path = tmp_path / "agent-a1.jsonl"
+    path.write_text("\n".join(lines[:2]) + "\n")  # only the first response so far
+
+    def flush_the_rest() -> None:
+        time.sleep(0.6)
+        with open(path, "a") as handle:
+            handle.write("\n".join(lines[2:]) + "\n")
+
+    writer = threading.Thread(target=flush_the_rest)
+    writer.start()
+    env = dict(os.environ, CLAVAIN_PYTHON=sys.executable, CLAUDE_PROJECT_DIR=str(tmp_path))
+    result = subprocess.run([str(REPO / "bin" / "clavain-hook"), "SubagentStop"],
+                            input=json.dumps(payload(tmp_path, "clavain:fd-quality", CLEAN_MESSAGE,
+                                                     agent_transcript_path=str(path))),
+                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
+    writer.join()
+    assert result.returncode == 0
+    verdict = load(tmp_path, "clavain-fd-quality.json")
+    assert (verdict["tokens_source"], verdict["tokens_spent"]) == ("measured", 2 * 1100 + 30 + 50)

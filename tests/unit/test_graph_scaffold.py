@@ -47,7 +47,26 @@ def test_scaffold_adds_verify_per_task_one_integrate_and_one_final(conn, state) 
     assert v1["parentId"] == "plan"
     assert v1["inputs"] == [{"nodeId": "t1", "key": "out.summary", "as": "taskSummary"}]
     assert graph.get_node(conn, "integrate")["dependsOn"] == ["verify-t1", "verify-t2"]
-    assert graph.get_node(conn, "final-verify")["dependsOn"] == ["integrate"]
+    final = graph.get_node(conn, "final-verify")
+    assert final["dependsOn"] == ["integrate"]
+    # The final gate re-runs every task's checks, so the shell verifier can run it too.
+    assert final["runner"] == "myVerifier" and final["verify"] == ["pytest -q"]
+
+
+def test_final_gate_gathers_checks_once_and_keeps_its_own(conn, state) -> None:
+    graph.add_nodes(conn, state, [
+        {"id": "t1", "type": "task", "verify": ["pytest -q", "ruff check"]},
+        {"id": "t2", "type": "task", "verify": ["pytest -q"]},
+        {"id": "integrate", "type": "integrate"},
+        {"id": "final", "type": "final_verify", "dependsOn": ["integrate"],
+         "verify": ["make e2e"]},
+    ])
+    ensure_scaffolding(conn, state)
+    assert graph.get_node(conn, "final")["verify"] == ["make e2e", "pytest -q", "ruff check"]
+    graph.add_nodes(conn, state, [{"id": "t3", "type": "task", "verify": ["mypy ."]}])
+    ensure_scaffolding(conn, state)
+    assert graph.get_node(conn, "final")["verify"] == ["make e2e", "pytest -q", "ruff check",
+                                                       "mypy ."]
 
 
 def test_scaffold_is_idempotent(conn, state) -> None:

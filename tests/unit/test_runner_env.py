@@ -40,6 +40,7 @@ def test_pointers_for_a_child_node(state: StatePaths) -> None:
     assert env["CLAVAIN_RUN_ID"] == "run-7"
     assert env["CLAVAIN_PARENT_NODE_ID"] == "plan-1"
     assert env["CLAVAIN_ARTIFACTS_DIR"] == str(state.artifacts.resolve())
+    assert env["CLAVAIN_STATE_DIR"] == str(state.root.resolve())
     assert env["CLAVAIN_BIN"] == str(plugin_root() / "bin" / "clavain")
     assert Path(env["CLAVAIN_BIN"]).is_file() and os.access(env["CLAVAIN_BIN"], os.X_OK)
     assert all(Path(env[name]).is_absolute()
@@ -51,7 +52,9 @@ def test_root_node_gets_an_empty_parent(state: StatePaths) -> None:
 
 
 def _run_in_runner(state: StatePaths, node_id: str, script: str, cwd: Path):
-    env = {**os.environ, **runner_env(state, _node(state, node_id), "run-42"),
+    # Only what a runner really gets: no test-only project pointer.
+    inherited = {k: v for k, v in os.environ.items() if k != "CLAVAIN_PROJECT_DIR"}
+    env = {**inherited, **runner_env(state, _node(state, node_id), "run-42"),
            "CLAVAIN_PYTHON": sys.executable}
     return subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=60)
@@ -86,3 +89,24 @@ def test_runner_agent_writes_its_node_through_the_pointers(state: StatePaths) ->
         assert kv.ls(conn, "task-b") == []
     finally:
         conn.close()
+
+
+def test_runner_elsewhere_stores_large_values_in_the_projects_artifacts(
+        state: StatePaths, tmp_path: Path) -> None:
+    """CLAVAIN_STATE_DIR keeps a runner that left the project writing into the project."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    big = "x" * 40_000
+    (elsewhere / "big.txt").write_text(big)
+    result = _run_in_runner(state, "task-a",
+                            '"$CLAVAIN_BIN" kv put --key out.log --value-file big.txt',
+                            cwd=elsewhere)
+    assert result.returncode == 0, result.stderr
+    assert not (elsewhere / ".clavain").exists()
+    conn = connect(state.db)
+    try:
+        entry = kv.get(conn, "task-a", "out.log")
+    finally:
+        conn.close()
+    assert entry["value"] == big
+    assert Path(entry["artifactPath"]).parent == state.artifacts.resolve()

@@ -89,3 +89,14 @@ def test_verdicts_command_passes_its_arguments_to_the_cli() -> None:
     assert fields["description"]
     assert "clavain verdicts $ARGUMENTS" in body
     assert fields["allowed-tools"] == "Bash(clavain verdicts:*)"
+
+
+def test_plugin_json_lists_every_agent_file() -> None:
+    """Listing the files keeps agent names flat (`clavain:fd-quality`); a new agent file that is
+    not listed would silently not load."""
+    import json
+
+    manifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    on_disk = sorted(f"./{path.relative_to(REPO).as_posix()}"
+                     for path in (REPO / "agents").glob("*/*.md"))
+    assert sorted(manifest["agents"]) == on_disk

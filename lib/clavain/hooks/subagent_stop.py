@@ -9,7 +9,9 @@ one) gets an ERROR verdict. Stdlib only; the dispatcher turns any exception into
 
 from __future__ import annotations
 
+import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +69,41 @@ def _relative(project: Path, path: Path) -> str:
         return str(path)
 
 
-def _measure(payload: dict[str, Any], verdict: dict[str, Any]) -> None:
+TRANSCRIPT_WAIT_SECONDS = 5.0
+_TAIL_BYTES = 256 * 1024
+
+
+def transcript_has(path: Path, message: str) -> bool:
+    """Whether the transcript already holds the agent's final message. The host can fire
+    SubagentStop before it has flushed that line (seen on 2.1.330: a 3 KB file that later grew
+    to 33 KB), and measuring then would miss the last turn's usage."""
+    needle = json.dumps(message.strip()[-80:], ensure_ascii=False)[1:-1]
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, path.stat().st_size - _TAIL_BYTES))
+            tail = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return needle in tail
+
+
+def _wait_for_transcript(path: Path, message: str) -> bool:
+    deadline = time.monotonic() + TRANSCRIPT_WAIT_SECONDS
+    while not (not message.strip() or transcript_has(path, message)):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str) -> None:
     """Replace reported tokens (and a missing model) with what the transcript shows."""
     transcript = payload.get("agent_transcript_path")
     if not isinstance(transcript, str) or not transcript or not Path(transcript).is_file():
         return
+    if not _wait_for_transcript(Path(transcript), message):
+        log_failure("SubagentStop", f"transcript {transcript} lacks the final message after "
+                    f"{TRANSCRIPT_WAIT_SECONDS:g}s; measuring what is there", payload)
     from clavain.transcript import transcript_usage
 
     try:
@@ -116,7 +148,7 @@ def record(payload: dict[str, Any], *, root: Path | None = None) -> Path | None:
 
     state = ensure_state(StatePaths.discover(payload.get("cwd") or None))
     project = state.project
-    _measure(payload, verdict)
+    _measure(payload, verdict, message)
     claimed = verdict.get("detail_path")
     existing = _inside(project, claimed) if claimed else None
     own_detail = verdicts.verdict_path(state.verdicts, agent, ".md").resolve()
