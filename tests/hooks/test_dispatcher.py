@@ -101,3 +101,15 @@ def run_cli_in(tmp_path: Path) -> Path:
     project = tmp_path / "shadowed"
     project.mkdir()
     return project
+
+
+def test_no_python_at_all_still_exits_0(tmp_path: Path) -> None:
+    """No interpreter anywhere: the launcher fails open with exit 0 and prints nothing."""
+    import subprocess
+
+    hook = Path(__file__).parents[2] / "bin" / "clavain-hook"
+    result = subprocess.run(["/bin/bash", str(hook), "SessionStart"], input="{}",
+                            capture_output=True, text=True, cwd=tmp_path,
+                            env={"PATH": str(tmp_path / "empty")})
+    assert result.returncode == 0
+    assert result.stdout == ""

@@ -4,26 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from clavain import graph
 from clavain.errors import ClavainError
-from clavain.paths import StatePaths
-from clavain.store import db
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> StatePaths:
-    return StatePaths(tmp_path / ".clavain")
-
-
-@pytest.fixture
-def conn(state: StatePaths):
-    connection = db.connect(state.db)
-    yield connection
-    connection.close()
 
 
 def _counts(conn) -> tuple[int, int, int]:

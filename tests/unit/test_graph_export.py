@@ -12,21 +12,8 @@ from clavain import export, graph, results
 from clavain.models import node as node_models
 from clavain.paths import StatePaths
 from clavain.scaffold import ensure_scaffolding
-from clavain.store import db
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> StatePaths:
-    return StatePaths(tmp_path / ".clavain")
-
-
-@pytest.fixture
-def conn(state: StatePaths):
-    connection = db.connect(state.db)
-    yield connection
-    connection.close()
 
 
 def _snapshot(state: StatePaths) -> dict:

@@ -4,28 +4,13 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta, timezone
-from pathlib import Path
 
 import pytest
 
 from clavain import graph, kv, results
 from clavain.errors import ClavainError
-from clavain.paths import StatePaths
-from clavain.store import db
 
 NOW = datetime(2030, 1, 1, tzinfo=timezone.utc)
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> StatePaths:
-    return StatePaths(tmp_path / ".clavain")
-
-
-@pytest.fixture
-def conn(state: StatePaths):
-    connection = db.connect(state.db)
-    yield connection
-    connection.close()
 
 
 def _kv(conn, node_id: str, key: str) -> str | None:

@@ -3,26 +3,9 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
-
-import pytest
 
 from clavain import deadlock, graph, results
-from clavain.paths import StatePaths
 from clavain.scaffold import ensure_scaffolding
-from clavain.store import db
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> StatePaths:
-    return StatePaths(tmp_path / ".clavain")
-
-
-@pytest.fixture
-def conn(state: StatePaths):
-    connection = db.connect(state.db)
-    yield connection
-    connection.close()
 
 
 def _shape(conn) -> list[tuple]:

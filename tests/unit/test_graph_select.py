@@ -14,20 +14,7 @@ from hypothesis import strategies as st
 
 from clavain import graph
 from clavain.errors import ClavainError
-from clavain.paths import StatePaths
 from clavain.store import db
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> StatePaths:
-    return StatePaths(tmp_path / ".clavain")
-
-
-@pytest.fixture
-def conn(state: StatePaths):
-    connection = db.connect(state.db)
-    yield connection
-    connection.close()
 
 
 def _done(conn, *ids: str) -> None:

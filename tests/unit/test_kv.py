@@ -12,11 +12,6 @@ from clavain.store.db import connect, transaction
 
 
 @pytest.fixture
-def state(tmp_path: Path) -> StatePaths:
-    return StatePaths(tmp_path / ".clavain")
-
-
-@pytest.fixture
 def conn(state: StatePaths) -> sqlite3.Connection:
     connection = connect(state.db)
     graph.add_nodes(connection, state, [{"id": "task-a", "type": "task"},

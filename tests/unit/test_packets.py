@@ -1,7 +1,6 @@
 import json
 import re
 import sqlite3
-from pathlib import Path
 
 import pytest
 
@@ -9,11 +8,6 @@ from clavain import graph, kv, packets
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import connect
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> StatePaths:
-    return StatePaths(tmp_path / ".clavain")
 
 
 @pytest.fixture
