@@ -34,6 +34,31 @@ HOOKS_JSON = REPO / "hooks" / "hooks.json"
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
 
 
+REVIEW_MESSAGE = (
+    "Findings:\n- `http.py:42` the retry loop has no cap\n- `http.py:57` no test for 429\n\n"
+    + "Details... " * 80 + "\n\n**TYPE:** verdict\n**STATUS:** NEEDS_ATTENTION\n"
+    "**FINDINGS_COUNT:** 2\n**SUMMARY:** the retry loop has no cap and 429 is untested\n")
+
+
+def write_agent_transcript(path: Path, turns: int = 40) -> None:
+    """A subagent transcript as the host writes it: one line per content block, each repeating
+    the response's usage; the last response carries the final message."""
+    lines = []
+    for turn in range(turns):
+        usage = {"input_tokens": 1200 + turn, "output_tokens": 180,
+                 "cache_read_input_tokens": 9000, "cache_creation_input_tokens": 300}
+        last = turn == turns - 1
+        for block in ("text", "tool_use"):
+            content = {"type": "text", "text": REVIEW_MESSAGE if last else "Reading files."} \
+                if block == "text" else {"type": "tool_use", "name": "Read", "input": {}}
+            lines.append(json.dumps({
+                "type": "assistant", "isSidechain": True, "agentId": "a1b2c3d4e5",
+                "requestId": f"req_{turn}", "message": {
+                    "id": f"msg_{turn}", "model": "claude-sonnet-4-5", "role": "assistant",
+                    "content": [content], "usage": usage}}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
 def _base(event: str, ctx: dict[str, str]) -> dict[str, Any]:
     return {"session_id": "5e5510n0-bench-4000-8000-000000000001",
             "transcript_path": ctx["transcript"], "cwd": ctx["project"],
@@ -100,10 +125,8 @@ def payload(event: str, matcher: str | None, ctx: dict[str, str]) -> dict[str, A
         data.update(agent_id="a1b2c3d4e5",
                     agent_type=_matcher_pick(matcher, "clavain:plan-reviewer"))
         if event == "SubagentStop":
-            data.update(agent_transcript_path=ctx["transcript"], stop_hook_active=False,
-                        last_assistant_message=(
-                            "VERDICT: needs-changes\nFINDINGS: 2 (P1: 1, P2: 1)\n"
-                            "SUMMARY: the retry loop has no cap\n\n" + "Details... " * 80))
+            data.update(agent_transcript_path=ctx["agent_transcript"], stop_hook_active=False,
+                        last_assistant_message=REVIEW_MESSAGE)
     elif event == "Stop":
         data.update(stop_hook_active=False, background_tasks=[],
                     last_assistant_message="Done: retries added and tested.")
@@ -212,7 +235,11 @@ def main(argv: list[str] | None = None) -> int:
         transcript.parent.mkdir(parents=True)
         transcript.write_text("", encoding="utf-8")
         env_file = work / "env-file.sh"
-        ctx = {"project": str(project), "transcript": str(transcript)}
+        agent_transcript = transcript.parent / "session" / "subagents" / "agent-a1b2c3d4e5.jsonl"
+        agent_transcript.parent.mkdir(parents=True)
+        write_agent_transcript(agent_transcript)
+        ctx = {"project": str(project), "transcript": str(transcript),
+               "agent_transcript": str(agent_transcript)}
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
                "LANG": os.environ.get("LANG", "C.UTF-8"),
                "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PLUGIN_DATA": str(data),
