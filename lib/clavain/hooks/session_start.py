@@ -14,10 +14,8 @@ DEFAULT_BOOTSTRAP_WAIT_SECONDS = 45.0
 MAX_BOOTSTRAP_WAIT_SECONDS = 280.0
 
 CONTEXT = (
-    "Clavain is active. Its CLI is on the Bash PATH: `clavain --help`, `clavain doctor`. "
-    "Work state lives in `.clavain/` (read it with the CLI, not by hand). Review agents end "
-    "with a verdict header; read `clavain verdicts summary`, then only the detail paths "
-    "it lists."
+    "Clavain is active: the `clavain` CLI is on the Bash PATH (`clavain --help`); its state in "
+    "`.clavain/` is read and written through the CLI, not by hand."
 )
 
 
