@@ -18,7 +18,6 @@ LIGHT = (240, 236, 226)
 
 def pixel(x: int, y: int) -> tuple[int, int, int]:
     cx, cy = SIZE / 2, SIZE / 2
-    # Rounded tile: outside a 64 px corner radius is background-dark too, but keep it square.
     ring = ((x - cx + 70) ** 2 + (y - cy + 40) ** 2) ** 0.5
     if 70 <= ring <= 110:
         return ACCENT
