@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from clavain.fsutil import write_atomic
 from clavain.paths import STATE_DIR_NAME, VOLATILE_PARTS, StatePaths
 
@@ -16,8 +18,15 @@ def gitignore_lines(state: StatePaths) -> list[str]:
     return [f"/{prefix}/{part}" for part in VOLATILE_PARTS]
 
 
+def in_git_work_tree(folder: Path) -> bool:
+    return any((candidate / ".git").exists() for candidate in (folder, *folder.parents))
+
+
 def ensure_gitignore(state: StatePaths) -> bool:
-    """Append Clavain's block to the project's .gitignore once. True when it was added."""
+    """Append Clavain's block to the project's .gitignore once. True when it was added.
+    Outside a git work tree there is nothing to ignore for, so no .gitignore is created."""
+    if not in_git_work_tree(state.project):
+        return False
     gitignore = state.project / ".gitignore"
     existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
     if GITIGNORE_MARKER in existing:

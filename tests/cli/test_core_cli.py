@@ -133,3 +133,12 @@ def test_other_missing_modules_are_real_bugs(monkeypatch) -> None:
     monkeypatch.setattr(cli, "build_parser", lambda: parser)
     with pytest.raises(ModuleNotFoundError):
         cli.main([])
+
+
+def test_init_outside_git_creates_no_gitignore(run_cli, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    result = run_cli("init", "--json", env={"CLAVAIN_PROJECT_DIR": str(plain)}, cwd=plain)
+    report = json.loads(result.stdout)
+    assert report["created"] is True and report["gitignore_updated"] is False
+    assert (plain / ".clavain").is_dir() and not (plain / ".gitignore").exists()

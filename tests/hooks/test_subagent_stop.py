@@ -78,6 +78,7 @@ def assert_valid_everywhere(verdict: dict) -> None:
 
 
 def test_clean_header_with_measured_tokens(run_hook, tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # a git work tree: the first verdict git-ignores .clavain/
     agent_transcript = transcript(tmp_path / "agent-a1.jsonl", [30, 50], CLEAN_MESSAGE)
     result = run_hook("SubagentStop", payload(
         tmp_path, "clavain:fd-quality", CLEAN_MESSAGE,
