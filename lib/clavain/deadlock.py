@@ -35,13 +35,16 @@ def blocking_chain(node_id: str, unmet: dict[str, list[str]],
                    memo: dict[str, list[str]]) -> list[str]:
     """`[node, dep, dep-of-dep, …, blocker]` following the first unmet dependency each step;
     `memo` shares the tails between stuck nodes so a wide graph costs one walk per node."""
-    path, current = [], node_id
+    path, current, on_path = [], node_id, set()
     while current not in memo:
         deps = unmet.get(current)
-        if not deps:  # not a stuck node itself, so it is what blocks the others
+        # Not a stuck node itself, so it is what blocks the others; or back on this path, so a
+        # dependency cycle, which ends the chain (`a -> b -> a`) instead of looping forever.
+        if not deps or current in on_path:
             memo[current] = [current]
             break
         path.append(current)
+        on_path.add(current)
         current = deps[0]
     tail = memo[current]
     for step in reversed(path):

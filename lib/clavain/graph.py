@@ -247,14 +247,19 @@ def add_nodes(conn: sqlite3.Connection, state: StatePaths | None, specs: list[di
     return added
 
 
-def import_nodes(conn: sqlite3.Connection, state: StatePaths | None, document: Any) -> list[str]:
-    """`{"nodes": [...]}` as read by `clavain graph import`."""
+def import_specs(document: Any) -> list[Any]:
+    """The node specs of an import document, checking its shape."""
     if not isinstance(document, dict) or not isinstance(document.get("nodes"), list):
         raise ClavainError('the import file must be a JSON object {"nodes": [...]}')
     extra = sorted(set(document) - {"nodes", "version"})
     if extra:
         raise ClavainError(f"unexpected top-level key {extra[0]!r} in the import file")
-    return add_nodes(conn, state, document["nodes"])
+    return document["nodes"]
+
+
+def import_nodes(conn: sqlite3.Connection, state: StatePaths | None, document: Any) -> list[str]:
+    """`{"nodes": [...]}` as read by `clavain graph import`."""
+    return add_nodes(conn, state, import_specs(document))
 
 
 def _snapshot(conn: sqlite3.Connection, state: StatePaths | None, enabled: bool = True) -> None:
@@ -322,7 +327,11 @@ def release_stale_locks(conn: sqlite3.Connection, *, lease_seconds: float,
                         now: datetime | None = None, host: str | None = None) -> list[str]:
     """Reopen nodes whose lock holder died on this host or whose lease ran out. Returns ids."""
     at_dt = now or datetime.now(timezone.utc)
-    cutoff, host = now_iso(at_dt - timedelta(seconds=lease_seconds)), host or this_host()
+    try:
+        cutoff = now_iso(at_dt - timedelta(seconds=lease_seconds))
+    except OverflowError:  # a lease longer than the calendar: no lock ever expires
+        cutoff = ""
+    host = host or this_host()
     query = ("SELECT id, lock_run_id, lock_pid, lock_host, lock_started_at FROM nodes "
              "WHERE lock_run_id IS NOT NULL")
     # Look first without the write lock: the common case is that nothing is stale.

@@ -84,7 +84,11 @@ def write(
     check_key(key)
     if not isinstance(value, str):
         raise ClavainError(f"value for {key!r} must be text, got {type(value).__name__}")
-    raw = value.encode("utf-8")
+    try:
+        raw = value.encode("utf-8")
+    except UnicodeEncodeError as exc:  # undecodable bytes from argv or stdin (surrogateescape)
+        raise ClavainError(f"value for {key!r} is not UTF-8 text (character {exc.start} "
+                           "stands for an undecodable byte)") from None
     value_text: str | None = value
     artifact_path = artifact_sha256 = None
     if len(raw) > artifact_threshold(state):

@@ -79,6 +79,17 @@ def _bullets(items: list[Any]) -> str:
                      for item in items)
 
 
+def answered_checkpoint(node: dict[str, Any]) -> list[str]:
+    """A person's answer to this node's earlier checkpoint: the reason it was reopened, so the
+    next runner must see it rather than ask again."""
+    checkpoint = node.get("checkpoint") or {}
+    if not isinstance(checkpoint, dict) or not checkpoint.get("answer"):
+        return []
+    question = str(checkpoint.get("question") or checkpoint.get("summary") or "(not recorded)")
+    return ["", "### A person answered this node's earlier question", "", "Question:", "",
+            _fenced(question), "", "Answer:", "", _fenced(str(checkpoint["answer"]))]
+
+
 def node_fields(node: dict[str, Any]) -> str:
     parent = node.get("parentId") or "(none)"
     depends = ", ".join(node.get("dependsOn") or []) or "(none)"
@@ -95,6 +106,7 @@ def node_fields(node: dict[str, Any]) -> str:
         _bullets(list(node.get("verify") or [])),
         "- owns files:",
         _bullets(list(node.get("ownership") or [])),
+        *answered_checkpoint(node),
     ])
 
 

@@ -55,6 +55,7 @@ def init_state(state: StatePaths) -> dict[str, object]:
 
 def ensure_state(state: StatePaths) -> StatePaths:
     """What the first command or hook that needs `.clavain/` calls."""
-    if not state.root.exists():
+    # Not `state.root`: a hook failure may already have made `.clavain/logs/` alone.
+    if not state.verdicts.exists():
         init_state(state)
     return state

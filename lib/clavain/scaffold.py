@@ -26,6 +26,21 @@ _TASKS_WITHOUT_VERIFY = """SELECT t.id, t.title, t.parent_id, t.acceptance_json,
     WHERE d.depends_on_id = t.id AND v.type = 'verify')
   ORDER BY t.id"""
 
+# `down`: the given node and every node that depends on it, directly or not.
+_DOWNSTREAM = """WITH RECURSIVE down(id) AS (SELECT ? UNION
+  SELECT d.node_id FROM deps d JOIN down ON d.depends_on_id = down.id)"""
+
+# Verify nodes that come after integration (a task that depends on it) but not after the final
+# gate: integration cannot wait for them (a cycle), so the final gate, which re-runs their
+# checks, does.
+_VERIFY_AFTER_INTEGRATE = """WITH RECURSIVE
+  after_integrate(id) AS (SELECT ? UNION
+    SELECT d.node_id FROM deps d JOIN after_integrate a ON d.depends_on_id = a.id),
+  after_final(id) AS (SELECT ? UNION
+    SELECT d.node_id FROM deps d JOIN after_final a ON d.depends_on_id = a.id)
+  SELECT id FROM nodes WHERE type = 'verify'
+    AND id IN (SELECT id FROM after_integrate) AND id NOT IN (SELECT id FROM after_final)"""
+
 
 def _free_id(conn: sqlite3.Connection, wanted: str, taken: set[str]) -> str:
     candidate, n = wanted, 1
@@ -97,7 +112,10 @@ def ensure_scaffolding(conn: sqlite3.Connection, state: StatePaths | None, *,
             report["integrate"] = insert_nodes(conn, cfg, [spec], at=at,
                                                note="added by scaffold")[0]
             integrate = _singleton(conn, "integrate")
-        linked = _link(conn, integrate["id"], "SELECT id FROM nodes WHERE type = 'verify'", ())
+        # Never a verify node that itself waits for integration: that edge would close a cycle.
+        linked = _link(conn, integrate["id"],
+                       f"{_DOWNSTREAM} SELECT id FROM nodes WHERE type = 'verify' "
+                       "AND id NOT IN (SELECT id FROM down)", (integrate["id"],))
         final = _singleton(conn, "final_verify")
         final_linked = 0
         if final is None:
@@ -107,7 +125,12 @@ def ensure_scaffolding(conn: sqlite3.Connection, state: StatePaths | None, *,
             report["final"] = insert_nodes(conn, cfg, [spec], at=at, note="added by scaffold")[0]
             final = _singleton(conn, "final_verify")
         else:
-            final_linked = _link(conn, final["id"], "SELECT ? AS id", (integrate["id"],))
+            final_linked = _link(conn, final["id"],
+                                 f"{_DOWNSTREAM} SELECT ? AS id WHERE ? NOT IN "
+                                 "(SELECT id FROM down)",
+                                 (final["id"], integrate["id"], integrate["id"]))
+        final_linked += _link(conn, final["id"], _VERIFY_AFTER_INTEGRATE,
+                              (integrate["id"], final["id"]))
         report["linked"] = linked + final_linked
         _gather_final_checks(conn, final["id"], at)
         gates = [integrate, final] if linked else [final] if final_linked else []

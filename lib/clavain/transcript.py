@@ -89,8 +89,9 @@ class _Deduper:
         sidechain = record.get("isSidechain") is True
         known = self._by_message.get(message_id)
         # A sidechain copy of a message already seen (or the original arriving after its copy)
-        # is the same response even when its requestId differs or is missing.
-        if known is not None and known[0] != key and (
+        # is the same response even when its requestId differs or is missing. An exact
+        # (message.id, requestId) match always goes to its own entry.
+        if known is not None and known[0] != key and key not in self.entries and (
                 sidechain or known[1] or None in (known[0][1], request_id)):
             key = known[0]
         previous = self.entries.get(key)
@@ -139,7 +140,7 @@ def _feed(deduper: _Deduper, path: Path) -> None:
     for line in _usage_lines(path):
         try:
             record = json.loads(line)
-        except ValueError:  # a torn last line while the session is still writing
+        except (ValueError, RecursionError):  # a torn last line; absurdly deep nesting
             continue
         if isinstance(record, dict):
             deduper.add(record)
@@ -161,7 +162,8 @@ def transcript_usage(path: Path) -> Usage:
 def subagent_files(transcript: Path) -> list[Path]:
     """`<session>.jsonl` → its subagents' `<session>/subagents/agent-*.jsonl`, sorted."""
     folder = transcript.with_suffix("") / "subagents"
-    return sorted(folder.glob("agent-*.jsonl")) if folder.is_dir() else []
+    return sorted(path for path in folder.glob("agent-*.jsonl") if path.is_file()) \
+        if folder.is_dir() else []
 
 
 def session_usage(transcript: Path, *, with_subagents: bool = True

@@ -6,8 +6,14 @@ quotes, bold/italic/backticks, odd spacing or key case, and sit inside a code fe
 still match exactly once the dressing is gone: `TESTS_STATUS:` is never `STATUS:`.
 
 The LAST block that carries a STATUS (or TYPE) wins, so an agent quoting the format earlier in
-its answer, or a stray `Summary:` line in prose, does not confuse it. Anything missing or outside
-the enums raises `VerdictParseError` with every problem listed; nothing is guessed.
+its answer, or a stray `Summary:` line in prose, does not confuse it. A code fence ends a block
+(an example cannot lend fields to the real header), and a lone `Status: …` prose line whose value
+is no status at all never beats an earlier header. Anything missing or outside the enums raises
+`VerdictParseError` with every problem listed (a broken last header is an error even when an
+earlier one is complete: that one may be an example); nothing is guessed.
+
+Every step is linear in the message (a 1 MB answer parses in milliseconds): a header line's key
+sits in its first few dozen characters, so only that prefix goes through the regex.
 """
 
 from __future__ import annotations
@@ -23,15 +29,17 @@ HEADER_KEYS = ("TYPE", "STATUS", "MODEL", "TOKENS_SPENT", "FILES_CHANGED", "FIND
 REQUIRED_KEYS = ("TYPE", "STATUS", "SUMMARY")
 SUMMARY_MAX_CHARS = 300
 
-# `> - **Status**: value`, `1. _TYPE_ : value`, `` `SUMMARY:` value `` …: optional quote marks,
-# an optional bullet, emphasis around the key, the colon inside or outside the emphasis.
-_LINE = re.compile(
-    r"^\s*(?:>\s*)*(?:(?:[-*+•]|\d{1,2}[.)])\s+)?[*_`]*\s*"
-    r"(?P<key>[A-Za-z][A-Za-z _-]{1,20}?)\s*[*_`]*\s*:\s*(?P<value>.*?)\s*$"
+# `> - **Status**:`, `1. _TYPE_ :`, `` `SUMMARY:` `` …: a header line up to its first colon
+# (optional quote marks, an optional bullet, emphasis around the key, the colon inside or outside
+# the emphasis). Only that short prefix is matched, so run time does not grow with the line.
+_KEY_PREFIX = re.compile(
+    r"^(?:>\s*)*(?:(?:[-*+•]|\d{1,2}[.)])\s+)?[*_`]*\s*"
+    r"(?P<key>[A-Za-z][A-Za-z0-9 _-]{1,40}?)\s*[*_`]*\s*:$"
 )
+_MAX_PREFIX_CHARS = 64
 _EXTRA_KEY = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
-_BULLET_ITEM = re.compile(r"^\s*(?:>\s*)*(?:[-*+•]|\d{1,3}[.)])\s+(?P<item>.+?)\s*$")
+_BULLET_ITEM = re.compile(r"^(?:>\s*)*(?:[-*+•]|\d{1,3}[.)])\s+(?P<item>.+)$")
 _EMPHASIS = "*_`"
 _EMPTY_VALUES = {"", "-", "—", "none", "n/a", "na", "null", "nil", "[]", "()", "(none)"}
 _NUMBER = re.compile(r"(\d+(?:\.\d+)?)\s*([kKmM]\b)?")
@@ -47,31 +55,43 @@ class VerdictParseError(ValueError):
 
 def _strip_emphasis(value: str) -> str:
     value = value.strip()
-    while len(value) >= 2 and value[0] == value[-1] and value[0] in _EMPHASIS:
-        value = value[1:-1].strip()
-    return value.strip(_EMPHASIS + " \t")
+    start, end = 0, len(value)  # peel matching pairs by index: slicing each time is quadratic
+    while end - start >= 2 and value[start] == value[end - 1] and value[start] in _EMPHASIS:
+        start, end = start + 1, end - 1
+        while start < end and value[start].isspace():
+            start += 1
+        while end > start and value[end - 1].isspace():
+            end -= 1
+    return value[start:end].strip(_EMPHASIS + " \t")
 
 
 def _header_line(line: str) -> tuple[str, str] | None:
     """(KEY, value) when `line` is a header line; ("", "") for an extra UPPER_SNAKE key such as
     `TESTS_STATUS:`, which never counts but may sit inside a header; else None."""
-    match = _LINE.match(line)
+    text = line.strip()
+    colon = text.find(":", 0, _MAX_PREFIX_CHARS)
+    match = _KEY_PREFIX.match(text, 0, colon + 1) if colon > 0 else None
     if not match:
         return None
     key = re.sub(r"[\s-]+", "_", match["key"].strip()).upper()
     if key not in HEADER_KEYS:
         return ("", "") if _EXTRA_KEY.match(match["key"]) else None
-    return key, _strip_emphasis(match["value"])
+    return key, _strip_emphasis(text[colon + 1:])
 
 
 def _blocks(text: str) -> list[list[tuple[str, str, list[str]]]]:
-    """Runs of header lines as (KEY, value, bullet items below it). Blank lines, code fences and
-    extra UPPER_SNAKE keys do not end a run; any other line does, and so does a key repeated
-    within the run."""
+    """Runs of header lines as (KEY, value, bullet items below it). Blank lines and extra
+    UPPER_SNAKE keys do not end a run; any other line does (a code fence too), and so does a key
+    repeated within the run."""
     blocks: list[list[tuple[str, str, list[str]]]] = []
     current: list[tuple[str, str, list[str]]] = []
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-        if not line.strip() or _FENCE.match(line):
+        if not line.strip():
+            continue
+        if _FENCE.match(line):  # a header lies wholly inside a fence or wholly outside it
+            if current:
+                blocks.append(current)
+                current = []
             continue
         parsed = _header_line(line)
         if parsed == ("", ""):
@@ -82,10 +102,12 @@ def _blocks(text: str) -> list[list[tuple[str, str, list[str]]]]:
                 current = []
             current.append((parsed[0], parsed[1], []))
             continue
-        bullet = _BULLET_ITEM.match(line)
         # A FILES_CHANGED with an empty value may list its files as bullets on the next lines.
-        if bullet and current and current[-1][0] == "FILES_CHANGED" and not current[-1][1]:
-            current[-1][2].append(bullet["item"])
+        bullet = (_BULLET_ITEM.match(line.strip())
+                  if current and current[-1][0] == "FILES_CHANGED" and not current[-1][1]
+                  else None)
+        if bullet:
+            current[-1][2].append(bullet["item"].strip())
             continue
         if current:
             blocks.append(current)
@@ -95,12 +117,30 @@ def _blocks(text: str) -> list[list[tuple[str, str, list[str]]]]:
     return blocks
 
 
-def _pick_block(text: str) -> list[tuple[str, str, list[str]]] | None:
+Block = list[tuple[str, str, list[str]]]
+
+
+def _prose_line(block: Block) -> bool:
+    """A lone `Status: …`/`Type: …` line whose value is no status or type (`Status: the build
+    is green`): prose, which never beats an earlier header."""
+    if len(block) != 1:
+        return False
+    key, value, _ = block[0]
+    if key == "STATUS":
+        return _enum_word(value) not in VERDICT_STATUSES + IMPLEMENTATION_STATUSES
+    return value.strip().lower().strip(_EMPHASIS) not in STATUSES_BY_TYPE
+
+
+def _pick_block(text: str) -> tuple[Block | None, list[Block]]:
+    """(the header to use, the header-like blocks before it)."""
     blocks = _blocks(text)
-    for block in reversed(blocks):
-        if any(key in ("STATUS", "TYPE") for key, _, _ in block):
-            return block
-    return blocks[-1] if blocks else None
+    headers = [block for block in blocks if any(key in ("STATUS", "TYPE") for key, _, _ in block)]
+    for index in range(len(headers) - 1, -1, -1):
+        if not _prose_line(headers[index]):
+            return headers[index], headers[:index]
+    if headers:
+        return headers[-1], headers[:-1]
+    return (blocks[-1] if blocks else None), []
 
 
 def _number(value: str) -> int | None:
@@ -121,12 +161,12 @@ def _file_list(value: str, items: list[str]) -> list[str]:
     if raw.strip().lower() in _EMPTY_VALUES:
         raw = ""
     parts = [*(p for p in re.split(r"[,;]", raw)), *items] if raw else list(items)
-    files = []
+    files: dict[str, None] = {}  # ordered and de-duplicated in linear time
     for part in parts:
         name = _strip_emphasis(part).strip("'\"").strip()
-        if name and name.lower() not in _EMPTY_VALUES and name not in files:
-            files.append(name)
-    return files
+        if name and name.lower() not in _EMPTY_VALUES:
+            files.setdefault(name)
+    return list(files)
 
 
 def _enum_word(value: str) -> str:
@@ -140,7 +180,7 @@ def parse_header(text: str) -> dict[str, Any]:
 
     Raises VerdictParseError listing every problem (never a partial or guessed result).
     """
-    block = _pick_block(text or "")
+    block, earlier = _pick_block(text or "")
     if block is None:
         raise VerdictParseError(["no verdict header (expected TYPE:, STATUS:, SUMMARY: lines)"])
     values = {key: value for key, value, _ in block}
@@ -163,6 +203,9 @@ def parse_header(text: str) -> dict[str, Any]:
         findings = _number(values["FINDINGS_COUNT"])
         if findings is None:
             problems.append(f"FINDINGS_COUNT {values['FINDINGS_COUNT']!r} is not a number")
+    if problems and any(all(any(key == required and value for key, value, _ in other)
+                            for required in REQUIRED_KEYS) for other in earlier):
+        problems.append("only the last header counts (an earlier, complete one is ignored)")
     if problems:
         raise VerdictParseError(problems)
 

@@ -206,7 +206,12 @@ def _load(path: Path) -> dict[str, Any]:
 
 
 def clean(folder: Path) -> int:
-    """Remove every verdict and detail file (a sprint starts fresh); returns how many."""
+    """Remove every verdict and detail file (a sprint starts fresh); returns how many.
+    ValueError when `folder` is a symlink: a committed `.clavain/verdicts -> ..` must not make
+    this delete the project's own .md and .json files."""
+    if folder.is_symlink():
+        raise ValueError(f"{folder} is a symlink; refusing to delete the .json and .md files "
+                         "it points at (make it a real folder)")
     removed = 0
     if folder.is_dir():
         for path in folder.iterdir():
@@ -225,7 +230,9 @@ def parse_all(folder: Path) -> list[dict[str, Any]]:
             try:
                 verdicts.append(_load(path))
             except ValueError as exc:
-                verdicts.append(error_verdict(path.stem, f"unreadable verdict file: {exc}")
+                # A legal file name can be longer than an agent name may be.
+                verdicts.append(error_verdict(path.stem[:MAX_AGENT_CHARS],
+                                              f"unreadable verdict file: {exc}")
                                 | {"detail_path": str(path)})
     return sorted(verdicts, key=lambda v: v["agent"])
 

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -34,6 +35,7 @@ VERIFY_TYPES = frozenset({"verify", "final_verify"})
 TERM_GRACE_SECONDS = 5
 TAIL_LINES = 12
 TAIL_CHARS = 1500
+COMMAND_CHARS = 2000  # of a command quoted in the result (its log holds all of it)
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,10 @@ def _tail(path: Path) -> str:
     return "\n".join(text.strip().splitlines()[-TAIL_LINES:])[-TAIL_CHARS:]
 
 
+def _clip(command: str) -> str:
+    return command if len(command) <= COMMAND_CHARS else command[:COMMAND_CHARS - 1] + "…"
+
+
 def verdict(commands: list[str], outcomes: list[CommandOutcome],
             timeout: float) -> dict[str, Any]:
     """The runner result for a set of outcomes."""
@@ -134,8 +140,9 @@ def verdict(commands: list[str], outcomes: list[CommandOutcome],
                 "errors": []}
     how = (f"timed out after {timeout:g}s" if failed.timed_out
            else f"exited {failed.exit_code}")
-    summary = f"verify command {failed.index} of {len(commands)} {how}: {failed.command}"
-    error = f"`{failed.command}` {how} (log: {failed.log_path})"
+    shown = _clip(failed.command)  # the result's summary has a length limit
+    summary = f"verify command {failed.index} of {len(commands)} {how}: {shown}"
+    error = f"`{shown}` {how} (log: {failed.log_path})"
     tail = _tail(failed.log_path)
     return {"status": "fail", "summary": summary,
             "errors": [f"{error}\n{tail}" if tail else error]}
@@ -150,7 +157,7 @@ def _timeout_for(state: StatePaths, timeout: float | None) -> float:
     if timeout is None:
         cfg = config_mod.load(state.config)
         timeout = float(config_mod.get(cfg, "defaults.verifyTimeoutSeconds", 600))
-    if timeout <= 0:
+    if not timeout > 0:  # also NaN, which would make the wait endless
         raise ClavainError(f"timeout must be a positive number of seconds, got {timeout:g}")
     return timeout
 
@@ -187,6 +194,10 @@ def run_verify(conn: sqlite3.Connection, state: StatePaths, node_id: str, *, app
         check_can_apply(node, run_id)
     run_dir = state.runs / safe_path_part(run_id) / safe_path_part(node_id)
     env = {**os.environ, **runner_env(state, node, run_id)}
+    if commands and shutil.which("bash", path=env.get("PATH", os.defpath)) is None:
+        # Not a failed check: recording one would spend an attempt on a broken environment.
+        raise ClavainError("bash is not on PATH; the shell verifier runs each command with "
+                           "`bash -c`")
     outcomes = run_commands(commands, cwd=state.project, log_dir=run_dir, timeout=per_command,
                             env=env)
     result = verdict(commands, outcomes, per_command)

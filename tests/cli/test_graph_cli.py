@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import BIN, subprocess_env
 
 
 def _db_counts(project: Path) -> tuple[int, ...]:
@@ -155,3 +158,66 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, cli_json, proj
     assert (project / ".clavain" / "workgraph.json").read_text() == snapshot
     as_json = run_cli(*args, "--json", input=stdin)
     assert as_json.returncode == 2 and message in json.loads(as_json.stdout)["error"]
+
+
+@pytest.mark.parametrize(("args", "code", "out"), [
+    (("graph", "ls", "--json"), 0, "[]"),
+    (("graph", "show", "ghost"), 2, "unknown node 'ghost'"),
+    (("graph", "next"), 3, "nothing is runnable"),
+    (("graph", "next", "--claim"), 3, "nothing is runnable"),
+    (("graph", "deadlock"), 0, "no deadlock"),
+    (("graph", "mermaid"), 0, "flowchart TD"),
+    (("graph", "apply", "ghost", "--result", "-"), 2, "no workgraph yet"),
+    (("graph", "answer", "ghost", "--answer", "x"), 2, "no workgraph yet"),
+    (("graph", "reset", "ghost"), 2, "no workgraph yet"),
+    (("graph", "add", "--id", "bad id", "--type", "task"), 2, "node 'bad id': id:"),
+    (("graph", "import", "-"), 2, "node 'x': type:"),
+])
+def test_reads_and_refusals_never_create_the_state_folder(run_cli, project, args, code,
+                                                          out) -> None:
+    stdin = ('{"status":"success","summary":"s"}' if "apply" in args
+             else json.dumps({"nodes": [{"id": "x", "type": "bogus"}]}))
+    result = run_cli(*args, input=stdin)
+    assert result.returncode == code, result.stdout + result.stderr
+    assert out in result.stdout + result.stderr
+    assert not (project / ".clavain").exists()
+    assert not (project / ".gitignore").exists()
+
+
+def test_a_runner_log_with_bytes_that_are_not_utf8_still_applies(run_cli, cli_json, project,
+                                                                 tmp_path: Path) -> None:
+    """Runner output is whatever the tools printed; only the <result> block has to be JSON."""
+    _seed(project)
+    log = tmp_path / "runner.log"
+    log.write_bytes(b"compiler said \xff\xfe\x80\n"
+                    b'<result>{"status": "fail", "summary": "red"}</result>\n')
+    result = run_cli("graph", "apply", "seed", "--result", str(log))
+    assert result.returncode == 0, result.stderr
+    piped = subprocess.run(
+        [str(BIN / "clavain"), "graph", "apply", "seed", "--result", "-"], cwd=project,
+        input=b'\xff<result>{"status": "success", "summary": "ok \xff"}</result>',
+        capture_output=True, env=subprocess_env(), timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    node = cli_json("graph", "show", "seed")
+    assert (node["status"], node["attempts"]) == ("done", 1)
+
+
+def test_an_import_file_that_is_not_utf8_is_one_line_exit_2(run_cli, project,
+                                                             tmp_path: Path) -> None:
+    _seed(project)
+    before = _db_counts(project)
+    spec = tmp_path / "plan.json"
+    spec.write_bytes(b'{"nodes": [{"id": "x", "type": "task", "title": "caf\xe9"}]}')
+    result = run_cli("graph", "import", str(spec))
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not UTF-8" in lines[0]
+    assert _db_counts(project) == before
+
+
+@pytest.mark.parametrize("pid", ["0", "-1"])
+def test_a_claim_pid_must_be_a_real_process_id(run_cli, project, pid) -> None:
+    _seed(project)
+    result = run_cli("graph", "next", "--claim", f"--pid={pid}")
+    assert result.returncode == 2 and "--pid" in result.stderr, result.stderr
+    assert _db_counts(project)[2] == 1  # no claim event

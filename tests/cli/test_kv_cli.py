@@ -109,3 +109,19 @@ def test_no_workgraph_yet(run_cli, project: Path) -> None:
 def test_kv_without_an_action(run_cli) -> None:
     result = run_cli("kv")
     assert result.returncode == 2 and "missing action" in result.stderr
+
+
+@pytest.mark.parametrize("how", ["stdin", "argument"])
+def test_a_value_that_is_not_utf8_is_one_line_exit_2(graph, project: Path, how: str) -> None:
+    import subprocess
+
+    from tests.conftest import BIN, subprocess_env
+
+    args = ["--value-file", "-"] if how == "stdin" else ["--value", "caf\udce9"]
+    result = subprocess.run(
+        [str(BIN / "clavain"), "kv", "put", "--node", "task-a", "--key", "out.x", *args],
+        input=b"caf\xe9", capture_output=True, cwd=project, env=subprocess_env(), timeout=120)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.decode().strip().splitlines()
+    assert len(lines) == 1 and "not UTF-8" in lines[0]
+    assert _kv_rows(graph) == 0

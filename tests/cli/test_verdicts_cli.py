@@ -152,3 +152,45 @@ def test_init_creates_and_ignores_the_verdicts_folder(run_cli, project: Path) ->
     assert run_cli("init").returncode == 0
     assert (project / ".clavain" / "verdicts").is_dir()
     assert "/.clavain/verdicts/" in (project / ".gitignore").read_text().splitlines()
+
+
+@pytest.mark.parametrize("args", [("verdicts", "--json", "ls"), ("verdicts", "--json", "summary"),
+                                  ("verdicts", "--json", "attention")])
+def test_json_before_the_subcommand_is_honoured(run_cli, seeded: Path, args) -> None:
+    result = run_cli(*args)
+    assert result.returncode == 0, result.stderr
+    json.loads(result.stdout)  # exactly one JSON value, not a table
+
+
+def test_json_before_the_subcommand_also_formats_errors(run_cli, project: Path) -> None:
+    result = run_cli("verdicts", "--json", "show", "nobody")
+    assert (result.returncode, result.stderr) == (2, "")
+    assert "no verdict for 'nobody'" in json.loads(result.stdout)["error"]
+
+
+@pytest.mark.parametrize("agent", ["", "::", "..", "///"])
+def test_show_an_unusable_agent_name(run_cli, project: Path, agent: str) -> None:
+    result = run_cli("verdicts", "show", agent)
+    assert result.returncode == 2 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert line.startswith("clavain: error: agent name") and "invalid verdict file" not in line
+
+
+def test_clean_refuses_a_symlinked_verdicts_folder(run_cli, project: Path) -> None:
+    (project / ".clavain").mkdir()
+    (project / ".clavain" / "verdicts").symlink_to("..", target_is_directory=True)
+    (project / "README.md").write_text("readme")
+    result = run_cli("verdicts", "clean")
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert "symlink" in line
+    assert (project / "README.md").exists()
+
+
+def test_ls_with_a_broken_file_with_a_long_name(run_cli, cli_json, project: Path) -> None:
+    folder = project / ".clavain" / "verdicts"
+    folder.mkdir(parents=True)
+    (folder / ("x" * 240 + ".json")).write_text("junk")
+    [row] = cli_json("verdicts", "ls")
+    assert row["status"] == "ERROR"
+    assert run_cli("verdicts", "summary").returncode == 0

@@ -113,3 +113,17 @@ def test_no_python_at_all_still_exits_0(tmp_path: Path) -> None:
                             env={"PATH": str(tmp_path / "empty")})
     assert result.returncode == 0
     assert result.stdout == ""
+
+
+def test_a_logged_failure_first_does_not_stop_later_init(run_hook, tmp_path: Path) -> None:
+    """hooks.log may create `.clavain/logs/` before anything else; the first hook that needs the
+    state folder must still set it up (and git-ignore it)."""
+    from clavain.paths import StatePaths
+    from clavain.project import ensure_state
+
+    (tmp_path / ".git").mkdir()
+    run_hook("NoSuchEvent", {"cwd": str(tmp_path)})
+    assert (tmp_path / ".clavain" / "logs").is_dir()
+    ensure_state(StatePaths(tmp_path / ".clavain"))
+    assert (tmp_path / ".clavain" / "verdicts").is_dir()
+    assert "/.clavain/verdicts/" in (tmp_path / ".gitignore").read_text()

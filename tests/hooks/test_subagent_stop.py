@@ -262,3 +262,49 @@ def test_waits_for_the_final_message_before_measuring(tmp_path: Path) -> None:
     assert result.returncode == 0
     verdict = load(tmp_path, "clavain-fd-quality.json")
     assert (verdict["tokens_source"], verdict["tokens_spent"]) == ("measured", 2 * 1100 + 30 + 50)
+
+
+def test_detail_path_naming_the_agents_own_verdict_json_is_replaced(run_hook,
+                                                                    tmp_path: Path) -> None:
+    """A DETAIL_PATH naming this agent's verdict file (left from an earlier run) would point the
+    sprint at the verdict itself, which this very call overwrites."""
+    run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", CLEAN_MESSAGE))
+    message = CLEAN_MESSAGE + "DETAIL_PATH: .clavain/verdicts/clavain-fd-quality.json\n"
+    run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", message))
+    verdict = load(tmp_path, "clavain-fd-quality.json")
+    assert verdict["detail_path"] == ".clavain/verdicts/clavain-fd-quality.md"
+    assert (tmp_path / verdict["detail_path"]).read_text() == message
+
+
+def test_prose_status_line_after_the_header_keeps_the_verdict(run_hook, tmp_path: Path) -> None:
+    message = CLEAN_MESSAGE + "\nStatus: all tests pass locally, ready to merge.\n"
+    run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", message))
+    verdict = load(tmp_path, "clavain-fd-quality.json")
+    assert (verdict["status"], verdict["summary"]) == ("CLEAN", "nothing to change")
+
+
+def test_concurrent_first_stops_share_one_state_folder(tmp_path: Path) -> None:
+    """Several agents finishing at once in a project with no `.clavain/` yet: every verdict is
+    written, the .gitignore block appears once, nothing is logged as a failure."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("node_modules/\n")
+    env = dict(os.environ, CLAVAIN_PYTHON=sys.executable, CLAUDE_PROJECT_DIR=str(tmp_path),
+               CLAVAIN_BOOTSTRAP="0")
+    agents = ["clavain:fd-quality", "clavain:fd-safety", "clavain:executor",
+              "clavain:fd-correctness"]
+    procs = [subprocess.Popen([str(REPO / "bin" / "clavain-hook"), "SubagentStop"],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+             for _ in agents]
+    for proc, agent in zip(procs, agents, strict=True):  # release them together
+        proc.stdin.write(json.dumps(payload(tmp_path, agent, CLEAN_MESSAGE)))
+    for proc in procs:
+        proc.stdin.close()
+    assert [(proc.wait(timeout=60), proc.stdout.read(), proc.stderr.read())
+            for proc in procs] == [(0, "", "")] * len(agents)
+    names = {verdicts_name.split(":")[1] for verdicts_name in agents}
+    assert verdict_files(tmp_path) == sorted(f"clavain-{n}{s}" for n in names
+                                             for s in (".json", ".md"))
+    gitignore = (tmp_path / ".gitignore").read_text()
+    assert gitignore.startswith("node_modules/\n") and gitignore.count("/.clavain/verdicts/") == 1
+    assert not (tmp_path / ".clavain" / "logs" / "hooks.log").exists()

@@ -59,3 +59,42 @@ def test_concurrent_first_open_migrates_once(tmp_path: Path) -> None:
     assert set(versions) == {db.latest_version()}
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_failed_commit_leaves_no_open_transaction(tmp_path: Path) -> None:
+    """COMMIT can fail (a deferred foreign key); the connection must not stay inside the
+    transaction holding the write lock, or every later `transaction` fails."""
+    conn = db.connect(tmp_path / "state.sqlite")
+    with pytest.raises(sqlite3.IntegrityError), db.transaction(conn):
+        conn.execute("PRAGMA defer_foreign_keys = ON")
+        conn.execute("INSERT INTO nodes (id, type, parent_id, created_at, updated_at) "
+                     "VALUES ('a', 'task', 'ghost', 'now', 'now')")
+    assert not conn.in_transaction
+    assert conn.execute("SELECT count(*) FROM nodes").fetchone()[0] == 0
+    with db.transaction(conn):
+        conn.execute("INSERT INTO meta (key, value) VALUES ('ok', '1')")
+    assert conn.execute("SELECT value FROM meta WHERE key = 'ok'").fetchone()[0] == "1"
+
+
+def test_rollback_keeps_the_original_error_when_sqlite_already_rolled_back(
+        tmp_path: Path) -> None:
+    conn = db.connect(tmp_path / "state.sqlite")
+    with pytest.raises(RuntimeError, match="original"), db.transaction(conn):
+        conn.execute("ROLLBACK")  # what SQLite does by itself on SQLITE_FULL, IOERR, …
+        raise RuntimeError("original")
+    assert not conn.in_transaction
+
+
+def test_deleting_a_done_dependency_keeps_unmet_deps_right(tmp_path: Path) -> None:
+    conn = db.connect(tmp_path / "state.sqlite")
+    rows = [("a", "done"), ("b", "open"), ("x", "open")]
+    conn.executemany("INSERT INTO nodes (id, type, status, created_at, updated_at) "
+                     "VALUES (?, 'task', ?, 'now', 'now')", rows)
+    conn.executemany("INSERT INTO deps (node_id, depends_on_id) VALUES ('x', ?)", [("a",), ("b",)])
+    unmet = lambda: conn.execute(  # noqa: E731
+        "SELECT unmet_deps FROM nodes WHERE id = 'x'").fetchone()[0]
+    assert unmet() == 1
+    conn.execute("DELETE FROM nodes WHERE id = 'a'")  # satisfied edge: no change
+    assert unmet() == 1
+    conn.execute("DELETE FROM nodes WHERE id = 'b'")  # the unmet edge goes away
+    assert unmet() == 0

@@ -154,3 +154,30 @@ def test_auto_reset_is_off_by_default(conn, state) -> None:
                                   {"id": "b", "type": "task", "dependsOn": ["a"]}])
     conn.execute("UPDATE nodes SET status = 'failed' WHERE id = 'a'")
     assert deadlock.auto_reset(conn, state) == []
+
+
+def test_scaffold_never_links_a_gate_into_a_dependency_cycle(conn, state) -> None:
+    """A task that follows integration (say, added by a planner) gets its verify node, but that
+    verify node cannot also be something integration waits for: integrate → verify-t2 → t2 →
+    integrate would deadlock for good."""
+    graph.add_nodes(conn, state, [{"id": "t1", "type": "task"}])
+    ensure_scaffolding(conn, state)
+    graph.add_nodes(conn, state, [{"id": "t2", "type": "task", "dependsOn": ["integrate"]}])
+    report = ensure_scaffolding(conn, state)
+    assert report["verify"] == ["verify-t2"]
+    assert graph.get_node(conn, "integrate")["dependsOn"] == ["verify-t1"]
+    # The final gate re-runs verify-t2's checks, so it waits for verify-t2 instead.
+    assert sorted(graph.get_node(conn, "final-verify")["dependsOn"]) == ["integrate", "verify-t2"]
+    assert graph.find_cycle({n["id"]: n["dependsOn"] for n in graph.list_nodes(conn)}) is None
+    assert ensure_scaffolding(conn, state)["linked"] == 0
+
+
+def test_deadlock_report_terminates_on_a_dependency_cycle(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"},
+                                  {"id": "b", "type": "task", "dependsOn": ["a"]}])
+    conn.execute("INSERT INTO deps (node_id, depends_on_id) VALUES ('a', 'b')")  # a ⇄ b
+    report = deadlock.detect(conn)
+    assert report is not None and report["stuck"] == 2
+    chains = {c["node"]: c["chain"] for c in report["chains"]}
+    assert chains["a"] == ["a", "b", "a"]
+    assert "a -> b -> a" in deadlock.describe(report)

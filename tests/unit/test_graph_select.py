@@ -171,3 +171,11 @@ def test_selection_never_returns_a_node_with_an_unfinished_dep(tmp_path: Path, s
         conn.close()
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def test_a_lease_too_long_to_date_means_no_lock_ever_expires(conn, state) -> None:
+    """`lockLeaseSeconds: 1e12` (as good as "never") must not crash every `graph next`."""
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    graph.claim_node(conn, "a", run_id="r1", pid=os.getpid())
+    assert graph.release_stale_locks(conn, lease_seconds=1e12) == []
+    assert graph.get_node(conn, "a")["lockRunId"] == "r1"

@@ -121,3 +121,15 @@ def test_missing_template_is_named(conn, state, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("CLAUDE_PLUGIN_ROOT", str(tmp_path / "empty-plugin"))
     with pytest.raises(ClavainError, match=r"(executor|_db-access)\.md is missing"):
         packets.render_packet(conn, state, "task-form")
+
+
+def test_a_reopened_checkpoint_shows_the_question_and_the_answer(conn, state) -> None:
+    """Answering reopens the node; its next runner must see the answer, or it asks again."""
+    from clavain import results
+
+    results.apply_result(conn, state, "task-form", {
+        "status": "checkpoint", "summary": "unsure", "question": "Sessions or JWT?"})
+    assert "Sessions or JWT?" not in packets.render_packet(conn, state, "plan-1")["packet"]
+    graph.answer(conn, state, "task-form", "Sessions, stored server-side")
+    text = packets.render_packet(conn, state, "task-form")["packet"]
+    assert "Sessions or JWT?" in text and "Sessions, stored server-side" in text

@@ -168,3 +168,43 @@ def test_chunked_scan_finds_exactly_the_usage_lines(tmp_path: Path, lines: list[
     path.write_text(text)
     expected = [line.encode() for line in text.split("\n") if '"usage"' in line]
     assert list(_usage_lines(path, chunk_size)) == expected
+
+
+def test_a_sidechain_copy_merges_into_its_own_request_not_the_first_one(tmp_path: Path) -> None:
+    """msg_1 answered two requests on the main thread; the sidechain copy of the second (with a
+    larger, final output count) must replace the second, not inflate the first."""
+    path = write_jsonl(tmp_path / "t.jsonl", [
+        assistant("msg_1", "req_1", usage(0, 10), TEXT),
+        assistant("msg_1", "req_2", usage(0, 20), TEXT),
+        assistant("msg_1", "req_2", usage(0, 25), TEXT, sidechain=True),
+    ])
+    measured = transcript_usage(path)
+    assert (measured.messages, measured.total) == (2, 35)
+
+
+def test_null_missing_and_nested_usage_fields_and_no_final_newline(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    use = {"input_tokens": None, "output_tokens": 5, "cache_read_input_tokens": 7,
+           "cache_creation": {"ephemeral_5m_input_tokens": 100, "ephemeral_1h_input_tokens": 0}}
+    lines = [json.dumps(assistant("msg_1", "req_1", use, TEXT)), "{not json, \"usage\"",
+             json.dumps(assistant("msg_2", "req_2", {"output_tokens": 3}, TEXT))]
+    path.write_text("\n".join(lines))  # the last line has no newline
+    for chunk_size in (7, 64, 1 << 22):  # lines split across read chunks
+        counted = [json.loads(line) for line in _usage_lines(path, chunk_size)
+                   if line.startswith(b'{"parentUuid"')]
+        assert len(counted) == 2
+    measured = transcript_usage(path)
+    assert (measured.messages, measured.total) == (2, 15)  # the nested dict is not added again
+
+
+def test_a_too_deeply_nested_line_is_skipped_not_fatal(tmp_path: Path) -> None:
+    deep = '{"type": "user", "toolUseResult": {"usage": ' + "[" * 100_000 + "]" * 100_000 + "}}"
+    path = write_jsonl(tmp_path / "t.jsonl", [deep, assistant("msg_1", "req_1", usage(1, 2),
+                                                              TEXT)])
+    assert transcript_usage(path).total == 3
+
+
+def test_a_folder_named_like_a_subagent_transcript_is_not_read(session: Path) -> None:
+    (session.with_suffix("") / "subagents" / "agent-odd.jsonl").mkdir(parents=True)
+    assert subagent_files(session) == []
+    assert session_usage(session)[0].total == 1085

@@ -186,3 +186,85 @@ def test_extra_keys_inside_a_header_are_skipped_not_a_break() -> None:
             "FILES_CHANGED: a.py\nSUMMARY: done")
     parsed = parse_header(text)
     assert (parsed["status"], parsed["files_changed"]) == ("COMPLETE", ["a.py"])
+
+
+# --- review: the last header, not the last header-looking line -------------------------------
+
+REAL = "TYPE: verdict\nSTATUS: NEEDS_ATTENTION\nFINDINGS_COUNT: 2\nSUMMARY: two findings\n"
+
+
+@pytest.mark.parametrize("after", [
+    "\nThanks! Status: see above.\n",
+    "\nStatus: the build is green, I checked.\n",
+    "\n\nType: refactoring only\n",
+])
+def test_a_status_line_in_prose_after_the_header_does_not_replace_it(after: str) -> None:
+    parsed = parse_header(REAL + after)
+    assert (parsed["status"], parsed["summary"]) == ("NEEDS_ATTENTION", "two findings")
+
+
+def test_a_template_after_the_header_is_an_error_that_names_the_cause() -> None:
+    """The last header wins even when it is an unfilled template: the earlier one could be an
+    example, so taking it would be a guess. The error says an earlier header was ignored."""
+    template = ("\nFor reference, the contract:\n```\nTYPE: verdict\n"
+                "STATUS: <one of CLEAN, NEEDS_ATTENTION, BLOCKED, ERROR>\n"
+                "SUMMARY: <one line>\n```\n")
+    with pytest.raises(VerdictParseError) as caught:
+        parse_header(REAL + template)
+    assert caught.value.problems[0].startswith("STATUS '<one of CLEAN")
+    assert caught.value.problems[-1] == (
+        "only the last header counts (an earlier, complete one is ignored)")
+
+
+def test_a_lone_valid_status_after_the_header_is_a_truncated_header_not_ignored() -> None:
+    with pytest.raises(VerdictParseError) as caught:
+        parse_header(REAL + "\nOn reflection:\n\nSTATUS: CLEAN\n")
+    assert caught.value.problems[:2] == ["missing TYPE:", "missing SUMMARY:"]
+
+
+def test_a_fenced_example_does_not_lend_fields_to_the_real_header() -> None:
+    example = "The format:\n```\nSTATUS: CLEAN\nSUMMARY: <one line>\n```\n"
+    assert parse_header(example + REAL)["summary"] == "two findings"
+    with pytest.raises(VerdictParseError) as caught:  # the real one lacks SUMMARY
+        parse_header("```\nSUMMARY: an example\n```\nTYPE: verdict\nSTATUS: BLOCKED\n")
+    assert caught.value.problems[0] == "missing SUMMARY:"
+
+
+def test_a_truncated_last_header_is_an_error_that_says_an_earlier_one_was_ignored() -> None:
+    with pytest.raises(VerdictParseError) as caught:
+        parse_header(REAL + "\nUpdate after rerunning:\n\nTYPE: verdict\nSTATUS: CLEAN\n")
+    assert caught.value.problems == [
+        "missing SUMMARY:", "only the last header counts (an earlier, complete one is ignored)"]
+
+
+@pytest.mark.parametrize("extra", ["P1_FINDINGS: 2", "HIGH_SEVERITY_FINDINGS_COUNT: 1",
+                                   "**TESTS_RUN_2**: 14"])
+def test_extra_keys_with_digits_or_long_names_do_not_break_the_header(extra: str) -> None:
+    text = f"TYPE: verdict\nSTATUS: CLEAN\n{extra}\nSUMMARY: ok"
+    assert parse_header(text)["summary"] == "ok"
+
+
+MB = 1_000_000
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param(lambda: " " * MB + "x", id="leading-spaces"),
+    pytest.param(lambda: "\t" * MB + "STATUS x", id="leading-tabs"),
+    pytest.param(lambda: "SUMMARY: a" + " " * MB + "b", id="spaces-in-a-value"),
+    pytest.param(lambda: "- a" + " " * MB + "b", id="spaces-in-a-bullet"),
+    pytest.param(lambda: "STATUS" + " " * MB + ": x", id="spaces-before-colon"),
+    pytest.param(lambda: "MODEL: " + "*" * (MB // 2) + "x" + "*" * (MB // 2), id="emphasis"),
+    pytest.param(lambda: "FILES_CHANGED: " + ",".join(f"f{i}.py" for i in range(MB // 8)),
+                 id="many-files"),
+    pytest.param(lambda: "FILES_CHANGED:\n" + "".join(f"- f{i}.py\n" for i in range(MB // 9)),
+                 id="many-file-bullets"),
+])
+def test_a_1mb_message_parses_in_linear_time(body) -> None:
+    import contextlib
+    import time
+
+    text = "TYPE: verdict\nSTATUS: CLEAN\nSUMMARY: ok\n" + body()
+    started = time.perf_counter()
+    with contextlib.suppress(VerdictParseError):
+        parse_header(text)
+    assert time.perf_counter() - started < 2.0

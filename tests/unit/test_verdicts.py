@@ -227,3 +227,50 @@ def test_a_clean_line_stays_under_50_tokens() -> None:
 def test_ten_verdicts_stay_under_300_tokens(attention: int) -> None:
     statuses = ["NEEDS_ATTENTION"] * attention + ["CLEAN"] * (10 - attention)
     assert estimate_tokens(verdicts.render_summary(_ten(statuses))) <= 300
+
+
+# --- review: hostile folders and file names ------------------------------------------------------
+
+def test_clean_refuses_a_verdicts_folder_that_is_a_symlink(tmp_path: Path) -> None:
+    """A committed `.clavain/verdicts -> ..` would make `clean` delete the project's README.md,
+    package.json, …: the folder must be a real folder."""
+    project = tmp_path / "project"
+    (project / ".clavain").mkdir(parents=True)
+    (project / "README.md").write_text("readme")
+    (project / "package.json").write_text("{}")
+    (project / ".clavain" / "verdicts").symlink_to("..", target_is_directory=True)
+    with pytest.raises(ValueError, match="symlink"):
+        verdicts.clean(project / ".clavain" / "verdicts")
+    assert sorted(p.name for p in project.iterdir()) == [".clavain", "README.md", "package.json"]
+
+
+def test_clean_unlinks_symlinked_files_without_touching_their_targets(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.md"
+    outside.write_text("keep me")
+    folder = tmp_path / "verdicts"
+    folder.mkdir()
+    (folder / "clavain-x.md").symlink_to(outside)
+    assert verdicts.clean(folder) == 1
+    assert outside.read_text() == "keep me" and list(folder.iterdir()) == []
+
+
+def test_write_replaces_a_symlink_instead_of_writing_through_it(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.json"
+    outside.write_text("keep me")
+    folder = tmp_path / "verdicts"
+    folder.mkdir()
+    (folder / "clavain-fd-quality.json").symlink_to(outside)
+    (folder / "clavain-fd-quality.md").symlink_to(outside)
+    verdicts.write(folder, make())
+    verdicts.write_detail(folder, "clavain:fd-quality", "detail")
+    assert outside.read_text() == "keep me"
+    assert not (folder / "clavain-fd-quality.json").is_symlink()
+    assert verdicts.read(folder, "fd-quality")["status"] == "CLEAN"
+
+
+def test_a_broken_file_with_a_long_name_is_still_an_error_row(tmp_path: Path) -> None:
+    name = "a" * 240 + ".json"  # a legal file name, longer than an agent name may be
+    (tmp_path / name).write_text("{not json")
+    [row] = verdicts.parse_all(tmp_path)
+    assert row["status"] == "ERROR" and row["agent"].startswith("aaaa")
+    assert verdicts.validate({k: v for k, v in row.items() if k != "detail_path"}) == []

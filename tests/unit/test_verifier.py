@@ -1,6 +1,7 @@
 import json
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -76,6 +77,15 @@ def _running(pid: int) -> bool:
     return True
 
 
+def _settle(pid: int, limit: float = 10.0) -> int:
+    """SIGKILL is delivered asynchronously: right after killpg the target can still show as
+    running for a moment. Give it time to die (never a timing assertion: just a bound)."""
+    deadline = time.monotonic() + limit
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return pid
+
+
 def test_timeout_kills_the_whole_process_group(conn, state, tmp_path) -> None:
     pid_file = tmp_path / "child.pid"
     # The child outlives bash unless the group is killed.
@@ -87,7 +97,7 @@ def test_timeout_kills_the_whole_process_group(conn, state, tmp_path) -> None:
     assert "timed out after 1s" in result["summary"]
     assert report["commands"][0]["timedOut"] is True
     assert report["commands"][0]["exitCode"] is None
-    assert not _running(int(pid_file.read_text()))
+    assert not _running(_settle(int(pid_file.read_text())))
     assert "timed out" in (state.runs / "run-3" / node / "cmd-1.log").read_text()
 
 
@@ -95,7 +105,7 @@ def test_background_leftovers_of_a_passing_command_are_killed(conn, state, tmp_p
     pid_file = tmp_path / "leftover.pid"
     node = _verify_node(conn, state, [f"sleep 300 & echo $! > {pid_file}"])
     assert run_verify(conn, state, node, apply=False)["result"]["status"] == "success"
-    assert not _running(int(pid_file.read_text()))
+    assert not _running(_settle(int(pid_file.read_text())))
 
 
 def test_ids_cannot_escape_the_runs_folder() -> None:
@@ -166,3 +176,31 @@ def test_result_line_is_one_parseable_line() -> None:
     line = result_line({"status": "fail", "summary": "a\nb", "errors": ["x"]})
     assert "\n" not in line
     assert json.loads(line.removeprefix("<result>").removesuffix("</result>"))["summary"] == "a\nb"
+
+
+def test_missing_bash_is_one_error_before_anything_runs(conn, state, tmp_path,
+                                                        monkeypatch) -> None:
+    node = _verify_node(conn, state, ["true"])
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    with pytest.raises(ClavainError, match="bash"):
+        run_verify(conn, state, node, run_id="run-nobash")
+    assert not (state.runs / "run-nobash").exists()
+    after = graph.get_node(conn, node)
+    assert (after["status"], after["attempts"]) == ("open", 0)
+
+
+def test_a_timeout_that_is_not_a_number_is_refused(conn, state) -> None:
+    node = _verify_node(conn, state, ["true"])
+    with pytest.raises(ClavainError, match="positive"):
+        run_verify(conn, state, node, timeout=float("nan"), run_id="run-nan")
+    assert not (state.runs / "run-nan").exists()
+
+
+def test_a_very_long_failing_command_still_gives_an_applicable_result(conn, state) -> None:
+    command = "exit 3 #" + "x" * 30_000
+    node = _verify_node(conn, state, [command])
+    report = run_verify(conn, state, node, run_id="run-long")
+    assert report["applied"] is True and report["result"]["status"] == "fail"
+    assert graph.get_node(conn, node)["attempts"] == 1

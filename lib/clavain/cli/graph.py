@@ -104,16 +104,41 @@ def _open() -> tuple[Any, Any]:
     return state, db.connect(state.db)
 
 
-def _read_input(source: str) -> str:
+def _open_read() -> tuple[Any, Any]:
+    """For commands that only look: no database yet reads as the empty graph, and creates
+    nothing (no `.clavain/`, no `.gitignore`)."""
+    from clavain.paths import StatePaths
+    from clavain.store import db
+
+    state = StatePaths.discover()
+    return state, db.connect(state.db if state.db.exists() else ":memory:")
+
+
+def _stdin_bytes() -> bytes:
+    """Stdin as bytes; a text stream without `.buffer` (stdin replaced in-process) too."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is not None:
+        return stream.read()
+    return sys.stdin.read().encode("utf-8", errors="surrogateescape")
+
+
+def _read_input(source: str, *, lenient: bool = False) -> str:
+    """The text of FILE or stdin (`-`). `lenient` replaces bytes that are not UTF-8: a runner's
+    log holds whatever its tools printed, and only the <result> block has to be JSON."""
     from clavain.errors import ClavainError
 
-    if source == "-":
-        return sys.stdin.read()
     try:
-        with open(source, encoding="utf-8") as handle:
-            return handle.read()
+        if source == "-":
+            raw = _stdin_bytes()
+        else:
+            with open(source, "rb") as handle:
+                raw = handle.read()
     except OSError as exc:
         raise ClavainError(f"cannot read {source}: {exc.strerror}") from None
+    try:
+        return raw.decode("utf-8", errors="replace" if lenient else "strict")
+    except UnicodeDecodeError as exc:
+        raise ClavainError(f"{source}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
 
 
 def _print_node(node: dict[str, Any]) -> None:
@@ -132,8 +157,10 @@ def _add(args: argparse.Namespace) -> int:
 
     spec = {"id": args.id, "type": args.type, "title": args.title, "dependsOn": args.dep,
             "parent": args.parent, "runner": args.runner, "verify": args.verify}
+    specs = [{k: v for k, v in spec.items() if v is not None}]
+    graph.validate_specs(specs)  # bad input is refused before `.clavain/` is created
     state, conn = _open()
-    graph.add_nodes(conn, state, [{k: v for k, v in spec.items() if v is not None}])
+    graph.add_nodes(conn, state, specs)
     node = graph.get_node(conn, args.id)
     emit_json(node) if args.json else print(f"added {args.id}")
     return 0
@@ -148,6 +175,7 @@ def _import(args: argparse.Namespace) -> int:
         document = json.loads(text)
     except ValueError as exc:
         raise ClavainError(f"{args.file}: not valid JSON ({exc})") from None
+    graph.validate_specs(graph.import_specs(document))  # refused before `.clavain/` exists
     state, conn = _open()
     added = graph.import_nodes(conn, state, document)
     emit_json({"added": added}) if args.json else print(f"added {len(added)} node(s)")
@@ -157,7 +185,7 @@ def _import(args: argparse.Namespace) -> int:
 def _ls(args: argparse.Namespace) -> int:
     from clavain import graph
 
-    _state, conn = _open()
+    _state, conn = _open_read()
     nodes = graph.list_nodes(conn, args.status)
     emit_json(nodes) if args.json else print_table(nodes, LIST_COLUMNS)
     return 0
@@ -166,7 +194,7 @@ def _ls(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from clavain import graph
 
-    _state, conn = _open()
+    _state, conn = _open_read()
     node = graph.require_node(conn, args.id)
     emit_json(node) if args.json else _print_node(node)
     return 0
@@ -177,8 +205,11 @@ def _next(args: argparse.Namespace) -> int:
     import uuid
 
     from clavain import config, deadlock, graph
+    from clavain.errors import ClavainError
 
-    state, conn = _open()
+    if args.pid is not None and args.pid <= 0:
+        raise ClavainError(f"--pid must be a positive process id, got {args.pid}")
+    state, conn = _open_read()  # nothing to claim without a database
     cfg = config.load(state.config)
     lease = float(config.get(cfg, "defaults.lockLeaseSeconds", 3600))
     released = graph.release_stale_locks(conn, lease_seconds=lease)
@@ -212,10 +243,11 @@ def _next(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
+    from clavain.cli._existing_db import open_existing
     from clavain.results import apply_result
 
-    text = _read_input(args.result)
-    state, conn = _open()
+    text = _read_input(args.result, lenient=True)
+    state, conn = open_existing()
     summary = apply_result(conn, state, args.id, text, run_id=args.run_id,
                            stdout_path=args.stdout_path, result_path=args.result_path)
     if args.json:
@@ -234,8 +266,9 @@ def _apply(args: argparse.Namespace) -> int:
 
 def _answer(args: argparse.Namespace) -> int:
     from clavain import graph
+    from clavain.cli._existing_db import open_existing
 
-    state, conn = _open()
+    state, conn = open_existing()
     node = graph.answer(conn, state, args.id, args.answer)
     emit_json(node) if args.json else print(f"{args.id}: needs_human -> open")
     return 0
@@ -258,8 +291,9 @@ def _scaffold(args: argparse.Namespace) -> int:
 
 def _reset(args: argparse.Namespace) -> int:
     from clavain import graph
+    from clavain.cli._existing_db import open_existing
 
-    state, conn = _open()
+    state, conn = open_existing()
     node = graph.reset(conn, state, args.id)
     emit_json(node) if args.json else print(f"{args.id}: reopened")
     return 0
@@ -268,7 +302,7 @@ def _reset(args: argparse.Namespace) -> int:
 def _deadlock(args: argparse.Namespace) -> int:
     from clavain import deadlock
 
-    state, conn = _open()
+    state, conn = _open() if args.auto_reset else _open_read()
     reset = deadlock.auto_reset(conn, state) if args.auto_reset else []
     report = deadlock.detect(conn)
     if args.json:
@@ -294,6 +328,6 @@ def _export(args: argparse.Namespace) -> int:
 def _mermaid(args: argparse.Namespace) -> int:
     from clavain.export import mermaid
 
-    _state, conn = _open()
+    _state, conn = _open_read()
     sys.stdout.write(mermaid(conn))
     return 0

@@ -101,7 +101,12 @@ def _read_value(args: argparse.Namespace) -> str:
     if args.value is not None:
         return args.value
     if args.value_file == "-":
-        return sys.stdin.read()
+        try:
+            stream = getattr(sys.stdin, "buffer", None)  # None: stdin replaced in-process
+            return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
+        except UnicodeDecodeError as exc:
+            raise ClavainError(f"the value on stdin is not UTF-8 text (byte {exc.start}: "
+                               f"{exc.reason})") from None
     try:
         with open(args.value_file, encoding="utf-8") as handle:
             return handle.read()

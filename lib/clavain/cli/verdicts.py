@@ -22,15 +22,23 @@ def register(commands: argparse._SubParsersAction) -> None:
         ("attention", "verdicts that need a look, with their detail paths", _attention),
         ("clean", "remove every verdict and detail file", _clean),
     ):
-        add_json_flag(add_command(sub, name, help_text, handler))
+        _sub_json_flag(add_command(sub, name, help_text, handler))
     show = add_command(sub, "show", "one agent's verdict (clavain:fd-quality or fd-quality)",
                        _show)
     show.add_argument("agent", metavar="AGENT")
-    add_json_flag(show)
+    _sub_json_flag(show)
     parse = add_command(sub, "parse", "parse the verdict header at the end of FILE (- = stdin)",
                         _parse)
     parse.add_argument("file", metavar="FILE")
-    add_json_flag(parse)
+    _sub_json_flag(parse)
+
+
+def _sub_json_flag(parser: argparse.ArgumentParser) -> None:
+    """`--json` after the subcommand too. Its default is left unset: argparse copies a
+    subparser's defaults over the parent's values, which would turn `verdicts --json ls` back
+    into a table."""
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print JSON for tools")
 
 
 def _folder() -> Path:
@@ -88,7 +96,10 @@ def _attention(args: argparse.Namespace) -> int:
 def _clean(args: argparse.Namespace) -> int:
     from clavain import verdicts
 
-    removed = verdicts.clean(_folder())
+    try:
+        removed = verdicts.clean(_folder())
+    except ValueError as exc:
+        raise ClavainError(str(exc)) from exc
     if args.json:
         emit_json({"removed": removed})
     else:
@@ -100,6 +111,10 @@ def _show(args: argparse.Namespace) -> int:
     from clavain import verdicts
     from clavain.models.verdict import Verdict
 
+    try:
+        verdicts.safe_agent_name(args.agent)
+    except ValueError as exc:
+        raise ClavainError(f"{exc}; `clavain verdicts ls` lists the agents") from exc
     try:
         found = verdicts.read(_folder(), args.agent)
     except LookupError as exc:

@@ -151,10 +151,11 @@ def record(payload: dict[str, Any], *, root: Path | None = None) -> Path | None:
     _measure(payload, verdict, message)
     claimed = verdict.get("detail_path")
     existing = _inside(project, claimed) if claimed else None
-    own_detail = verdicts.verdict_path(state.verdicts, agent, ".md").resolve()
-    # The agent's own file counts only if it is not our `<agent>.md`, which may be left over
-    # from an earlier run and must be replaced by this answer.
-    if existing is None or existing == own_detail:
+    own_files = {verdicts.verdict_path(state.verdicts, agent, suffix).resolve()
+                 for suffix in (".md", ".json")}
+    # The agent's own file counts only if it is not our `<agent>.md` (left over from an earlier
+    # run, to be replaced by this answer) or `<agent>.json` (the verdict this call overwrites).
+    if existing is None or existing in own_files:
         detail = verdicts.write_detail(state.verdicts, agent,
                                        message or "(the agent sent no final message)")
         verdict["detail_path"] = _relative(project, detail)

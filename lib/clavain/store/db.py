@@ -86,10 +86,13 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield conn
+        # Inside the try: a failed COMMIT (a deferred foreign key) leaves the transaction open,
+        # and a long-lived process would keep the write lock forever.
+        conn.execute("COMMIT")
     except BaseException:
-        conn.execute("ROLLBACK")
+        if conn.in_transaction:  # SQLite may have rolled back already (SQLITE_FULL, IOERR…)
+            conn.execute("ROLLBACK")
         raise
-    conn.execute("COMMIT")
 
 
 def schema_version(path: Path | str) -> int | None:

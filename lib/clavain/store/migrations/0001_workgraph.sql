@@ -82,6 +82,13 @@ BEGIN
         AND (d.status = 'done' OR (OLD.kind = 'settled' AND d.status = 'failed')));
 END;
 
+-- A deleted node's edges go before the node itself: the cascade would run after the row is gone,
+-- when deps_count_delete can no longer see that a done dependency was already satisfied.
+CREATE TRIGGER nodes_delete_edges BEFORE DELETE ON nodes
+BEGIN
+  DELETE FROM deps WHERE depends_on_id = OLD.id;
+END;
+
 -- When a node's status changes, each dependent edge may flip between satisfied and not:
 -- +1 when it stops being satisfied, -1 when it becomes satisfied.
 CREATE TRIGGER deps_count_status AFTER UPDATE OF status ON nodes
