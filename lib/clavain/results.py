@@ -162,8 +162,9 @@ def apply_result(conn: sqlite3.Connection, state: StatePaths, node_id: str,
         from_status = node["status"]
         added = []
         if parsed.next and parsed.next.addNodes:
-            added = insert_nodes(conn, cfg, parsed.next.addNodes, parent_id=node_id, at=at,
-                                 run_id=run_id)
+            fresh = _not_yet_added(conn, node_id, parsed.next.addNodes)
+            if fresh:
+                added = insert_nodes(conn, cfg, fresh, parent_id=node_id, at=at, run_id=run_id)
         after = next_state(node, parsed.status, cfg, now)
         conn.execute(
             "UPDATE nodes SET status = :status, attempts = :attempts, "
@@ -188,6 +189,15 @@ def apply_result(conn: sqlite3.Connection, state: StatePaths, node_id: str,
             "blockedUntil": node["blockedUntil"], "added": added, "escalation": escalation,
             "question": (node["checkpoint"] or {}).get("question")
             if after["status"] == "needs_human" else None}
+
+
+def _not_yet_added(conn: sqlite3.Connection, node_id: str, specs: list[Any]) -> list[Any]:
+    """A retried node often proposes the same follow-up nodes again: those it already added
+    (same id, same parent) are kept as they are, so the retry's result can still be recorded.
+    The same id under another parent is still a duplicate and rejected."""
+    children = {row[0] for row in conn.execute("SELECT id FROM nodes WHERE parent_id = ?",
+                                               (node_id,))}
+    return [spec for spec in specs if spec.id not in children]
 
 
 def _check_applicable(node: dict[str, Any], run_id: str | None) -> None:

@@ -105,6 +105,21 @@ def test_fail_retries_with_doubling_backoff_then_fails(conn, state) -> None:
     assert third["escalation"] == "plan-escalate-a"
 
 
+def test_a_retry_proposing_the_same_nodes_again_is_recorded(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "other", "type": "task"}])
+    fail = {"status": "fail", "summary": "needs a fixture first",
+            "next": {"addNodes": [{"id": "fixture", "type": "task"}]}}
+    first = results.apply_result(conn, state, "a", fail, now=NOW)
+    assert first["added"] == ["fixture"]
+    second = results.apply_result(conn, state, "a", fail, now=NOW)
+    assert (second["added"], second["attempts"]) == ([], 2)
+    assert [n["id"] for n in graph.list_nodes(conn) if n["parentId"] == "a"] == ["fixture"]
+    # The same id under another parent is still a duplicate.
+    with pytest.raises(ClavainError, match="fixture"):
+        results.apply_result(conn, state, "other", fail, now=NOW)
+    assert graph.get_node(conn, "other")["attempts"] == 0
+
+
 def test_backoff_is_capped() -> None:
     cfg = {"defaults": {"retryBackoffSeconds": 10, "retryBackoffMaxSeconds": 50}}
     assert [results.backoff_seconds(cfg, n) for n in (1, 2, 3, 4)] == [10, 20, 40, 50]
