@@ -76,8 +76,9 @@ def install(data_dir: Path) -> None:
             return
         (data_dir / FAILED_MARKER).unlink(missing_ok=True)
         venv = venv_dir(data_dir)
-        stamp_now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        print(f"{stamp_now} installing {wanted_key()} into {venv}", flush=True)
+        from clavain.clock import utc_stamp
+
+        print(f"{utc_stamp()} installing {wanted_key()} into {venv}", flush=True)
         import shutil
 
         try:

@@ -10,7 +10,8 @@ import sqlite3
 from typing import Any
 
 from clavain import config as config_mod
-from clavain.graph import _snapshot, now_iso, reopen
+from clavain.clock import now_iso
+from clavain.graph import _snapshot, reopen
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
 

@@ -14,8 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from clavain.clock import now_iso
 from clavain.fsutil import write_atomic
-from clavain.graph import NODE_JSON, now_iso
+from clavain.graph import NODE_JSON
 from clavain.paths import StatePaths
 
 SNAPSHOT_VERSION = 1

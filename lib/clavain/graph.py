@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from clavain import config as config_mod
+from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
@@ -57,16 +58,6 @@ _CLAIM_ONE_SQL = """UPDATE nodes
       lock_host = :host, updated_at = :now
   WHERE id = :id AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL
   RETURNING id"""
-
-
-def now_iso(at: datetime | None = None) -> str:
-    """ISO-8601 UTC with milliseconds and `Z`, so stored times sort as text."""
-    moment = (at or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def later_iso(seconds: float, at: datetime | None = None) -> str:
-    return now_iso((at or datetime.now(timezone.utc)) + timedelta(seconds=seconds))
 
 
 def this_host() -> str:

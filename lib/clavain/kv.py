@@ -10,11 +10,11 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from clavain import config as config_mod
+from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import write_atomic
 from clavain.paths import StatePaths
@@ -26,10 +26,6 @@ MAX_KEY_LENGTH = 200
 
 _COLUMNS = ("node_id, key, value_text, artifact_path, artifact_sha256, fingerprint_json, "
             "run_id, attempt")
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def check_key(key: str) -> None:
@@ -95,7 +91,7 @@ def write(
         artifact_path, artifact_sha256 = _store_artifact(state, raw)
         value_text = None
     fingerprint_json = None if fingerprint is None else json.dumps(fingerprint, sort_keys=True)
-    now = _now()
+    now = now_iso()
     params = (node_id, key, value_text, artifact_path, artifact_sha256, fingerprint_json,
               run_id, attempt, now)
     conn.execute(

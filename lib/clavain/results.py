@@ -11,8 +11,9 @@ from datetime import datetime
 from typing import Any
 
 from clavain import config as config_mod
+from clavain.clock import later_iso, now_iso
 from clavain.errors import ClavainError
-from clavain.graph import get_node, insert_nodes, later_iso, now_iso, record_event, require_node
+from clavain.graph import get_node, insert_nodes, record_event, require_node
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
 

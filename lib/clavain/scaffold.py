@@ -12,7 +12,8 @@ import sqlite3
 from typing import Any
 
 from clavain import config as config_mod
-from clavain.graph import _snapshot, insert_nodes, now_iso, reopen
+from clavain.clock import now_iso
+from clavain.graph import _snapshot, insert_nodes, reopen
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
+from clavain.clock import utc_stamp
 from clavain.fsutil import write_atomic, write_json_atomic
 from clavain.verdict_parser import (
     IMPLEMENTATION_STATUSES,
@@ -46,10 +46,6 @@ MAX_PATH_CHARS = 1000
 COMPACT_SUMMARY_CHARS = 60
 
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
-
-
-def now_stamp() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def safe_agent_name(agent: str) -> str:
@@ -138,7 +134,7 @@ def build(fields: dict[str, Any], *, agent: str, session_id: str | None = None,
     """A complete verdict (every field, in schema order) from parsed header fields.
     Raises ValueError when the result would not validate."""
     verdict = {**DEFAULTS, **fields, "agent": agent, "session_id": session_id,
-               "tokens_source": tokens_source, "timestamp": timestamp or now_stamp()}
+               "tokens_source": tokens_source, "timestamp": timestamp or utc_stamp()}
     verdict = {key: verdict.get(key) for key in FIELDS}
     problems = validate(verdict)
     if problems:

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from clavain import graph
+from clavain import clock, graph
 from clavain.errors import ClavainError
 
 
@@ -21,7 +21,7 @@ def test_db_init_creates_graph_tables_triggers_and_ready_index(conn) -> None:
     assert {"nodes", "deps", "kv_latest", "kv_history", "events", "meta"} <= names
     assert {"deps_count_insert", "deps_count_delete", "deps_count_status"} <= names
     plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + graph._NEXT_ID_SQL,
-                                               {"now": graph.now_iso()}))
+                                               {"now": clock.now_iso()}))
     assert "nodes_ready" in plan and "TEMP B-TREE" not in plan
 
 

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from clavain import graph, kv, results
+from clavain import clock, graph, kv, results
 from clavain.errors import ClavainError
 
 NOW = datetime(2030, 1, 1, tzinfo=timezone.utc)
@@ -94,12 +94,12 @@ def test_fail_retries_with_doubling_backoff_then_fails(conn, state) -> None:
     fail = {"status": "fail", "summary": "", "errors": ["tests red", "lint red"]}
     first = results.apply_result(conn, state, "a", fail, now=NOW)
     assert (first["to"], first["attempts"]) == ("open", 1)
-    assert first["blockedUntil"] == graph.later_iso(30, NOW)
+    assert first["blockedUntil"] == clock.later_iso(30, NOW)
     assert graph.select_next(conn, now=NOW) is None
     assert graph.select_next(conn, now=NOW + timedelta(seconds=31)) == "a"
     assert _kv(conn, "a", "err.summary") == "tests red"
     second = results.apply_result(conn, state, "a", fail, now=NOW)
-    assert second["blockedUntil"] == graph.later_iso(60, NOW)
+    assert second["blockedUntil"] == clock.later_iso(60, NOW)
     third = results.apply_result(conn, state, "a", fail, now=NOW)
     assert (third["to"], third["attempts"], third["blockedUntil"]) == ("failed", 3, None)
     assert third["escalation"] == "plan-escalate-a"

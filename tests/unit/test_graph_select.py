@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clavain import graph
+from clavain import clock, graph
 from clavain.errors import ClavainError
 from clavain.store import db
 
@@ -68,7 +68,7 @@ def test_blocked_until_defers_selection(conn, state) -> None:
     graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"}])
     now = datetime(2030, 1, 1, tzinfo=timezone.utc)
     conn.execute("UPDATE nodes SET blocked_until = ? WHERE id = 'a'",
-                 (graph.later_iso(60, now),))
+                 (clock.later_iso(60, now),))
     assert graph.select_next(conn, now=now) == "b"
     assert graph.select_next(conn, now=now + timedelta(seconds=61)) == "a"
 

@@ -11,6 +11,7 @@ import json
 import sys
 from typing import Any
 
+from clavain.cli._input import read_input
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
 
 GRAPH_SUBPARSERS: argparse._SubParsersAction | None = None
@@ -114,33 +115,6 @@ def _open_read() -> tuple[Any, Any]:
     return state, db.connect(state.db if state.db.exists() else ":memory:")
 
 
-def _stdin_bytes() -> bytes:
-    """Stdin as bytes; a text stream without `.buffer` (stdin replaced in-process) too."""
-    stream = getattr(sys.stdin, "buffer", None)
-    if stream is not None:
-        return stream.read()
-    return sys.stdin.read().encode("utf-8", errors="surrogateescape")
-
-
-def _read_input(source: str, *, lenient: bool = False) -> str:
-    """The text of FILE or stdin (`-`). `lenient` replaces bytes that are not UTF-8: a runner's
-    log holds whatever its tools printed, and only the <result> block has to be JSON."""
-    from clavain.errors import ClavainError
-
-    try:
-        if source == "-":
-            raw = _stdin_bytes()
-        else:
-            with open(source, "rb") as handle:
-                raw = handle.read()
-    except OSError as exc:
-        raise ClavainError(f"cannot read {source}: {exc.strerror}") from None
-    try:
-        return raw.decode("utf-8", errors="replace" if lenient else "strict")
-    except UnicodeDecodeError as exc:
-        raise ClavainError(f"{source}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
-
-
 def _print_node(node: dict[str, Any]) -> None:
     for key in ("id", "type", "status", "title", "parentId", "runner", "dependsOn", "attempts",
                 "blockedUntil", "lockRunId"):
@@ -170,7 +144,7 @@ def _import(args: argparse.Namespace) -> int:
     from clavain import graph
     from clavain.errors import ClavainError
 
-    text = _read_input(args.file)
+    text = read_input(args.file)
     try:
         document = json.loads(text)
     except ValueError as exc:
@@ -246,7 +220,7 @@ def _apply(args: argparse.Namespace) -> int:
     from clavain.cli._existing_db import open_existing
     from clavain.results import apply_result
 
-    text = _read_input(args.result, lenient=True)
+    text = read_input(args.result, lenient=True)
     state, conn = open_existing()
     summary = apply_result(conn, state, args.id, text, run_id=args.run_id,
                            stdout_path=args.stdout_path, result_path=args.result_path)

@@ -13,6 +13,7 @@ from contextlib import closing
 from typing import Any
 
 from clavain.cli._existing_db import open_existing
+from clavain.cli._input import read_input
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
 
 PREVIEW_CHARS = 60
@@ -96,22 +97,7 @@ def _get(args: argparse.Namespace) -> int:
 
 
 def _read_value(args: argparse.Namespace) -> str:
-    from clavain.errors import ClavainError
-
-    if args.value is not None:
-        return args.value
-    if args.value_file == "-":
-        try:
-            stream = getattr(sys.stdin, "buffer", None)  # None: stdin replaced in-process
-            return stream.read().decode("utf-8") if stream is not None else sys.stdin.read()
-        except UnicodeDecodeError as exc:
-            raise ClavainError(f"the value on stdin is not UTF-8 text (byte {exc.start}: "
-                               f"{exc.reason})") from None
-    try:
-        with open(args.value_file, encoding="utf-8") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ClavainError(f"cannot read --value-file {args.value_file}: {exc}") from exc
+    return args.value if args.value is not None else read_input(args.value_file)
 
 
 def _put(args: argparse.Namespace) -> int:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
+from clavain.cli._input import read_input
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
 from clavain.errors import ClavainError
 
@@ -136,11 +136,7 @@ def _show(args: argparse.Namespace) -> int:
 def _parse(args: argparse.Namespace) -> int:
     from clavain.verdict_parser import VerdictParseError, parse_header
 
-    try:
-        text = sys.stdin.read() if args.file == "-" else \
-            Path(args.file).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ClavainError(f"cannot read {args.file}: {exc.strerror}") from exc
+    text = read_input(args.file, lenient=True)
     try:
         fields = parse_header(text)
     except VerdictParseError as exc:

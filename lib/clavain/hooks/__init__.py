@@ -28,13 +28,13 @@ def module_name(event: str) -> str:
 def log_failure(event: str, problem: str, payload: object = None) -> None:
     """Append one line to the project's hooks.log; never raises."""
     try:
+        from clavain.clock import utc_stamp
         from clavain.paths import StatePaths
 
         cwd = payload.get("cwd") if isinstance(payload, dict) else None
         log = StatePaths.discover(cwd).hooks_log
         log.parent.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        line = f"{stamp} {event or '-'} {problem}".replace("\n", " | ")[:2000]
+        line = f"{utc_stamp()} {event or '-'} {problem}".replace("\n", " | ")[:2000]
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
     except Exception:  # logging must not become the failure

@@ -1,0 +1,34 @@
+"""Reading a command's FILE|- argument: one place for stdin, bytes that are not UTF-8, and the
+one-line errors."""
+
+from __future__ import annotations
+
+import sys
+
+from clavain.errors import ClavainError
+
+
+def _stdin_bytes() -> bytes:
+    """Stdin as bytes; a text stream without `.buffer` (stdin replaced in-process) too."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is not None:
+        return stream.read()
+    return sys.stdin.read().encode("utf-8", errors="surrogateescape")
+
+
+def read_input(source: str, *, lenient: bool = False) -> str:
+    """The text of FILE or stdin (`-`). `lenient` replaces bytes that are not UTF-8 (a runner's
+    log or an agent's answer holds whatever its tools printed); otherwise they are an error."""
+    try:
+        if source == "-":
+            raw = _stdin_bytes()
+        else:
+            with open(source, "rb") as handle:
+                raw = handle.read()
+    except OSError as exc:
+        raise ClavainError(f"cannot read {source}: {exc.strerror}") from None
+    try:
+        return raw.decode("utf-8", errors="replace" if lenient else "strict")
+    except UnicodeDecodeError as exc:
+        where = "stdin" if source == "-" else source
+        raise ClavainError(f"{where}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None

@@ -1,0 +1,22 @@
+"""Timestamps, in the two forms Clavain writes: ISO-8601 UTC with milliseconds for stored state
+(sorts as text), and whole seconds for log lines and verdicts. Stdlib only."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+
+
+def now_iso(at: datetime | None = None) -> str:
+    """`2026-11-21T20:30:00.123Z`."""
+    moment = (at or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def later_iso(seconds: float, at: datetime | None = None) -> str:
+    return now_iso((at or datetime.now(timezone.utc)) + timedelta(seconds=seconds))
+
+
+def utc_stamp() -> str:
+    """`2026-11-21T20:30:00Z`."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
