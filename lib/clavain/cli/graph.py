@@ -13,6 +13,7 @@ from typing import Any
 
 from clavain.cli._input import read_input
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
+from clavain.cli._state import open_existing, open_for_read, open_for_write
 
 GRAPH_SUBPARSERS: argparse._SubParsersAction | None = None
 
@@ -96,25 +97,6 @@ def _no_subcommand(args: argparse.Namespace) -> int:
     raise ClavainError("missing subcommand; `clavain graph --help` lists them")
 
 
-def _open() -> tuple[Any, Any]:
-    from clavain.paths import StatePaths
-    from clavain.project import ensure_state
-    from clavain.store import db
-
-    state = ensure_state(StatePaths.discover())
-    return state, db.connect(state.db)
-
-
-def _open_read() -> tuple[Any, Any]:
-    """For commands that only look: no database yet reads as the empty graph, and creates
-    nothing (no `.clavain/`, no `.gitignore`)."""
-    from clavain.paths import StatePaths
-    from clavain.store import db
-
-    state = StatePaths.discover()
-    return state, db.connect(state.db if state.db.exists() else ":memory:")
-
-
 def _print_node(node: dict[str, Any]) -> None:
     for key in ("id", "type", "status", "title", "parentId", "runner", "dependsOn", "attempts",
                 "blockedUntil", "lockRunId"):
@@ -133,7 +115,7 @@ def _add(args: argparse.Namespace) -> int:
             "parent": args.parent, "runner": args.runner, "verify": args.verify}
     specs = [{k: v for k, v in spec.items() if v is not None}]
     graph.validate_specs(specs)  # bad input is refused before `.clavain/` is created
-    state, conn = _open()
+    state, conn = open_for_write()
     graph.add_nodes(conn, state, specs)
     node = graph.get_node(conn, args.id)
     emit_json(node) if args.json else print(f"added {args.id}")
@@ -150,7 +132,7 @@ def _import(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ClavainError(f"{args.file}: not valid JSON ({exc})") from None
     graph.validate_specs(graph.import_specs(document))  # refused before `.clavain/` exists
-    state, conn = _open()
+    state, conn = open_for_write()
     added = graph.import_nodes(conn, state, document)
     emit_json({"added": added}) if args.json else print(f"added {len(added)} node(s)")
     return 0
@@ -159,7 +141,7 @@ def _import(args: argparse.Namespace) -> int:
 def _ls(args: argparse.Namespace) -> int:
     from clavain import graph
 
-    _state, conn = _open_read()
+    _state, conn = open_for_read()
     nodes = graph.list_nodes(conn, args.status)
     emit_json(nodes) if args.json else print_table(nodes, LIST_COLUMNS)
     return 0
@@ -168,7 +150,7 @@ def _ls(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from clavain import graph
 
-    _state, conn = _open_read()
+    _state, conn = open_for_read()
     node = graph.require_node(conn, args.id)
     emit_json(node) if args.json else _print_node(node)
     return 0
@@ -183,7 +165,7 @@ def _next(args: argparse.Namespace) -> int:
 
     if args.pid is not None and args.pid <= 0:
         raise ClavainError(f"--pid must be a positive process id, got {args.pid}")
-    state, conn = _open_read()  # nothing to claim without a database
+    state, conn = open_for_read()  # nothing to claim without a database
     cfg = config.load(state.config)
     lease = float(config.get(cfg, "defaults.lockLeaseSeconds", 3600))
     released = graph.release_stale_locks(conn, lease_seconds=lease)
@@ -217,7 +199,6 @@ def _next(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from clavain.cli._existing_db import open_existing
     from clavain.results import apply_result
 
     text = read_input(args.result, lenient=True)
@@ -240,8 +221,6 @@ def _apply(args: argparse.Namespace) -> int:
 
 def _answer(args: argparse.Namespace) -> int:
     from clavain import graph
-    from clavain.cli._existing_db import open_existing
-
     state, conn = open_existing()
     node = graph.answer(conn, state, args.id, args.answer)
     emit_json(node) if args.json else print(f"{args.id}: needs_human -> open")
@@ -251,7 +230,7 @@ def _answer(args: argparse.Namespace) -> int:
 def _scaffold(args: argparse.Namespace) -> int:
     from clavain.scaffold import ensure_scaffolding
 
-    state, conn = _open()
+    state, conn = open_for_write()
     report = ensure_scaffolding(conn, state)
     if args.json:
         emit_json(report)
@@ -265,8 +244,6 @@ def _scaffold(args: argparse.Namespace) -> int:
 
 def _reset(args: argparse.Namespace) -> int:
     from clavain import graph
-    from clavain.cli._existing_db import open_existing
-
     state, conn = open_existing()
     node = graph.reset(conn, state, args.id)
     emit_json(node) if args.json else print(f"{args.id}: reopened")
@@ -276,7 +253,7 @@ def _reset(args: argparse.Namespace) -> int:
 def _deadlock(args: argparse.Namespace) -> int:
     from clavain import deadlock
 
-    state, conn = _open() if args.auto_reset else _open_read()
+    state, conn = open_for_write() if args.auto_reset else open_for_read()
     reset = deadlock.auto_reset(conn, state) if args.auto_reset else []
     report = deadlock.detect(conn)
     if args.json:
@@ -291,7 +268,7 @@ def _deadlock(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from clavain.export import write_snapshot
 
-    state, conn = _open()
+    state, conn = open_for_write()
     write_snapshot(conn, state)
     count = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
     path = str(state.workgraph_json)
@@ -302,6 +279,6 @@ def _export(args: argparse.Namespace) -> int:
 def _mermaid(args: argparse.Namespace) -> int:
     from clavain.export import mermaid
 
-    _state, conn = _open_read()
+    _state, conn = open_for_read()
     sys.stdout.write(mermaid(conn))
     return 0

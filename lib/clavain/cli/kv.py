@@ -12,9 +12,9 @@ import sys
 from contextlib import closing
 from typing import Any
 
-from clavain.cli._existing_db import open_existing
 from clavain.cli._input import read_input
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
+from clavain.cli._state import open_existing
 
 PREVIEW_CHARS = 60
 

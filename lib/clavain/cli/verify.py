@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from contextlib import closing
 
-from clavain.cli._existing_db import open_existing
 from clavain.cli._output import add_command, add_json_flag, emit_json
+from clavain.cli._state import open_existing
 
 
 def register(commands: argparse._SubParsersAction) -> None:
