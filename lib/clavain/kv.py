@@ -46,8 +46,7 @@ def require_node(conn: sqlite3.Connection, node_id: str) -> None:
         require_graph_node(conn, node_id)
 
 
-def artifact_threshold(state: StatePaths) -> int:
-    cfg = config_mod.load(state.config)
+def artifact_threshold(cfg: dict[str, Any]) -> int:
     return int(config_mod.get(cfg, "defaults.kvArtifactThresholdBytes", 16384))
 
 
@@ -71,11 +70,13 @@ def write(
     run_id: str | None = None,
     attempt: int | None = None,
     fingerprint: Any = None,
+    cfg: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Record `value` as the newest `(node_id, key)` and prune history to the newest five.
 
     SQL only and never opens a transaction: callers run it inside theirs (`put`, or the graph's
     apply of a runner result), so a key and the status change it belongs to commit together.
+    `cfg` saves a caller that already loaded the config from reading it again per key.
     """
     check_key(key)
     if not isinstance(value, str):
@@ -87,7 +88,7 @@ def write(
                            "stands for an undecodable byte)") from None
     value_text: str | None = value
     artifact_path = artifact_sha256 = None
-    if len(raw) > artifact_threshold(state):
+    if len(raw) > artifact_threshold(cfg if cfg is not None else config_mod.load(state.config)):
         artifact_path, artifact_sha256 = _store_artifact(state, raw)
         value_text = None
     fingerprint_json = None if fingerprint is None else json.dumps(fingerprint, sort_keys=True)

@@ -178,7 +178,7 @@ def apply_result(conn: sqlite3.Connection, state: StatePaths, node_id: str,
                      f"{parsed.summary[:200]}")
         attempt = node["attempts"] + 1
         for key, value in _auto_kv(parsed, stdout_path, result_path).items():
-            kv.write(conn, state, node_id, key, value, run_id=run_id, attempt=attempt)
+            kv.write(conn, state, node_id, key, value, run_id=run_id, attempt=attempt, cfg=cfg)
         escalation = None
         if after["status"] == "failed":
             escalation = escalate(conn, cfg, {**node, "attempts": after["attempts"]}, at=at,
