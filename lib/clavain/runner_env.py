@@ -3,6 +3,9 @@ demand instead of receiving it all in the packet."""
 
 from __future__ import annotations
 
+import os
+import secrets
+from datetime import datetime, timezone
 from typing import Any
 
 from clavain.paths import StatePaths, plugin_root
@@ -16,6 +19,18 @@ RUNNER_ENV_VARS = (
     "CLAVAIN_STATE_DIR",
     "CLAVAIN_BIN",
 )
+
+
+def current_run_id(explicit: str | None = None, *, prefix: str = "run") -> str:
+    """The run a command works for: given explicitly, else the runner's $CLAVAIN_RUN_ID, else a
+    new `<prefix>-<UTC stamp>-<hex>` (sorts by start time, unique across processes)."""
+    if explicit:
+        return explicit
+    inherited = os.environ.get("CLAVAIN_RUN_ID")
+    if inherited:
+        return inherited
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{prefix}-{stamp}-{secrets.token_hex(3)}"
 
 
 def parent_of(node: dict[str, Any]) -> str:

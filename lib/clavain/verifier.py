@@ -13,13 +13,11 @@ import contextlib
 import json
 import os
 import re
-import secrets
 import shutil
 import signal
 import sqlite3
 import subprocess
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,7 @@ from clavain import config as config_mod
 from clavain.errors import ClavainError
 from clavain.fsutil import write_json_atomic
 from clavain.paths import StatePaths
-from clavain.runner_env import runner_env
+from clavain.runner_env import current_run_id, runner_env
 
 # Node types whose outcome a shell verification may decide; a task's own `verify` list can be
 # checked with apply=False, but passing it must not mark the task done without executing it.
@@ -53,11 +51,6 @@ class CommandOutcome:
     def as_dict(self) -> dict[str, Any]:
         return {"index": self.index, "command": self.command, "exitCode": self.exit_code,
                 "timedOut": self.timed_out, "log": str(self.log_path)}
-
-
-def new_run_id() -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return f"verify-{stamp}-{secrets.token_hex(3)}"
 
 
 def safe_path_part(name: str) -> str:
@@ -189,7 +182,7 @@ def run_verify(conn: sqlite3.Connection, state: StatePaths, node_id: str, *, app
     node = require_node(conn, node_id)
     commands = [str(c) for c in node.get("verify") or []]
     per_command = _timeout_for(state, timeout)
-    run_id = run_id or node["lockRunId"] or os.environ.get("CLAVAIN_RUN_ID") or new_run_id()
+    run_id = run_id or node["lockRunId"] or current_run_id(prefix="verify")
     if apply:
         check_can_apply(node, run_id)
     run_dir = state.runs / safe_path_part(run_id) / safe_path_part(node_id)

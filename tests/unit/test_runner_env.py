@@ -110,3 +110,14 @@ def test_runner_elsewhere_stores_large_values_in_the_projects_artifacts(
         conn.close()
     assert entry["value"] == big
     assert Path(entry["artifactPath"]).parent == state.artifacts.resolve()
+
+
+def test_current_run_id_prefers_explicit_then_inherited_then_new(monkeypatch) -> None:
+    from clavain.runner_env import current_run_id
+
+    monkeypatch.delenv("CLAVAIN_RUN_ID", raising=False)
+    assert current_run_id("given") == "given"
+    fresh = current_run_id(prefix="verify")
+    assert fresh.startswith("verify-") and fresh != current_run_id(prefix="verify")
+    monkeypatch.setenv("CLAVAIN_RUN_ID", "run-42")
+    assert current_run_id() == "run-42" and current_run_id("given") == "given"

@@ -157,11 +157,9 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _next(args: argparse.Namespace) -> int:
-    import os
-    import uuid
-
     from clavain import config, deadlock, graph
     from clavain.errors import ClavainError
+    from clavain.runner_env import current_run_id
 
     if args.pid is not None and args.pid <= 0:
         raise ClavainError(f"--pid must be a positive process id, got {args.pid}")
@@ -169,7 +167,7 @@ def _next(args: argparse.Namespace) -> int:
     cfg = config.load(state.config)
     lease = float(config.get(cfg, "defaults.lockLeaseSeconds", 3600))
     released = graph.release_stale_locks(conn, lease_seconds=lease)
-    run_id = args.run_id or os.environ.get("CLAVAIN_RUN_ID") or f"run-{uuid.uuid4().hex[:12]}"
+    run_id = current_run_id(args.run_id)
 
     def pick() -> dict[str, Any] | None:
         if args.claim:
