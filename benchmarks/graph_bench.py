@@ -22,14 +22,14 @@ from pathlib import Path
 LIB = Path(__file__).resolve().parents[1] / "lib"
 sys.path.insert(0, str(LIB))
 
-from clavain import export, graph  # noqa: E402
 from clavain.paths import StatePaths  # noqa: E402
 from clavain.store import db  # noqa: E402
+from clavain.workgraph import export, graph  # noqa: E402
 
 _WORKER = """
 import json, os, sys, time
 from pathlib import Path
-from clavain import graph
+from clavain.workgraph import graph
 from clavain.store import db
 conn = db.connect(sys.argv[1])
 go = Path(sys.argv[3])

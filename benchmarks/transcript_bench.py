@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
 
-from clavain.transcript import transcript_usage
+from clavain.verdicts.transcript import transcript_usage
 
 
 def _words(rng: random.Random, size: int) -> str:

@@ -129,7 +129,7 @@ class StatePaths:
 
 
 def plugin_root() -> Path:
-    """The plugin folder (holds bin/, templates/, agents/). Changes on every plugin update."""
+    """The plugin folder (holds bin/, agents/, skills/). Changes on every plugin update."""
     explicit = os.environ.get("CLAUDE_PLUGIN_ROOT")
     if explicit:
         return Path(explicit)

@@ -23,9 +23,9 @@ def _db_counts(project: Path) -> tuple[int, ...]:
 
 def _seed(project: Path) -> None:
     """In-process (cheaper than one more subprocess per case) but the same library call."""
-    from clavain import graph
     from clavain.paths import StatePaths
     from clavain.store import db
+    from clavain.workgraph import graph
 
     state = StatePaths(project / ".clavain")
     conn = db.connect(state.db)

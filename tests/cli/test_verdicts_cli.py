@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from clavain import verdicts
+from clavain.verdicts import files as verdict_files
 
 MESSY = ("Details above.\r\n\r\n```\r\n- **TYPE:** verdict\r\n- **Status**: Needs Attention\r\n"
          "- FILES_CHANGED: a.py, `b.py`\r\n- TOKENS_SPENT: ~1,200 (estimated)\r\n"
@@ -16,8 +16,8 @@ MESSY = ("Details above.\r\n\r\n```\r\n- **TYPE:** verdict\r\n- **Status**: Need
 
 def seed(project: Path, agent: str, status: str, tokens: int | None = None) -> None:
     kind = "implementation" if status in ("COMPLETE", "PARTIAL", "FAILED") else "verdict"
-    short = verdicts.safe_agent_name(agent)
-    verdicts.write(project / ".clavain" / "verdicts", verdicts.build(
+    short = verdict_files.safe_agent_name(agent)
+    verdict_files.write(project / ".clavain" / "verdicts", verdict_files.build(
         {"type": kind, "status": status, "summary": f"{agent} is {status.lower()}",
          "tokens_spent": tokens, "detail_path": f".clavain/verdicts/{short}.md"},
         agent=agent, tokens_source="measured" if tokens else "reported"))
@@ -57,7 +57,7 @@ def test_ls_table_and_json(run_cli, cli_json, seeded: Path) -> None:
     assert len({line.index("clavain:") for line in table[1:]}) == 1  # aligned
     rows = cli_json("verdicts", "ls")
     assert [r["status"] for r in rows] == ["FAILED", "CLEAN", "CLEAN", "NEEDS_ATTENTION"]
-    assert set(rows[0]) == set(verdicts.FIELDS)
+    assert set(rows[0]) == set(verdict_files.FIELDS)
 
 
 def test_attention_lists_detail_paths(run_cli, cli_json, seeded: Path) -> None:

@@ -109,9 +109,9 @@ def _clavain(project: Path, *args: str) -> str:
 
 def test_verdicts_command_runs_the_cli_before_the_model_answers(
         claude_runner: ClaudeRunner) -> None:
-    from clavain import verdicts
+    from clavain.verdicts import files as verdict_files
 
-    verdicts.write(claude_runner.project / ".clavain" / "verdicts", verdicts.build(
+    verdict_files.write(claude_runner.project / ".clavain" / "verdicts", verdict_files.build(
         {"type": "verdict", "status": "NEEDS_ATTENTION", "summary": "needs-a-look",
          "detail_path": ".clavain/verdicts/clavain-fd-safety.md"}, agent="clavain:fd-safety"))
     run = claude_runner.run("/clavain:verdicts attention", lambda request: [text("shown")])

@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from clavain import export, graph
 from clavain.paths import StatePaths
 from clavain.store import db
+from clavain.workgraph import export, graph
 
 LIB = Path(__file__).resolve().parents[2] / "lib"
 WORKERS, CLAIMS = 16, 500
@@ -22,7 +22,7 @@ WORKERS, CLAIMS = 16, 500
 _CLAIMER = """
 import json, os, sys, time
 from pathlib import Path
-from clavain import graph
+from clavain.workgraph import graph
 from clavain.store import db
 path, worker, claims, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 conn = db.connect(path)
@@ -38,7 +38,7 @@ print(json.dumps(got))
 _APPLIER = """
 import os, sys
 from pathlib import Path
-from clavain import graph, results
+from clavain.workgraph import graph, results
 from clavain.paths import StatePaths
 from clavain.store import db
 state = StatePaths(Path(sys.argv[1]))

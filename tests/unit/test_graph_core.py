@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from clavain import clock, graph
+from clavain import clock
 from clavain.errors import ClavainError
+from clavain.workgraph import graph
 
 
 def _counts(conn) -> tuple[int, int, int]:

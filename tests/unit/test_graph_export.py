@@ -8,10 +8,10 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from clavain import export, graph, results
 from clavain.models import node as node_models
 from clavain.paths import StatePaths
-from clavain.scaffold import ensure_scaffolding
+from clavain.workgraph import export, graph, results
+from clavain.workgraph.scaffold import ensure_scaffolding
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 

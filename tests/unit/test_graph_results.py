@@ -7,8 +7,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from clavain import clock, graph, kv, results
+from clavain import clock
 from clavain.errors import ClavainError
+from clavain.workgraph import graph, kv, results
 
 NOW = datetime(2030, 1, 1, tzinfo=timezone.utc)
 

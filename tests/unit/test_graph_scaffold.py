@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from clavain import deadlock, graph, results
-from clavain.scaffold import ensure_scaffolding
+from clavain.workgraph import deadlock, graph, results
+from clavain.workgraph.scaffold import ensure_scaffolding
 
 
 def _shape(conn) -> list[tuple]:

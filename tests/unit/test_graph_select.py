@@ -12,9 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clavain import clock, graph
+from clavain import clock
 from clavain.errors import ClavainError
 from clavain.store import db
+from clavain.workgraph import graph
 
 
 def _done(conn, *ids: str) -> None:

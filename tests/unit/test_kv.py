@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from clavain import graph, kv
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import connect, transaction
+from clavain.workgraph import graph, kv
 
 
 @pytest.fixture

@@ -4,10 +4,10 @@ import sqlite3
 
 import pytest
 
-from clavain import graph, kv, packets
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import connect
+from clavain.workgraph import graph, kv, packets
 
 
 @pytest.fixture
@@ -118,14 +118,14 @@ def test_unknown_node_is_refused(conn, state) -> None:
 
 
 def test_missing_template_is_named(conn, state, tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("CLAUDE_PLUGIN_ROOT", str(tmp_path / "empty-plugin"))
+    monkeypatch.setattr(packets, "templates_dir", lambda: tmp_path / "no-templates")
     with pytest.raises(ClavainError, match=r"(executor|_db-access)\.md is missing"):
         packets.render_packet(conn, state, "task-form")
 
 
 def test_a_reopened_checkpoint_shows_the_question_and_the_answer(conn, state) -> None:
     """Answering reopens the node; its next runner must see the answer, or it asks again."""
-    from clavain import results
+    from clavain.workgraph import results
 
     results.apply_result(conn, state, "task-form", {
         "status": "checkpoint", "summary": "unsure", "question": "Sessions or JWT?"})

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from clavain import graph, kv
 from clavain.paths import StatePaths, plugin_root
-from clavain.runner_env import RUNNER_ENV_VARS, runner_env
 from clavain.store.db import connect
+from clavain.workgraph import graph, kv
+from clavain.workgraph.runner_env import RUNNER_ENV_VARS, runner_env
 
 
 @pytest.fixture
@@ -113,7 +113,7 @@ def test_runner_elsewhere_stores_large_values_in_the_projects_artifacts(
 
 
 def test_current_run_id_prefers_explicit_then_inherited_then_new(monkeypatch) -> None:
-    from clavain.runner_env import current_run_id
+    from clavain.workgraph.runner_env import current_run_id
 
     monkeypatch.delenv("CLAVAIN_RUN_ID", raising=False)
     assert current_run_id("given") == "given"

@@ -9,7 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clavain.transcript import _usage_lines, session_usage, subagent_files, transcript_usage
+from clavain.verdicts.transcript import (
+    _usage_lines,
+    session_usage,
+    subagent_files,
+    transcript_usage,
+)
 
 
 def usage(inp: int, out: int, write: int = 0, read: int = 0) -> dict:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clavain.hooks.subagent_stop import owes_verdict
-from clavain.verdict_parser import STATUSES_BY_TYPE, parse_header
+from clavain.verdicts.parser import STATUSES_BY_TYPE, parse_header
 
 REPO = Path(__file__).resolve().parents[2]
 REVIEW = ["plan-reviewer", "fd-quality", "fd-correctness", "fd-architecture", "fd-safety",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from clavain.verdict_parser import VerdictParseError, parse_header
+from clavain.verdicts.parser import VerdictParseError, parse_header
 
 CLEAN = """I read the diff. Nothing to change.
 

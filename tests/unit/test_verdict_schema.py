@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from clavain import verdicts
 from clavain.models.verdict import SCHEMA_PATH, Verdict, render_schema
+from clavain.verdicts import files as verdict_files
 
 VALID = {
     "type": "verdict", "status": "NEEDS_ATTENTION", "model": "sonnet", "tokens_spent": 1200,
@@ -35,7 +35,7 @@ def _verdicts_of_all_three(value: object) -> tuple[bool, bool, bool]:
         by_model = True
     except ValidationError:
         by_model = False
-    return not verdicts.validate(value), by_model, by_schema
+    return not verdict_files.validate(value), by_model, by_schema
 
 
 BAD_CASES = [
@@ -72,24 +72,24 @@ def test_all_three_reject_the_same_bad_verdicts(change: dict) -> None:
     assert _verdicts_of_all_three(VALID | change) == (False, False, False)
 
 
-@pytest.mark.parametrize("missing", verdicts.REQUIRED_FIELDS)
+@pytest.mark.parametrize("missing", verdict_files.REQUIRED_FIELDS)
 def test_all_three_require_the_same_fields(missing: str) -> None:
     value = {k: v for k, v in VALID.items() if k != missing}
     assert _verdicts_of_all_three(value) == (False, False, False)
 
 
-@pytest.mark.parametrize("optional", [k for k in verdicts.FIELDS
-                                      if k not in verdicts.REQUIRED_FIELDS])
+@pytest.mark.parametrize("optional", [k for k in verdict_files.FIELDS
+                                      if k not in verdict_files.REQUIRED_FIELDS])
 def test_all_three_default_the_same_fields(optional: str) -> None:
     value = {k: v for k, v in VALID.items() if k != optional}
     assert _verdicts_of_all_three(value) == (True, True, True)
-    assert Verdict.model_validate(value).model_dump()[optional] == verdicts.DEFAULTS[optional]
+    assert Verdict.model_validate(value).model_dump()[optional] == verdict_files.DEFAULTS[optional]
 
 
 @settings(max_examples=200)
 @given(st.fixed_dictionaries({}, optional={
     "type": st.sampled_from(["verdict", "implementation", "x"]),
-    "status": st.sampled_from([*verdicts.ALL_STATUSES, "OK"]),
+    "status": st.sampled_from([*verdict_files.ALL_STATUSES, "OK"]),
     "summary": st.text(max_size=5), "agent": st.text(max_size=3),
     "tokens_spent": st.none() | st.integers(-2, 2),
     "files_changed": st.lists(st.text(max_size=2), max_size=2),
@@ -101,6 +101,6 @@ def test_all_three_agree_on_random_verdicts(value: dict) -> None:
 
 
 def test_what_the_library_builds_loads_into_the_model() -> None:
-    built = verdicts.build({"type": "implementation", "status": "PARTIAL", "summary": "half"},
+    built = verdict_files.build({"type": "implementation", "status": "PARTIAL", "summary": "half"},
                            agent="clavain:executor")
     assert Verdict.model_validate(built).model_dump() == built

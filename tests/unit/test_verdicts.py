@@ -10,14 +10,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from clavain import verdicts
-from clavain.verdict_parser import STATUSES_BY_TYPE, SUMMARY_MAX_CHARS
+from clavain.verdicts import files as verdict_files
+from clavain.verdicts.parser import STATUSES_BY_TYPE, SUMMARY_MAX_CHARS
 
 
 def make(agent: str = "clavain:fd-quality", status: str = "CLEAN", **extra: object) -> dict:
     kind = "implementation" if status in STATUSES_BY_TYPE["implementation"] else "verdict"
     fields = {"type": kind, "status": status, "summary": f"{agent} says {status}", **extra}
-    return verdicts.build(fields, agent=agent, session_id="s1", timestamp="2026-01-31T12:00:00Z")
+    return verdict_files.build(fields, agent=agent, session_id="s1",
+                               timestamp="2026-01-31T12:00:00Z")
 
 
 def estimate_tokens(text: str) -> int:
@@ -45,15 +46,15 @@ def estimate_tokens(text: str) -> int:
 def test_safe_agent_name(agent: str, name: str | None) -> None:
     if name is None:
         with pytest.raises(ValueError):
-            verdicts.safe_agent_name(agent)
+            verdict_files.safe_agent_name(agent)
     else:
-        assert verdicts.safe_agent_name(agent) == name
+        assert verdict_files.safe_agent_name(agent) == name
 
 
 def test_over_long_names_are_cut_and_kept_distinct() -> None:
-    first = verdicts.safe_agent_name("a" * 500)
-    second = verdicts.safe_agent_name("a" * 499 + "b")
-    assert len(first) == len(second) == verdicts.MAX_NAME_CHARS
+    first = verdict_files.safe_agent_name("a" * 500)
+    second = verdict_files.safe_agent_name("a" * 499 + "b")
+    assert len(first) == len(second) == verdict_files.MAX_NAME_CHARS
     assert first != second
 
 
@@ -62,18 +63,18 @@ def test_over_long_names_are_cut_and_kept_distinct() -> None:
 def test_no_name_escapes_the_folder(tmp_path: Path, agent: str) -> None:
     folder = tmp_path / "verdicts"
     try:
-        path = verdicts.verdict_path(folder, agent)
+        path = verdict_files.verdict_path(folder, agent)
     except ValueError:
         return
     assert path.parent == folder
     assert path.resolve().parent == folder.resolve()
     assert not path.name.startswith(".")
-    assert len(path.name) <= verdicts.MAX_NAME_CHARS + len(".json")
+    assert len(path.name) <= verdict_files.MAX_NAME_CHARS + len(".json")
 
 
 def test_writing_a_traversal_name_stays_inside(tmp_path: Path) -> None:
     folder = tmp_path / "project" / ".clavain" / "verdicts"
-    path = verdicts.write(folder, make(agent="../../../outside"))
+    path = verdict_files.write(folder, make(agent="../../../outside"))
     assert path == folder / "outside.json"
     assert sorted(p.name for p in tmp_path.rglob("*.json")) == ["outside.json"]
 
@@ -90,14 +91,14 @@ def _verdict_strategy() -> st.SearchStrategy[dict]:
             "summary": summary, "detail_path": detail, "agent": agent, "session_id": session,
             "timestamp": "2026-01-31T12:00:00.123+02:00"},
         kind_status, text, text.filter(lambda a: _usable(a)), st.none() | text,
-        st.none() | st.integers(0, 10**12), st.sampled_from(verdicts.TOKENS_SOURCES),
+        st.none() | st.integers(0, 10**12), st.sampled_from(verdict_files.TOKENS_SOURCES),
         st.lists(text, max_size=5), st.integers(0, 10**6), st.none() | text, st.none() | text,
     )
 
 
 def _usable(agent: str) -> bool:
     try:
-        verdicts.safe_agent_name(agent)
+        verdict_files.safe_agent_name(agent)
     except ValueError:
         return False
     return True
@@ -107,46 +108,46 @@ def _usable(agent: str) -> bool:
 @given(verdict=_verdict_strategy())
 def test_write_then_read_round_trips(tmp_path: Path, verdict: dict) -> None:
     folder = tmp_path / "verdicts"
-    verdicts.write(folder, verdict)
-    assert verdicts.read(folder, verdict["agent"]) == verdict
-    verdicts.clean(folder)
+    verdict_files.write(folder, verdict)
+    assert verdict_files.read(folder, verdict["agent"]) == verdict
+    verdict_files.clean(folder)
 
 
 def test_write_rejects_an_invalid_verdict_and_leaves_nothing(tmp_path: Path) -> None:
     bad = make() | {"status": "COMPLETE"}
     with pytest.raises(ValueError, match="status: must be one of CLEAN"):
-        verdicts.write(tmp_path, bad)
+        verdict_files.write(tmp_path, bad)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_build_refuses_fields_that_do_not_validate() -> None:
     with pytest.raises(ValueError, match="findings_count"):
-        verdicts.build({"type": "verdict", "status": "CLEAN", "summary": "x",
+        verdict_files.build({"type": "verdict", "status": "CLEAN", "summary": "x",
                         "findings_count": -1}, agent="a")
 
 
 def test_read_finds_the_short_name_and_reports_missing(tmp_path: Path) -> None:
-    verdicts.write(tmp_path, make())
-    assert verdicts.read(tmp_path, "fd-quality")["agent"] == "clavain:fd-quality"
+    verdict_files.write(tmp_path, make())
+    assert verdict_files.read(tmp_path, "fd-quality")["agent"] == "clavain:fd-quality"
     with pytest.raises(LookupError, match="no verdict for 'fd-safety'"):
-        verdicts.read(tmp_path, "fd-safety")
+        verdict_files.read(tmp_path, "fd-safety")
 
 
 def test_read_reports_an_invalid_file(tmp_path: Path) -> None:
     (tmp_path / "x.json").write_text(json.dumps({"type": "verdict", "status": "MEH"}))
     with pytest.raises(ValueError) as caught:
-        verdicts.read(tmp_path, "x")
+        verdict_files.read(tmp_path, "x")
     assert "status: must be one of" in str(caught.value)
     assert "summary: required" in str(caught.value)
 
 
 def test_clean_removes_verdicts_and_details_only(tmp_path: Path) -> None:
-    verdicts.write(tmp_path, make())
-    verdicts.write_detail(tmp_path, "clavain:fd-quality", "full answer")
+    verdict_files.write(tmp_path, make())
+    verdict_files.write_detail(tmp_path, "clavain:fd-quality", "full answer")
     (tmp_path / "keep.txt").write_text("x")
-    assert verdicts.clean(tmp_path) == 2
+    assert verdict_files.clean(tmp_path) == 2
     assert [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
-    assert verdicts.clean(tmp_path / "missing") == 0
+    assert verdict_files.clean(tmp_path / "missing") == 0
 
 
 # --- reading them all ---------------------------------------------------------------------------
@@ -157,45 +158,45 @@ def folder(tmp_path: Path) -> Path:
                                   ("clavain:fd-safety", "NEEDS_ATTENTION", 2500),
                                   ("clavain:executor", "PARTIAL", None),
                                   ("clavain:fd-correctness", "CLEAN", 500)]:
-        verdicts.write(tmp_path, make(agent, status, tokens_spent=tokens,
+        verdict_files.write(tmp_path, make(agent, status, tokens_spent=tokens,
                                       detail_path=f".clavain/verdicts/{agent[8:]}.md"))
     return tmp_path
 
 
 def test_parse_all_counts_and_attention(folder: Path) -> None:
-    found = verdicts.parse_all(folder)
+    found = verdict_files.parse_all(folder)
     assert [v["agent"] for v in found] == ["clavain:executor", "clavain:fd-correctness",
                                            "clavain:fd-quality", "clavain:fd-safety"]
-    assert verdicts.count_by_status(found) == "2 CLEAN, 1 NEEDS_ATTENTION, 1 PARTIAL"
-    assert verdicts.total_tokens(found) == 4000
-    assert [(a["agent"], a["detail_path"]) for a in verdicts.get_attention(found)] == [
+    assert verdict_files.count_by_status(found) == "2 CLEAN, 1 NEEDS_ATTENTION, 1 PARTIAL"
+    assert verdict_files.total_tokens(found) == 4000
+    assert [(a["agent"], a["detail_path"]) for a in verdict_files.get_attention(found)] == [
         ("clavain:executor", ".clavain/verdicts/executor.md"),
         ("clavain:fd-safety", ".clavain/verdicts/fd-safety.md")]
-    assert verdicts.summary_rows(found)[0] == {
+    assert verdict_files.summary_rows(found)[0] == {
         "status": "PARTIAL", "agent": "clavain:executor", "tokens": None,
         "summary": "clavain:executor says PARTIAL"}
 
 
 def test_a_broken_file_is_an_error_row_not_skipped(folder: Path) -> None:
     (folder / "junk.json").write_text("{not json")
-    found = verdicts.parse_all(folder)
+    found = verdict_files.parse_all(folder)
     junk = next(v for v in found if v["agent"] == "junk")
     assert junk["status"] == "ERROR"
     assert junk["summary"].startswith("unreadable verdict file: junk.json")
     assert junk["detail_path"] == str(folder / "junk.json")
-    assert verdicts.count_by_status(found) == "2 CLEAN, 1 NEEDS_ATTENTION, 1 ERROR, 1 PARTIAL"
+    assert verdict_files.count_by_status(found) == "2 CLEAN, 1 NEEDS_ATTENTION, 1 ERROR, 1 PARTIAL"
 
 
 def test_empty_folder() -> None:
-    assert verdicts.parse_all(Path("/nonexistent/verdicts")) == []
-    assert verdicts.count_by_status([]) == "no verdicts"
-    assert verdicts.render_summary([]) == "Verdicts: none yet."
+    assert verdict_files.parse_all(Path("/nonexistent/verdicts")) == []
+    assert verdict_files.count_by_status([]) == "no verdicts"
+    assert verdict_files.render_summary([]) == "Verdicts: none yet."
 
 
 # --- compact rendering --------------------------------------------------------------------------
 
 def test_summary_lists_detail_paths_only_for_attention(folder: Path) -> None:
-    text = verdicts.render_summary(verdicts.parse_all(folder))
+    text = verdict_files.render_summary(verdict_files.parse_all(folder))
     assert text.splitlines() == [
         "Verdicts: 2 CLEAN, 1 NEEDS_ATTENTION, 1 PARTIAL; 4,000 tokens",
         "PARTIAL executor: clavain:executor says PARTIAL → .clavain/verdicts/executor.md",
@@ -219,14 +220,14 @@ def _ten(statuses: list[str]) -> list[dict]:
 
 
 def test_a_clean_line_stays_under_50_tokens() -> None:
-    lines = verdicts.render_summary(_ten(["CLEAN"] * 10)).splitlines()[1:]
+    lines = verdict_files.render_summary(_ten(["CLEAN"] * 10)).splitlines()[1:]
     assert max(estimate_tokens(line) for line in lines) <= 50
 
 
 @pytest.mark.parametrize("attention", [0, 2])
 def test_ten_verdicts_stay_under_300_tokens(attention: int) -> None:
     statuses = ["NEEDS_ATTENTION"] * attention + ["CLEAN"] * (10 - attention)
-    assert estimate_tokens(verdicts.render_summary(_ten(statuses))) <= 300
+    assert estimate_tokens(verdict_files.render_summary(_ten(statuses))) <= 300
 
 
 # --- review: hostile folders and file names ------------------------------------------------------
@@ -240,7 +241,7 @@ def test_clean_refuses_a_verdicts_folder_that_is_a_symlink(tmp_path: Path) -> No
     (project / "package.json").write_text("{}")
     (project / ".clavain" / "verdicts").symlink_to("..", target_is_directory=True)
     with pytest.raises(ValueError, match="symlink"):
-        verdicts.clean(project / ".clavain" / "verdicts")
+        verdict_files.clean(project / ".clavain" / "verdicts")
     assert sorted(p.name for p in project.iterdir()) == [".clavain", "README.md", "package.json"]
 
 
@@ -250,7 +251,7 @@ def test_clean_unlinks_symlinked_files_without_touching_their_targets(tmp_path: 
     folder = tmp_path / "verdicts"
     folder.mkdir()
     (folder / "clavain-x.md").symlink_to(outside)
-    assert verdicts.clean(folder) == 1
+    assert verdict_files.clean(folder) == 1
     assert outside.read_text() == "keep me" and list(folder.iterdir()) == []
 
 
@@ -261,16 +262,16 @@ def test_write_replaces_a_symlink_instead_of_writing_through_it(tmp_path: Path) 
     folder.mkdir()
     (folder / "clavain-fd-quality.json").symlink_to(outside)
     (folder / "clavain-fd-quality.md").symlink_to(outside)
-    verdicts.write(folder, make())
-    verdicts.write_detail(folder, "clavain:fd-quality", "detail")
+    verdict_files.write(folder, make())
+    verdict_files.write_detail(folder, "clavain:fd-quality", "detail")
     assert outside.read_text() == "keep me"
     assert not (folder / "clavain-fd-quality.json").is_symlink()
-    assert verdicts.read(folder, "fd-quality")["status"] == "CLEAN"
+    assert verdict_files.read(folder, "fd-quality")["status"] == "CLEAN"
 
 
 def test_a_broken_file_with_a_long_name_is_still_an_error_row(tmp_path: Path) -> None:
     name = "a" * 240 + ".json"  # a legal file name, longer than an agent name may be
     (tmp_path / name).write_text("{not json")
-    [row] = verdicts.parse_all(tmp_path)
+    [row] = verdict_files.parse_all(tmp_path)
     assert row["status"] == "ERROR" and row["agent"].startswith("aaaa")
-    assert verdicts.validate({k: v for k, v in row.items() if k != "detail_path"}) == []
+    assert verdict_files.validate({k: v for k, v in row.items() if k != "detail_path"}) == []

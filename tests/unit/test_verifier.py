@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from clavain import graph, kv
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import connect
-from clavain.verifier import result_line, run_verify, safe_path_part
+from clavain.workgraph import graph, kv
+from clavain.workgraph.verifier import result_line, run_verify, safe_path_part
 
 
 @pytest.fixture

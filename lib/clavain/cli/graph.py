@@ -109,7 +109,7 @@ def _print_node(node: dict[str, Any]) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from clavain import graph
+    from clavain.workgraph import graph
 
     spec = {"id": args.id, "type": args.type, "title": args.title, "dependsOn": args.dep,
             "parent": args.parent, "runner": args.runner, "verify": args.verify}
@@ -123,8 +123,8 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from clavain import graph
     from clavain.errors import ClavainError
+    from clavain.workgraph import graph
 
     text = read_input(args.file)
     try:
@@ -139,7 +139,7 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from clavain import graph
+    from clavain.workgraph import graph
 
     _state, conn = open_for_read()
     nodes = graph.list_nodes(conn, args.status)
@@ -148,7 +148,7 @@ def _ls(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from clavain import graph
+    from clavain.workgraph import graph
 
     _state, conn = open_for_read()
     node = graph.require_node(conn, args.id)
@@ -157,9 +157,10 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _next(args: argparse.Namespace) -> int:
-    from clavain import config, deadlock, graph
+    from clavain import config
     from clavain.errors import ClavainError
-    from clavain.runner_env import current_run_id
+    from clavain.workgraph import deadlock, graph
+    from clavain.workgraph.runner_env import current_run_id
 
     if args.pid is not None and args.pid <= 0:
         raise ClavainError(f"--pid must be a positive process id, got {args.pid}")
@@ -181,7 +182,7 @@ def _next(args: argparse.Namespace) -> int:
         reset = deadlock.auto_reset(conn, state, cfg)
         node = pick() if reset else None
     if released or (node and args.claim):
-        from clavain.export import write_snapshot
+        from clavain.workgraph.export import write_snapshot
 
         write_snapshot(conn, state)
     if node is not None:
@@ -197,7 +198,7 @@ def _next(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from clavain.results import apply_result
+    from clavain.workgraph.results import apply_result
 
     text = read_input(args.result, lenient=True)
     state, conn = open_existing()
@@ -218,7 +219,7 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _answer(args: argparse.Namespace) -> int:
-    from clavain import graph
+    from clavain.workgraph import graph
     state, conn = open_existing()
     node = graph.answer(conn, state, args.id, args.answer)
     emit_json(node) if args.json else print(f"{args.id}: needs_human -> open")
@@ -226,7 +227,7 @@ def _answer(args: argparse.Namespace) -> int:
 
 
 def _scaffold(args: argparse.Namespace) -> int:
-    from clavain.scaffold import ensure_scaffolding
+    from clavain.workgraph.scaffold import ensure_scaffolding
 
     state, conn = open_for_write()
     report = ensure_scaffolding(conn, state)
@@ -241,7 +242,7 @@ def _scaffold(args: argparse.Namespace) -> int:
 
 
 def _reset(args: argparse.Namespace) -> int:
-    from clavain import graph
+    from clavain.workgraph import graph
     state, conn = open_existing()
     node = graph.reset(conn, state, args.id)
     emit_json(node) if args.json else print(f"{args.id}: reopened")
@@ -249,7 +250,7 @@ def _reset(args: argparse.Namespace) -> int:
 
 
 def _deadlock(args: argparse.Namespace) -> int:
-    from clavain import deadlock
+    from clavain.workgraph import deadlock
 
     state, conn = open_for_write() if args.auto_reset else open_for_read()
     reset = deadlock.auto_reset(conn, state) if args.auto_reset else []
@@ -264,7 +265,7 @@ def _deadlock(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from clavain.export import write_snapshot
+    from clavain.workgraph.export import write_snapshot
 
     state, conn = open_for_write()
     write_snapshot(conn, state)
@@ -275,7 +276,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _mermaid(args: argparse.Namespace) -> int:
-    from clavain.export import mermaid
+    from clavain.workgraph.export import mermaid
 
     _state, conn = open_for_read()
     sys.stdout.write(mermaid(conn))

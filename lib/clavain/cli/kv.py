@@ -66,7 +66,7 @@ def _env(name: str) -> str | None:
 
 def _target(args: argparse.Namespace, *, required: bool) -> str | None:
     from clavain.errors import ClavainError
-    from clavain.kv import RUN_NAMESPACE
+    from clavain.workgraph.kv import RUN_NAMESPACE
 
     if args.run:
         return RUN_NAMESPACE
@@ -77,8 +77,8 @@ def _target(args: argparse.Namespace, *, required: bool) -> str | None:
 
 
 def _get(args: argparse.Namespace) -> int:
-    from clavain import kv
     from clavain.errors import ClavainError
+    from clavain.workgraph import kv
 
     node_id = _target(args, required=True)
     _state, conn = open_existing()
@@ -101,7 +101,7 @@ def _read_value(args: argparse.Namespace) -> str:
 
 
 def _put(args: argparse.Namespace) -> int:
-    from clavain import kv
+    from clavain.workgraph import kv
 
     node_id = _target(args, required=True)
     writer = _env("CLAVAIN_NODE_ID")
@@ -129,7 +129,7 @@ def _preview(entry: dict[str, Any]) -> str:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from clavain import kv
+    from clavain.workgraph import kv
 
     node_id = _target(args, required=False)
     _state, conn = open_existing()

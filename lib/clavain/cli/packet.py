@@ -32,7 +32,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _packet(args: argparse.Namespace) -> int:
-    from clavain.packets import render_packet
+    from clavain.workgraph.packets import render_packet
 
     state, conn = open_existing()
     with closing(conn):

@@ -26,7 +26,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _tokens(args: argparse.Namespace) -> int:
-    from clavain.transcript import session_usage
+    from clavain.verdicts.transcript import session_usage
 
     path = Path(args.transcript)
     if not path.is_file():

@@ -48,42 +48,42 @@ def _folder() -> Path:
 
 
 def _all() -> list[dict[str, Any]]:
-    from clavain import verdicts
+    from clavain.verdicts import files as verdict_files
 
-    return verdicts.parse_all(_folder())
+    return verdict_files.parse_all(_folder())
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from clavain import verdicts
+    from clavain.verdicts import files as verdict_files
 
     found = _all()
     if args.json:
         emit_json(found)
     elif found:
-        print_table(verdicts.summary_rows(found), ["status", "agent", "tokens", "summary"])
+        print_table(verdict_files.summary_rows(found), ["status", "agent", "tokens", "summary"])
     else:
         print("no verdicts yet")
     return 0
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from clavain import verdicts
+    from clavain.verdicts import files as verdict_files
 
     found = _all()
     if args.json:
-        emit_json({"counts": verdicts.count_by_status(found),
-                   "total_tokens": verdicts.total_tokens(found),
-                   "attention": verdicts.get_attention(found),
-                   "verdicts": verdicts.summary_rows(found)})
+        emit_json({"counts": verdict_files.count_by_status(found),
+                   "total_tokens": verdict_files.total_tokens(found),
+                   "attention": verdict_files.get_attention(found),
+                   "verdicts": verdict_files.summary_rows(found)})
     else:
-        print(verdicts.render_summary(found))
+        print(verdict_files.render_summary(found))
     return 0
 
 
 def _attention(args: argparse.Namespace) -> int:
-    from clavain import verdicts
+    from clavain.verdicts import files as verdict_files
 
-    rows = verdicts.get_attention(_all())
+    rows = verdict_files.get_attention(_all())
     if args.json:
         emit_json(rows)
     elif rows:
@@ -94,10 +94,10 @@ def _attention(args: argparse.Namespace) -> int:
 
 
 def _clean(args: argparse.Namespace) -> int:
-    from clavain import verdicts
+    from clavain.verdicts import files as verdict_files
 
     try:
-        removed = verdicts.clean(_folder())
+        removed = verdict_files.clean(_folder())
     except ValueError as exc:
         raise ClavainError(str(exc)) from exc
     if args.json:
@@ -108,15 +108,15 @@ def _clean(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from clavain import verdicts
     from clavain.models.verdict import Verdict
+    from clavain.verdicts import files as verdict_files
 
     try:
-        verdicts.safe_agent_name(args.agent)
+        verdict_files.safe_agent_name(args.agent)
     except ValueError as exc:
         raise ClavainError(f"{exc}; `clavain verdicts ls` lists the agents") from exc
     try:
-        found = verdicts.read(_folder(), args.agent)
+        found = verdict_files.read(_folder(), args.agent)
     except LookupError as exc:
         raise ClavainError(f"{exc}; `clavain verdicts ls` lists the agents") from exc
     except ValueError as exc:
@@ -134,7 +134,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _parse(args: argparse.Namespace) -> int:
-    from clavain.verdict_parser import VerdictParseError, parse_header
+    from clavain.verdicts.parser import VerdictParseError, parse_header
 
     text = read_input(args.file, lenient=True)
     try:

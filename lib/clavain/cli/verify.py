@@ -21,7 +21,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from clavain.verifier import result_line, run_verify
+    from clavain.workgraph.verifier import result_line, run_verify
 
     state, conn = open_existing()
     with closing(conn):

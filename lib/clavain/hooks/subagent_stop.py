@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clavain import verdicts
 from clavain.hooks import log_failure
 from clavain.paths import StatePaths, plugin_root
 from clavain.project import ensure_state
-from clavain.verdict_parser import VerdictParseError, parse_header
+from clavain.verdicts import files as verdict_files
+from clavain.verdicts.parser import VerdictParseError, parse_header
 
 CONTRACT_HEADING = re.compile(r"^##\s+Output Contract\s*$", re.MULTILINE)
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -30,9 +30,9 @@ def plugin_agent(agent_type: object) -> tuple[str, str | None] | None:
     """(name, folder) of one of this plugin's agents, else None. Claude Code 2.1.330 namespaces
     agents by their folder: `clavain:review:fd-quality` → ("fd-quality", "review");
     `clavain:fd-quality` → ("fd-quality", None)."""
-    if not isinstance(agent_type, str) or not agent_type.startswith(verdicts.PLUGIN_PREFIX):
+    if not isinstance(agent_type, str) or not agent_type.startswith(verdict_files.PLUGIN_PREFIX):
         return None
-    parts = agent_type[len(verdicts.PLUGIN_PREFIX):].split(":")
+    parts = agent_type[len(verdict_files.PLUGIN_PREFIX):].split(":")
     if len(parts) > 2 or not all(_AGENT_NAME.match(part) for part in parts):
         return None
     return (parts[-1], parts[0] if len(parts) == 2 else None)
@@ -104,7 +104,7 @@ def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str) -> 
     if not _wait_for_transcript(Path(transcript), message):
         log_failure("SubagentStop", f"transcript {transcript} lacks the final message after "
                     f"{TRANSCRIPT_WAIT_SECONDS:g}s; measuring what is there", payload)
-    from clavain.transcript import transcript_usage
+    from clavain.verdicts.transcript import transcript_usage
 
     try:
         usage = transcript_usage(Path(transcript))
@@ -116,7 +116,7 @@ def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str) -> 
         verdict["tokens_spent"] = usage.total
         verdict["tokens_source"] = "measured"
         if not verdict.get("model") and usage.main_model:
-            verdict["model"] = usage.main_model[: verdicts.MAX_MODEL_CHARS]
+            verdict["model"] = usage.main_model[: verdict_files.MAX_MODEL_CHARS]
 
 
 def record(payload: dict[str, Any], *, root: Path | None = None) -> Path | None:
@@ -126,7 +126,7 @@ def record(payload: dict[str, Any], *, root: Path | None = None) -> Path | None:
         return None
     name, folder = found
     # One name per agent whatever the host's namespacing: `clavain:fd-quality`.
-    agent = verdicts.PLUGIN_PREFIX + name
+    agent = verdict_files.PLUGIN_PREFIX + name
     message = payload.get("last_assistant_message")
     message = message if isinstance(message, str) else ""
     session_id = payload.get("session_id")
@@ -138,12 +138,12 @@ def record(payload: dict[str, Any], *, root: Path | None = None) -> Path | None:
             return None
         no_header = exc.problems[0].startswith(NO_HEADER_SUMMARY)
         reason = NO_HEADER_SUMMARY if no_header else f"bad verdict header: {exc}"
-        verdict = verdicts.error_verdict(agent, reason, session_id=session_id)
+        verdict = verdict_files.error_verdict(agent, reason, session_id=session_id)
     else:
         try:
-            verdict = verdicts.build(fields, agent=agent, session_id=session_id)
+            verdict = verdict_files.build(fields, agent=agent, session_id=session_id)
         except ValueError as exc:  # parsed, but out of the schema's bounds (e.g. a huge MODEL)
-            verdict = verdicts.error_verdict(agent, f"bad verdict header: {exc}",
+            verdict = verdict_files.error_verdict(agent, f"bad verdict header: {exc}",
                                              session_id=session_id)
 
     state = ensure_state(StatePaths.discover(payload.get("cwd") or None))
@@ -151,17 +151,17 @@ def record(payload: dict[str, Any], *, root: Path | None = None) -> Path | None:
     _measure(payload, verdict, message)
     claimed = verdict.get("detail_path")
     existing = _inside(project, claimed) if claimed else None
-    own_files = {verdicts.verdict_path(state.verdicts, agent, suffix).resolve()
+    own_files = {verdict_files.verdict_path(state.verdicts, agent, suffix).resolve()
                  for suffix in (".md", ".json")}
     # The agent's own file counts only if it is not our `<agent>.md` (left over from an earlier
     # run, to be replaced by this answer) or `<agent>.json` (the verdict this call overwrites).
     if existing is None or existing in own_files:
-        detail = verdicts.write_detail(state.verdicts, agent,
+        detail = verdict_files.write_detail(state.verdicts, agent,
                                        message or "(the agent sent no final message)")
         verdict["detail_path"] = _relative(project, detail)
     else:
         verdict["detail_path"] = _relative(project, existing)
-    return verdicts.write(state.verdicts, verdict)
+    return verdict_files.write(state.verdicts, verdict)
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any] | None:

@@ -1,7 +1,8 @@
 """The verdict an agent's header becomes: the source of `schemas/verdict.schema.json`.
 
-The hook path cannot import pydantic, so `clavain.verdicts.validate` mirrors these rules in the
-stdlib; tests check that files the hook writes validate here and against the committed schema.
+The hook path cannot import pydantic, so `clavain.verdicts.files.validate` mirrors these rules
+in the stdlib; tests check that files the hook writes validate here
+and against the committed schema.
 Regenerate the schema with `python -m clavain.models.verdict`.
 """
 
@@ -13,17 +14,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from clavain.verdict_parser import (
-    IMPLEMENTATION_STATUSES,
-    STATUSES_BY_TYPE,
-    SUMMARY_MAX_CHARS,
-    VERDICT_STATUSES,
-)
-from clavain.verdicts import (
+from clavain.verdicts.files import (
     MAX_AGENT_CHARS,
     MAX_MODEL_CHARS,
     MAX_PATH_CHARS,
     TIMESTAMP_PATTERN,
+)
+from clavain.verdicts.parser import (
+    IMPLEMENTATION_STATUSES,
+    STATUSES_BY_TYPE,
+    SUMMARY_MAX_CHARS,
+    VERDICT_STATUSES,
 )
 
 SCHEMA_PATH = Path(__file__).resolve().parents[3] / "schemas" / "verdict.schema.json"

@@ -21,22 +21,11 @@ from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
+from clavain.workgraph.node_view import NODE_JSON
 
 # Only one of each: scaffolding owns them, so an added second one is refused.
 SINGLETON_TYPES = ("integrate", "final_verify")
 _CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
-
-# One node as JSON, built by SQLite: the same shape for get_node, list_nodes and the snapshot.
-NODE_JSON = """json_object(
-  'id', n.id, 'title', n.title, 'type', n.type, 'status', n.status, 'parentId', n.parent_id,
-  'runner', n.runner, 'inputs', json(n.inputs_json), 'ownership', json(n.ownership_json),
-  'acceptance', json(n.acceptance_json), 'verify', json(n.verify_json),
-  'retryPolicy', json(n.retry_policy_json), 'attempts', n.attempts, 'autoResets', n.auto_resets,
-  'unmetDeps', n.unmet_deps, 'blockedUntil', n.blocked_until, 'lockRunId', n.lock_run_id,
-  'lockStartedAt', n.lock_started_at, 'lockPid', n.lock_pid, 'lockHost', n.lock_host,
-  'checkpoint', json(n.checkpoint_json), 'createdAt', n.created_at, 'updatedAt', n.updated_at,
-  'completedAt', n.completed_at,
-  'dependsOn', (SELECT json_group_array(d.depends_on_id) FROM deps d WHERE d.node_id = n.id))"""
 
 # The ready predicate must match the partial index `nodes_ready` word for word.
 _NEXT_ID_SQL = """SELECT id FROM nodes INDEXED BY nodes_ready
@@ -255,7 +244,7 @@ def import_nodes(conn: sqlite3.Connection, state: StatePaths | None, document: A
 
 def _snapshot(conn: sqlite3.Connection, state: StatePaths | None, enabled: bool = True) -> None:
     if state is not None and enabled:
-        from clavain.export import write_snapshot
+        from clavain.workgraph.export import write_snapshot
 
         write_snapshot(conn, state)
 

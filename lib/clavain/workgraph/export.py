@@ -16,8 +16,8 @@ from typing import Any
 
 from clavain.clock import now_iso
 from clavain.fsutil import write_atomic
-from clavain.graph import NODE_JSON
 from clavain.paths import StatePaths
+from clavain.workgraph.node_view import NODE_JSON
 
 SNAPSHOT_VERSION = 1
 

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from clavain import config as config_mod
-from clavain import kv
 from clavain.errors import ClavainError
-from clavain.paths import StatePaths, plugin_root
+from clavain.paths import StatePaths
+from clavain.workgraph import kv
 
 ROLE_BY_TYPE = {
     "plan": "planner",
@@ -37,7 +37,8 @@ _PLACEHOLDER = re.compile(r"\{\{([A-Z][A-Z0-9_]*)\}\}")
 
 
 def templates_dir() -> Path:
-    return plugin_root() / "templates"
+    """Package data beside this module, so a plain `pip install` has them too."""
+    return Path(__file__).resolve().parent / "templates"
 
 
 def role_for(node_type: str) -> str:
@@ -199,6 +200,6 @@ def build_packet(conn: sqlite3.Connection, state: StatePaths, node: dict[str, An
 def render_packet(conn: sqlite3.Connection, state: StatePaths, node_id: str,
                   *, thin: bool = False) -> dict[str, Any]:
     """The packet for `node_id`; an unknown node is bad input."""
-    from clavain.graph import require_node
+    from clavain.workgraph.graph import require_node
 
     return build_packet(conn, state, require_node(conn, node_id), thin=thin)

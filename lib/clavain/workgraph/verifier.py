@@ -25,7 +25,7 @@ from clavain import config as config_mod
 from clavain.errors import ClavainError
 from clavain.fsutil import write_json_atomic
 from clavain.paths import StatePaths
-from clavain.runner_env import current_run_id, runner_env
+from clavain.workgraph.runner_env import current_run_id, runner_env
 
 # Node types whose outcome a shell verification may decide; a task's own `verify` list can be
 # checked with apply=False, but passing it must not mark the task done without executing it.
@@ -157,7 +157,7 @@ def _timeout_for(state: StatePaths, timeout: float | None) -> float:
 
 def check_can_apply(node: dict[str, Any], run_id: str) -> None:
     """Refuse before running anything, so a result that could not be recorded leaves no logs."""
-    from clavain.results import APPLICABLE
+    from clavain.workgraph.results import APPLICABLE
 
     node_id = node["id"]
     if node["type"] not in VERIFY_TYPES:
@@ -177,7 +177,7 @@ def run_verify(conn: sqlite3.Connection, state: StatePaths, node_id: str, *, app
                timeout: float | None = None, run_id: str | None = None) -> dict[str, Any]:
     """Run `node_id`'s verify commands, write the logs and `result.json`, and (with `apply`)
     record the result in the graph as a runner's result would be."""
-    from clavain.graph import require_node
+    from clavain.workgraph.graph import require_node
 
     node = require_node(conn, node_id)
     commands = [str(c) for c in node.get("verify") or []]
@@ -206,7 +206,7 @@ def run_verify(conn: sqlite3.Connection, state: StatePaths, node_id: str, *, app
         "applied": False,
     }
     if apply:
-        from clavain.results import apply_result
+        from clavain.workgraph.results import apply_result
 
         applied = apply_result(conn, state, node_id, result, run_id=run_id, stdout_path=log,
                                result_path=str(result_path))

@@ -11,9 +11,9 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
-from clavain.graph import _snapshot, reopen
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
+from clavain.workgraph.graph import _snapshot, reopen
 
 SHOWN_CHAINS = 20
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from clavain.clock import utc_stamp
 from clavain.fsutil import write_atomic, write_json_atomic
-from clavain.verdict_parser import (
+from clavain.verdicts.parser import (
     IMPLEMENTATION_STATUSES,
     STATUSES_BY_TYPE,
     SUMMARY_MAX_CHARS,

@@ -13,9 +13,9 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
-from clavain.graph import _snapshot, insert_nodes, reopen
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
+from clavain.workgraph.graph import _snapshot, insert_nodes, reopen
 
 INTEGRATE_ID = "integrate"
 FINAL_ID = "final-verify"

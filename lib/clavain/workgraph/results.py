@@ -13,9 +13,9 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.clock import later_iso, now_iso
 from clavain.errors import ClavainError
-from clavain.graph import get_node, insert_nodes, record_event, require_node
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
+from clavain.workgraph.graph import get_node, insert_nodes, record_event, require_node
 
 ESCALATION_PREFIX = "plan-escalate-"
 APPLICABLE = ("open", "in_progress")
@@ -151,8 +151,8 @@ def apply_result(conn: sqlite3.Connection, state: StatePaths, node_id: str,
                  stdout_path: str | None = None, result_path: str | None = None,
                  now: datetime | None = None) -> dict[str, Any]:
     """Record a runner's result for `node_id`. Returns {node, from, to, added, escalation, …}."""
-    from clavain import kv
-    from clavain.export import write_snapshot
+    from clavain.workgraph import kv
+    from clavain.workgraph.export import write_snapshot
 
     parsed = parse_result(result)
     cfg = config_mod.load(state.config)
