@@ -1,10 +1,13 @@
-"""Crash-safe file writes: temp file in the same folder, fsync, os.replace."""
+"""Crash-safe file writes: temp file in the same folder, fsync, os.replace; and writes inside
+the state folder that never follow a symlink planted in it (a committed `.clavain/verdicts ->
+~/.ssh` must not turn a verdict into a write elsewhere)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,9 +24,60 @@ def _mode_for(path: Path) -> int:
         return 0o666 & ~mask
 
 
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Replace `path` with `data` so a reader sees the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+class UnsafePathError(OSError):
+    """A path inside the state folder goes through a symlink (or is not a folder)."""
+
+
+def real_folder(root: Path, folder: Path) -> Path:
+    """Create `folder` and its parents up to `root` as real directories and return it.
+
+    Every level strictly below `root` must be a real directory (or missing, then created); a
+    symlink or a file there raises UnsafePathError. `root` itself may be anything the user
+    chose (a symlinked `.clavain` is their decision, not something planted inside it).
+    """
+    relative = folder.relative_to(root)  # ValueError: not inside root, a caller's bug
+    current = root
+    root.mkdir(parents=True, exist_ok=True)
+    for part in relative.parts:
+        current = current / part
+        try:
+            os.mkdir(current)
+            continue
+        except FileExistsError:
+            pass
+        info = os.lstat(current)
+        if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+            raise UnsafePathError(f"{current} is a symlink or a file, not a folder; "
+                                  "Clavain writes only into real folders inside its state")
+    return folder
+
+
+def open_inside(root: Path, path: Path, mode: str = "ab") -> Any:
+    """Open `path` (inside `root`) for appending or writing bytes without following a symlink
+    at any level below `root`: `mode` is "ab" or "wb"."""
+    real_folder(root, path.parent)
+    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags |= os.O_APPEND if mode == "ab" else os.O_TRUNC
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise UnsafePathError(f"{path} is a symlink; Clavain does not write through it") \
+                from exc
+        raise
+    return os.fdopen(fd, mode)
+
+
+def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None) -> None:
+    """Replace `path` with `data` so a reader sees the old file or the new one, never a torn one.
+
+    With `inside` (the state folder), every folder below it must be real (`real_folder`); the
+    final rename replaces a symlink at `path` itself rather than writing through it.
+    """
+    if inside is not None:
+        real_folder(inside, path.parent)
+    else:
+        path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -39,5 +93,5 @@ def write_atomic(path: Path, data: str | bytes) -> None:
         raise
 
 
-def write_json_atomic(path: Path, value: Any) -> None:
-    write_atomic(path, json.dumps(value, indent=2, sort_keys=False) + "\n")
+def write_json_atomic(path: Path, value: Any, *, inside: Path | None = None) -> None:
+    write_atomic(path, json.dumps(value, indent=2, sort_keys=False) + "\n", inside=inside)

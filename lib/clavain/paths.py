@@ -1,13 +1,15 @@
 """Where Clavain keeps things: the project's `.clavain/` state folder and the plugin's own folders.
 
-Stdlib only: hooks import this on every call. Environment overrides, strongest first:
-CLAVAIN_STATE_DIR (the whole state folder), CLAVAIN_DB (just the database file),
-CLAVAIN_PROJECT_DIR / CLAUDE_PROJECT_DIR (the project root).
+Stdlib only: hooks import this on every call. Environment overrides, each for one root:
+CLAVAIN_PROJECT_DIR (the project; else CLAUDE_PROJECT_DIR and a search), CLAVAIN_STATE_DIR
+(the state folder), CLAVAIN_DB (the database file). They are read once, by
+`StatePaths.discover`.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 STATE_DIR_NAME = ".clavain"
@@ -35,68 +37,81 @@ def _walk_up(start: Path, marker: str) -> Path | None:
     return None
 
 
-def project_root(cwd: str | os.PathLike[str] | None = None) -> Path:
+def project_root(cwd: str | os.PathLike[str] | None = None,
+                 env: Mapping[str, str] | None = None) -> Path:
     """The project a command or hook works on.
 
-    An explicit env root wins; else the nearest folder above `cwd` holding `.clavain/`;
+    CLAVAIN_PROJECT_DIR wins; else the nearest folder above `cwd` holding `.clavain/`;
     else Claude Code's project dir; else the nearest git root; else `cwd` itself.
     """
-    explicit = os.environ.get("CLAVAIN_PROJECT_DIR")
+    env = os.environ if env is None else env
+    explicit = env.get("CLAVAIN_PROJECT_DIR")
     if explicit:
-        return Path(explicit)
-    start = Path(cwd) if cwd else Path.cwd()
+        return Path(explicit).absolute()
+    start = Path(cwd).absolute() if cwd else Path.cwd()
     found = _walk_up(start, STATE_DIR_NAME)
     if found is not None and found != Path.home():
         return found
-    claude_dir = os.environ.get("CLAUDE_PROJECT_DIR")
+    claude_dir = env.get("CLAUDE_PROJECT_DIR")
     if claude_dir:
-        return Path(claude_dir)
+        return Path(claude_dir).absolute()
     return _walk_up(start, ".git") or start
 
 
 class StatePaths:
-    """Every path under a project's `.clavain/` folder.
+    """Where one project's state lives, resolved once: the project root (where verify commands
+    run), the state folder and the database, plus every path under the state folder.
 
-    A plain class rather than a dataclass: `dataclasses` drags in `inspect` (~7 ms), and hooks
-    construct this on every call.
+    Immutable, and nothing reads the environment after `discover`: the value passed down is
+    the one every layer uses. A plain class rather than a dataclass: `dataclasses` drags in
+    `inspect` (~7 ms), and hooks construct this on every call.
     """
 
-    __slots__ = ("root",)
+    __slots__ = ("db", "project", "root")
 
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
+    def __init__(self, root: str | os.PathLike[str], *,
+                 project: str | os.PathLike[str] | None = None,
+                 db: str | os.PathLike[str] | None = None) -> None:
+        root = Path(root)
+        object.__setattr__(self, "root", root)
+        object.__setattr__(self, "project", Path(project) if project else root.parent)
+        object.__setattr__(self, "db", Path(db) if db else root / "state.sqlite")
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("StatePaths is immutable; build a new one")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, StatePaths) and other.root == self.root
+        return isinstance(other, StatePaths) and (other.root, other.project, other.db) == (
+            self.root, self.project, self.db)
 
     def __hash__(self) -> int:
-        return hash(self.root)
+        return hash((self.root, self.project, self.db))
 
     def __repr__(self) -> str:
-        return f"StatePaths({str(self.root)!r})"
+        return (f"StatePaths({str(self.root)!r}, project={str(self.project)!r}, "
+                f"db={str(self.db)!r})")
 
     @classmethod
-    def discover(cls, cwd: str | os.PathLike[str] | None = None) -> StatePaths:
-        explicit = os.environ.get("CLAVAIN_STATE_DIR")
-        if explicit:
-            return cls(Path(explicit))
-        return cls(project_root(cwd) / STATE_DIR_NAME)
-
-    @property
-    def project(self) -> Path:
-        return self.root.parent
-
-    @property
-    def db(self) -> Path:
-        explicit = os.environ.get("CLAVAIN_DB")
-        return Path(explicit) if explicit else self.root / "state.sqlite"
+    def discover(cls, cwd: str | os.PathLike[str] | None = None,
+                 env: Mapping[str, str] | None = None) -> StatePaths:
+        """Resolve the three roots from the environment (read here and only here):
+        project = CLAVAIN_PROJECT_DIR or the search in `project_root`; state folder =
+        CLAVAIN_STATE_DIR or `<project>/.clavain`; database = CLAVAIN_DB or
+        `<state>/state.sqlite`."""
+        env = os.environ if env is None else env
+        project = project_root(cwd, env)
+        explicit_root = env.get("CLAVAIN_STATE_DIR")
+        root = Path(explicit_root).absolute() if explicit_root else project / STATE_DIR_NAME
+        explicit_db = env.get("CLAVAIN_DB")
+        return cls(root, project=project, db=Path(explicit_db).absolute() if explicit_db else None)
 
     @property
     def workgraph_json(self) -> Path:
         return self.root / "workgraph.json"
 
     @property
-    def checkpoint(self) -> Path:
+    def sprint_checkpoint(self) -> Path:
+        """The active sprint's checkpoint (not a node's question to a human)."""
         return self.root / "checkpoint.json"
 
     @property

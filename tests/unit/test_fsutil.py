@@ -41,3 +41,29 @@ def test_failed_write_leaves_old_content_and_no_temp_files(tmp_path: Path, monke
         write_json_atomic(target, {"v": 2})
     assert json.loads(target.read_text()) == {"v": 1}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
+
+
+def test_writes_inside_the_state_folder_never_follow_a_planted_symlink(tmp_path: Path) -> None:
+    from clavain.fsutil import UnsafePathError, open_inside, real_folder
+
+    root = tmp_path / ".clavain"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root.mkdir()
+    (root / "verdicts").symlink_to(outside)
+    with pytest.raises(UnsafePathError):
+        write_atomic(root / "verdicts" / "a.json", "{}", inside=root)
+    with pytest.raises(UnsafePathError):
+        open_inside(root, root / "verdicts" / "deep" / "x.log")
+    assert list(outside.iterdir()) == []
+    # A symlinked file at the final name is replaced, not written through.
+    (root / "logs").mkdir()
+    target = outside / "victim.txt"
+    target.write_text("keep")
+    (root / "logs" / "hooks.log").symlink_to(target)
+    with pytest.raises(UnsafePathError):
+        open_inside(root, root / "logs" / "hooks.log")
+    write_atomic(root / "logs" / "hooks.log", "new", inside=root)
+    assert target.read_text() == "keep"
+    assert (root / "logs" / "hooks.log").read_text() == "new"
+    assert real_folder(root, root / "runs" / "r1" / "n1").is_dir()

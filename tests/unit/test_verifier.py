@@ -204,3 +204,19 @@ def test_a_very_long_failing_command_still_gives_an_applicable_result(conn, stat
     report = run_verify(conn, state, node, run_id="run-long")
     assert report["applied"] is True and report["result"]["status"] == "fail"
     assert graph.get_node(conn, node)["attempts"] == 1
+
+
+def test_state_dir_elsewhere_does_not_move_where_commands_run(
+        project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CLAVAIN_STATE_DIR moves the state, never the project the checks run in."""
+    monkeypatch.setenv("CLAVAIN_STATE_DIR", str(tmp_path / "state-elsewhere"))
+    state = StatePaths.discover()
+    assert state.project == project
+    conn = connect(state.db)
+    try:
+        node = _verify_node(conn, state, ["pwd > where.txt"])
+        run_verify(conn, state, node, apply=False, run_id="run-elsewhere")
+    finally:
+        conn.close()
+    assert (project / "where.txt").read_text().strip() == str(project)
+    assert not (tmp_path / "where.txt").exists()

@@ -17,6 +17,7 @@ RUNNER_ENV_VARS = (
     "CLAVAIN_PARENT_NODE_ID",
     "CLAVAIN_ARTIFACTS_DIR",
     "CLAVAIN_STATE_DIR",
+    "CLAVAIN_PROJECT_DIR",
     "CLAVAIN_BIN",
 )
 
@@ -52,5 +53,6 @@ def runner_env(state: StatePaths, node: dict[str, Any], run_id: str) -> dict[str
         "CLAVAIN_ARTIFACTS_DIR": str(state.artifacts.resolve()),
         # So a runner that changes directory still finds this project's config and artifacts.
         "CLAVAIN_STATE_DIR": str(state.root.resolve()),
+        "CLAVAIN_PROJECT_DIR": str(state.project.resolve()),
         "CLAVAIN_BIN": str(plugin_root() / "bin" / "clavain"),
     }
