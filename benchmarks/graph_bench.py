@@ -24,12 +24,12 @@ sys.path.insert(0, str(LIB))
 
 from clavain.paths import StatePaths  # noqa: E402
 from clavain.store import db  # noqa: E402
-from clavain.workgraph import export, graph  # noqa: E402
+from clavain.workgraph import export, graph, leases, results  # noqa: E402
 
 _WORKER = """
 import json, os, sys, time
 from pathlib import Path
-from clavain.workgraph import graph
+from clavain.workgraph import graph, leases
 from clavain.store import db
 conn = db.connect(sys.argv[1])
 go = Path(sys.argv[3])
@@ -37,7 +37,7 @@ while not go.exists():
     time.sleep(0.001)
 n = 0
 for _ in range(int(sys.argv[2])):
-    if graph.claim_next(conn, run_id=f"w{os.getpid()}", pid=os.getpid()) is None:
+    if leases.claim_next(conn, run_id=f"w{os.getpid()}", pid=os.getpid()) is None:
         break
     n += 1
 print(json.dumps({"claims": n, "end": time.time()}))
@@ -60,7 +60,7 @@ def build(folder: Path, count: int) -> tuple[StatePaths, object, float]:
     state = StatePaths(folder / ".clavain")
     conn = db.connect(state.db)
     start = time.perf_counter()
-    graph.add_nodes(conn, None, realistic_specs(count))
+    graph.add_nodes(conn, state, realistic_specs(count))
     return state, conn, time.perf_counter() - start
 
 
@@ -69,7 +69,7 @@ def claim_latency(conn: object, samples: int) -> list[float]:
     times = []
     for _ in range(samples):
         start = time.perf_counter()
-        node = graph.claim_next(conn, run_id="bench", pid=os.getpid())
+        node = leases.claim_next(conn, run_id="bench", pid=os.getpid())
         times.append(time.perf_counter() - start)
         if node is None:
             break
@@ -78,10 +78,28 @@ def claim_latency(conn: object, samples: int) -> list[float]:
     return times
 
 
+def apply_latency(folder: Path, count: int, samples: int, lag: float) -> list[float]:
+    """apply_result (claim first, outside the timing) on a graph of `count` nodes, with the
+    snapshot allowed to lag `lag` seconds (0: rewritten after every change, the old rule)."""
+    state, conn, _ = build(folder, count)
+    state.config.write_text(json.dumps({"defaults": {"snapshotMaxLagSeconds": lag}}))
+    times = []
+    for _ in range(samples):
+        node = leases.claim_next(conn, run_id="bench")
+        if node is None:
+            break
+        start = time.perf_counter()
+        results.apply_result(conn, state, node["id"], {"status": "success", "summary": "ok"},
+                             run_id="bench")
+        times.append(time.perf_counter() - start)
+    conn.close()
+    return times
+
+
 def claim_rate(folder: Path, workers: int, per_worker: int) -> tuple[int, float]:
     state = StatePaths(folder / ".clavain")
     conn = db.connect(state.db)
-    graph.add_nodes(conn, None, [{"id": f"r{i:06d}", "type": "task"}
+    graph.add_nodes(conn, state, [{"id": f"r{i:06d}", "type": "task"}
                                  for i in range(workers * per_worker)])
     conn.close()
     go = folder / "go"
@@ -130,6 +148,13 @@ def main() -> None:
         took = (time.perf_counter() - start) * 1000
         print(f"mermaid at {args.snapshot_size} nodes: {took:.1f} ms")
         conn.close()
+
+        for lag, label in ((1.0, "snapshot lags <= 1 s (default)"),
+                           (0.0, "snapshot after every change (before)")):
+            times = sorted(apply_latency(root / f"apply-{lag}", args.snapshot_size, 100, lag))
+            print(f"apply_result at {args.snapshot_size} nodes, {label}: p50 "
+                  f"{statistics.median(times) * 1000:.2f} ms, "
+                  f"p95 {times[int(len(times) * 0.95) - 1] * 1000:.2f} ms")
 
         claims, wall = claim_rate(root / "rate", args.workers, args.claims_per_worker)
         print(f"{args.workers} processes: {claims} claims in {wall:.2f} s = "

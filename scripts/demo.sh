@@ -24,9 +24,9 @@ JSON
 "$CLAVAIN" graph import plan.json
 "$CLAVAIN" graph scaffold
 # The "executor" for each task is this script itself; verify nodes run in the shell verifier.
-while node=$("$CLAVAIN" graph next --claim --json); do
-  id=$(printf '%s' "$node" | python3 -c 'import json, sys; print(json.load(sys.stdin)["id"])')
-  type=$(printf '%s' "$node" | python3 -c 'import json, sys; print(json.load(sys.stdin)["type"])')
+while step=$("$CLAVAIN" graph next --claim --json); do
+  read -r id type < <(printf '%s' "$step" \
+    | python3 -c 'import json, sys; n = json.load(sys.stdin)["node"]; print(n["id"], n["type"])')
   case "$type" in
     verify|final_verify) "$CLAVAIN" verify "$id" >/dev/null || true ;;
     *)

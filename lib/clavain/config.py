@@ -23,6 +23,8 @@ DEFAULTS: dict[str, Any] = {
         "verifyTimeoutSeconds": 600,
         "kvInlineMaxBytes": 2048,
         "kvArtifactThresholdBytes": 16384,
+        "maxEscalations": 2,
+        "snapshotMaxLagSeconds": 1.0,
     },
     "runners": {},
 }
@@ -36,6 +38,11 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
+
+
+def merged(user: dict[str, Any]) -> dict[str, Any]:
+    """The defaults overlaid with `user` (what `load` returns for a file holding `user`)."""
+    return _merge(DEFAULTS, user)
 
 
 def load(path: Path) -> dict[str, Any]:

@@ -36,33 +36,60 @@ def _seed(project: Path) -> None:
 def test_add_ls_show_next_apply_round_trip(run_cli, cli_json, project) -> None:
     assert cli_json("graph", "add", "--id", "t1", "--type", "task", "--title", "First",
                     "--verify", "true", "--verify", "test -f x")["verify"] == ["true", "test -f x"]
-    cli_json("graph", "add", "--id", "t2", "--type", "task", "--dep", "t1", "--runner", "codex")
+    cli_json("graph", "add", "--id", "t2", "--type", "task", "--dep", "t1", "--runner", "claude")
     listed = cli_json("graph", "ls")
-    assert [(n["id"], n["dependsOn"]) for n in listed] == [("t1", []), ("t2", ["t1"])]
+    assert [(n["id"], n["depends_on"]) for n in listed] == [("t1", []), ("t2", ["t1"])]
     table = run_cli("graph", "ls").stdout.splitlines()
     assert table[0].split()[:3] == ["ID", "TYPE", "STATUS"] and table[1].startswith("t1 ")
-    assert cli_json("graph", "show", "t2")["runner"] == "codex"
-    assert "status:       open" in run_cli("graph", "show", "t1").stdout
+    assert cli_json("graph", "show", "t2")["runner"] == "claude"
+    assert "status:        open" in run_cli("graph", "show", "t1").stdout
 
     peek = cli_json("graph", "next")
-    assert peek["id"] == "t1" and peek["status"] == "open"
+    assert peek["node"]["id"] == "t1" and peek["node"]["status"] == "open"
+    assert (peek["claimed"], peek["run_id"]) == (False, None)
     claimed = cli_json("graph", "next", "--claim", "--run-id", "r1")
-    assert claimed["status"] == "in_progress" and claimed["lockRunId"] == "r1"
+    assert claimed["node"]["status"] == "in_progress" and claimed["node"]["lock_run_id"] == "r1"
+    assert (claimed["claimed"], claimed["run_id"]) == (True, "r1")
 
     result = run_cli("graph", "apply", "t1", "--result", "-", "--run-id", "r1",
                      input='log\n<result>{"status": "success", "summary": "done"}</result>\n')
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "t1: in_progress -> done"
-    assert cli_json("graph", "next")["id"] == "t2"
-    snapshot = json.loads((project / ".clavain" / "workgraph.json").read_text())
-    assert {n["id"]: n["status"] for n in snapshot["nodes"]} == {"t1": "done", "t2": "open"}
+    assert cli_json("graph", "next")["node"]["id"] == "t2"
+    assert _snapshot_settles(project) == {"t1": "done", "t2": "open"}
+
+
+def _snapshot_settles(project: Path) -> dict[str, str]:
+    """The snapshot's statuses once it stopped changing (it may lag the database by <= 1 s)."""
+    import time
+
+    path = project / ".clavain" / "workgraph.json"
+    deadline, seen = time.monotonic() + 20, None
+    while time.monotonic() < deadline:
+        statuses = {n["id"]: n["status"] for n in json.loads(path.read_text())["nodes"]}
+        if statuses == seen:
+            return statuses
+        seen = statuses
+        time.sleep(1.2)
+    return seen or {}
+
+
+def test_unknown_runner_is_refused_naming_the_configured_ones(run_cli, project) -> None:
+    refused = run_cli("graph", "add", "--id", "t", "--type", "task", "--runner", "codex")
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == ("clavain: error: node 't': unknown runner 'codex' "
+                                      "(configured runners: shellVerify, claude)")
+    assert not (project / ".clavain").exists()
 
 
 def test_next_exits_3_when_nothing_is_runnable(run_cli) -> None:
     empty = run_cli("graph", "next")
-    assert empty.returncode == 3 and "nothing is runnable" in empty.stderr
+    assert empty.returncode == 3 and "the workgraph has no nodes yet" in empty.stderr
     as_json = run_cli("graph", "next", "--claim", "--json")
-    assert as_json.returncode == 3 and json.loads(as_json.stdout)["node"] is None
+    assert as_json.returncode == 3
+    assert json.loads(as_json.stdout) == {"node": None, "run_id": None, "claimed": False,
+                                          "released": [], "reset": [], "reason": "empty",
+                                          "message": "the workgraph has no nodes yet"}
 
 
 def test_next_reports_a_deadlock_with_its_chain(run_cli, cli_json) -> None:
@@ -76,16 +103,19 @@ def test_next_reports_a_deadlock_with_its_chain(run_cli, cli_json) -> None:
     stuck = run_cli("graph", "next", "--json")
     assert stuck.returncode == 3
     report = json.loads(stuck.stdout)
+    assert report["reason"] == "deadlock"
     assert report["deadlock"]["chains"][0]["chain"] == ["b", "a"]
-    assert "b -> a" in report["reason"]
-    assert cli_json("graph", "deadlock")["deadlock"]["blockers"] == [
-        {"id": "a", "status": "failed"}]
+    assert "b -> a" in report["message"]
+    assert "b -> a" in run_cli("graph", "next").stderr
+    [blocker] = cli_json("graph", "deadlock")["deadlock"]["blockers"]
+    assert (blocker["id"], blocker["status"]) == ("a", "failed")
+    assert "its escalation is done without replacing it" in blocker["reason"]
 
 
 def test_next_auto_resets_a_failed_blocker_when_configured(run_cli, cli_json, project) -> None:
     (project / ".clavain").mkdir(exist_ok=True)
     (project / ".clavain" / "config.json").write_text(
-        json.dumps({"defaults": {"autoResetFailedMax": 1}}))
+        json.dumps({"defaults": {"autoResetFailedMax": 1, "maxEscalations": 0}}))
     cli_json("graph", "import", "-", input=json.dumps({"nodes": [
         {"id": "plan-escalate-a", "type": "plan"},  # pre-empts the escalation of `a`
         {"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 1}},
@@ -93,7 +123,8 @@ def test_next_auto_resets_a_failed_blocker_when_configured(run_cli, cli_json, pr
     run_cli("graph", "apply", "plan-escalate-a", "--result", "-",
             input='{"status":"success","summary":"-"}')
     run_cli("graph", "apply", "a", "--result", "-", input='{"status":"fail","summary":"x"}')
-    assert cli_json("graph", "next")["id"] == "a"
+    step = cli_json("graph", "next")
+    assert step["node"]["id"] == "a" and step["reset"] == ["a"]
 
 
 def test_import_scaffold_answer_reset_export_mermaid(run_cli, cli_json, project,
@@ -111,7 +142,7 @@ def test_import_scaffold_answer_reset_export_mermaid(run_cli, cli_json, project,
             input='{"status":"checkpoint","summary":"?","question":"Which port?"}')
     assert cli_json("graph", "show", "t1")["status"] == "needs_human"
     answered = cli_json("graph", "answer", "t1", "--answer", "8080")
-    assert answered["status"] == "open" and answered["checkpoint"]["answer"] == "8080"
+    assert answered["status"] == "open" and answered["human_question"]["answer"] == "8080"
     run_cli("graph", "apply", "t1", "--result", "-", input='{"status":"fail","summary":"no"}')
     assert cli_json("graph", "show", "t1")["attempts"] == 1
     assert cli_json("graph", "reset", "t1")["attempts"] == 0
@@ -163,8 +194,8 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, cli_json, proj
 @pytest.mark.parametrize(("args", "code", "out"), [
     (("graph", "ls", "--json"), 0, "[]"),
     (("graph", "show", "ghost"), 2, "unknown node 'ghost'"),
-    (("graph", "next"), 3, "nothing is runnable"),
-    (("graph", "next", "--claim"), 3, "nothing is runnable"),
+    (("graph", "next"), 3, "the workgraph has no nodes yet"),
+    (("graph", "next", "--claim"), 3, "the workgraph has no nodes yet"),
     (("graph", "deadlock"), 0, "no deadlock"),
     (("graph", "mermaid"), 0, "flowchart TD"),
     (("graph", "apply", "ghost", "--result", "-"), 2, "no workgraph yet"),

@@ -27,7 +27,7 @@ def test_packet_prints_the_rendered_template(graph, run_cli) -> None:
 
 def test_thin_packet_json(graph, cli_json) -> None:
     rendered = cli_json("graph", "packet", "task-a", "--thin")
-    assert rendered["role"] == "executor" and rendered["contextOmitted"] is True
+    assert rendered["role"] == "executor" and rendered["context_omitted"] is True
     assert "PLAN-DRAFT" not in rendered["packet"]
 
 

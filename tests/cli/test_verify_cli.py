@@ -40,9 +40,13 @@ def test_failure_names_the_command_and_exits_1(graph, run_cli) -> None:
 
 
 def test_apply_records_the_result(graph, run_cli, cli_json) -> None:
+    waiting = run_cli("verify", "verify-ok")
+    assert waiting.returncode == 2 and "'verify-ok' waits on task-a" in waiting.stderr
+    run_cli("graph", "apply", "task-a", "--result", "-", input='{"status":"success",'
+            '"summary":"ok"}')
     report = cli_json("verify", "verify-ok")
     assert report["applied"] is True and report["apply"]["to"] == "done"
-    assert Path(report["resultPath"]).is_file()
+    assert Path(report["result_path"]).is_file()
     assert cli_json("graph", "show", "verify-ok")["status"] == "done"
     summary = cli_json("kv", "get", "--node", "verify-ok", "--key", "out.summary")
     assert summary["value"] == "all 2 verify commands passed"
@@ -61,7 +65,8 @@ def test_bad_input_is_one_line_and_writes_nothing(graph, run_cli, project) -> No
     assert unknown.stderr.strip() == (
         "clavain: error: unknown node 'nope'; `clavain graph ls` lists the nodes")
     task = run_cli("verify", "task-a", "--json")
-    assert task.returncode == 2 and "only verify nodes" in json.loads(task.stdout)["error"]
+    assert task.returncode == 2
+    assert "only verify and final_verify nodes" in json.loads(task.stdout)["error"]
     assert not (project / ".clavain" / "runs").exists() or not any(
         (project / ".clavain" / "runs").iterdir())
     assert run_cli("verify", "verify-ok", "--timeout", "0").returncode == 2

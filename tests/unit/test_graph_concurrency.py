@@ -14,7 +14,7 @@ from pathlib import Path
 
 from clavain.paths import StatePaths
 from clavain.store import db
-from clavain.workgraph import export, graph
+from clavain.workgraph import export, graph, leases
 
 LIB = Path(__file__).resolve().parents[2] / "lib"
 WORKERS, CLAIMS = 16, 500
@@ -22,7 +22,7 @@ WORKERS, CLAIMS = 16, 500
 _CLAIMER = """
 import json, os, sys, time
 from pathlib import Path
-from clavain.workgraph import graph
+from clavain.workgraph import leases
 from clavain.store import db
 path, worker, claims, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 conn = db.connect(path)
@@ -30,7 +30,7 @@ while not go.exists():
     time.sleep(0.005)
 got = []
 for _ in range(claims):
-    node = graph.claim_next(conn, run_id=worker, pid=os.getpid())
+    node = leases.claim_next(conn, run_id=worker, pid=os.getpid())
     got.append(node["id"] if node else None)
 print(json.dumps(got))
 """
@@ -38,14 +38,14 @@ print(json.dumps(got))
 _APPLIER = """
 import os, sys
 from pathlib import Path
-from clavain.workgraph import graph, results
+from clavain.workgraph import leases, results
 from clavain.paths import StatePaths
 from clavain.store import db
 state = StatePaths(Path(sys.argv[1]))
 conn = db.connect(state.db)
 i = 0
 while True:
-    node = graph.claim_next(conn, run_id="killme", pid=os.getpid())
+    node = leases.claim_next(conn, run_id="killme", pid=os.getpid())
     if node is None:
         break
     results.apply_result(conn, state, node["id"], {
@@ -67,7 +67,8 @@ def test_claim_storm_never_claims_a_node_twice(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
     conn = db.connect(path)
     total = WORKERS * CLAIMS
-    graph.add_nodes(conn, None, [{"id": f"n{i:05d}", "type": "task"} for i in range(total)])
+    graph.add_nodes(conn, StatePaths(tmp_path),
+                    [{"id": f"n{i:05d}", "type": "task"} for i in range(total)])
     go = tmp_path / "go"
     procs = [subprocess.Popen([sys.executable, "-c", _CLAIMER, str(path), f"w{w}", str(CLAIMS),
                                str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -89,7 +90,7 @@ def test_claim_storm_never_claims_a_node_twice(tmp_path: Path) -> None:
     assert rows == claimed
     events = conn.execute("SELECT count(*) FROM events WHERE note = 'claimed'").fetchone()[0]
     assert events == total
-    assert graph.claim_next(conn, run_id="late") is None
+    assert leases.claim_next(conn, run_id="late") is None
 
 
 def test_sigkill_mid_apply_leaves_a_sound_db_and_snapshot(tmp_path: Path) -> None:
@@ -116,6 +117,6 @@ def test_sigkill_mid_apply_leaves_a_sound_db_and_snapshot(tmp_path: Path) -> Non
         snapshot = json.loads(state.workgraph_json.read_text(encoding="utf-8"))
         assert snapshot["version"] == export.SNAPSHOT_VERSION and snapshot["nodes"]
         # The dead writer's lock is stale and released, so work can continue.
-        graph.release_stale_locks(conn, lease_seconds=3600)
+        leases.release_stale_locks(conn, state)
         assert conn.execute("SELECT count(*) FROM nodes WHERE status = 'in_progress'"
                             ).fetchone()[0] == 0

@@ -9,7 +9,7 @@ import pytest
 
 from clavain import clock
 from clavain.errors import ClavainError
-from clavain.workgraph import graph
+from clavain.workgraph import graph, leases, nodes
 
 
 def _counts(conn) -> tuple[int, int, int]:
@@ -21,7 +21,7 @@ def test_db_init_creates_graph_tables_triggers_and_ready_index(conn) -> None:
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     assert {"nodes", "deps", "kv_latest", "kv_history", "events", "meta"} <= names
     assert {"deps_count_insert", "deps_count_delete", "deps_count_status"} <= names
-    plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + graph._NEXT_ID_SQL,
+    plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + leases._NEXT_ID_SQL,
                                                {"now": clock.now_iso()}))
     assert "nodes_ready" in plan and "TEMP B-TREE" not in plan
 
@@ -34,23 +34,23 @@ def test_add_and_get_node_round_trips_every_field(conn, state) -> None:
         "ownership": ["src/**"], "acceptance": ["works"], "verify": ["pytest -q"],
         "retryPolicy": {"maxAttempts": 5},
     }])
-    node = graph.get_node(conn, "t1")
-    assert node["parentId"] == "p" and node["dependsOn"] == ["p"]
-    assert node["inputs"] == [{"nodeId": "p", "key": "out.summary", "as": "plan"}]
+    node = nodes.get_node(conn, "t1")
+    assert node["parent_id"] == "p" and node["depends_on"] == ["p"]
+    assert node["inputs"] == [{"node_id": "p", "key": "out.summary", "as": "plan"}]
     assert node["verify"] == ["pytest -q"] and node["ownership"] == ["src/**"]
-    assert node["retryPolicy"] == {"maxAttempts": 5}
-    assert node["status"] == "open" and node["unmetDeps"] == 1 and node["attempts"] == 0
-    assert node["createdAt"].endswith("Z") and node["lockRunId"] is None
-    assert graph.get_node(conn, "missing") is None
+    assert node["retry_policy"] == {"max_attempts": 5}
+    assert node["status"] == "open" and node["unmet_deps"] == 1 and node["attempts"] == 0
+    assert node["created_at"].endswith("Z") and node["lock_run_id"] is None
+    assert nodes.get_node(conn, "missing") is None
 
 
 def test_defaults_come_from_config(conn, state) -> None:
     state.root.mkdir(parents=True, exist_ok=True)
     state.config.write_text(json.dumps({"defaults": {"maxAttempts": 7, "verifyRunner": "vr"}}))
     graph.add_nodes(conn, state, [{"id": "v", "type": "verify"}, {"id": "t", "type": "task"}])
-    assert graph.get_node(conn, "t")["retryPolicy"] == {"maxAttempts": 7}
-    assert graph.get_node(conn, "v")["runner"] == "vr"
-    assert graph.get_node(conn, "t")["runner"] is None
+    assert nodes.get_node(conn, "t")["retry_policy"] == {"max_attempts": 7}
+    assert nodes.get_node(conn, "v")["runner"] == "vr"
+    assert nodes.get_node(conn, "t")["runner"] is None
 
 
 def test_batch_may_reference_later_nodes_as_parent_and_dep(conn, state) -> None:
@@ -58,7 +58,7 @@ def test_batch_may_reference_later_nodes_as_parent_and_dep(conn, state) -> None:
         {"id": "b", "type": "task", "parent": "a", "dependsOn": ["a"]},
         {"id": "a", "type": "epic"},
     ])
-    assert graph.get_node(conn, "b")["parentId"] == "a"
+    assert nodes.get_node(conn, "b")["parent_id"] == "a"
 
 
 @pytest.mark.parametrize(("specs", "message"), [
@@ -107,7 +107,7 @@ def test_import_requires_nodes_object(conn, state) -> None:
 def test_unmet_deps_follow_status_changes(conn, state) -> None:
     graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"},
                                   {"id": "c", "type": "task", "dependsOn": ["a", "b"]}])
-    unmet = lambda: graph.get_node(conn, "c")["unmetDeps"]  # noqa: E731
+    unmet = lambda: nodes.get_node(conn, "c")["unmet_deps"]  # noqa: E731
     assert unmet() == 2
     conn.execute("UPDATE nodes SET status = 'done' WHERE id = 'a'")
     assert unmet() == 1
@@ -121,9 +121,9 @@ def test_list_nodes_filters_by_status_in_selection_order(conn, state) -> None:
     graph.add_nodes(conn, state, [{"id": "z-task", "type": "task"},
                                   {"id": "a-final", "type": "final_verify"},
                                   {"id": "m-verify", "type": "verify"}])
-    assert [n["id"] for n in graph.list_nodes(conn)] == ["m-verify", "z-task", "a-final"]
+    assert [n["id"] for n in nodes.list_nodes(conn)] == ["m-verify", "z-task", "a-final"]
     conn.execute("UPDATE nodes SET status = 'done' WHERE id = 'z-task'")
-    assert [n["id"] for n in graph.list_nodes(conn, "done")] == ["z-task"]
+    assert [n["id"] for n in nodes.list_nodes(conn, "done")] == ["z-task"]
 
 
 def test_answer_reopens_a_checkpointed_node_with_the_answer(conn, state) -> None:
@@ -131,11 +131,11 @@ def test_answer_reopens_a_checkpointed_node_with_the_answer(conn, state) -> None
     with pytest.raises(ClavainError, match="not needs_human"):
         graph.answer(conn, state, "a", "yes")
     conn.execute("UPDATE nodes SET status = 'needs_human', "
-                 "checkpoint_json = '{\"question\": \"Which DB?\"}' WHERE id = 'a'")
+                 "human_question_json = '{\"question\": \"Which DB?\"}' WHERE id = 'a'")
     node = graph.answer(conn, state, "a", "Postgres")
     assert node["status"] == "open"
-    assert node["checkpoint"]["question"] == "Which DB?"
-    assert node["checkpoint"]["answer"] == "Postgres" and node["checkpoint"]["answeredAt"]
+    assert node["human_question"]["question"] == "Which DB?"
+    assert node["human_question"]["answer"] == "Postgres" and node["human_question"]["answered_at"]
     last = conn.execute("SELECT from_status, to_status, note FROM events ORDER BY id DESC "
                         "LIMIT 1").fetchone()
     assert tuple(last) == ("needs_human", "open", "answered")
@@ -150,16 +150,16 @@ def test_reset_clears_attempts_backoff_and_lock(conn, state) -> None:
                                                                "dependsOn": ["a"]}])
     conn.execute("UPDATE nodes SET status = 'done', attempts = 2, completed_at = 'x', "
                  "blocked_until = '2999-01-01T00:00:00.000Z' WHERE id = 'a'")
-    assert graph.get_node(conn, "b")["unmetDeps"] == 0
+    assert nodes.get_node(conn, "b")["unmet_deps"] == 0
     node = graph.reset(conn, state, "a")
-    assert (node["status"], node["attempts"], node["blockedUntil"], node["completedAt"]) == (
+    assert (node["status"], node["attempts"], node["blocked_until"], node["completed_at"]) == (
         "open", 0, None, None)
-    assert graph.get_node(conn, "b")["unmetDeps"] == 1
+    assert nodes.get_node(conn, "b")["unmet_deps"] == 1
     with pytest.raises(ClavainError, match="unknown node"):
         graph.reset(conn, state, "ghost")
 
 
 def test_find_cycle_reports_a_closed_path() -> None:
-    assert graph.find_cycle({"a": ["b"], "b": ["c"], "c": []}) is None
-    cycle = graph.find_cycle({"a": ["b"], "b": ["c"], "c": ["b"]})
+    assert nodes.find_cycle({"a": ["b"], "b": ["c"], "c": []}) is None
+    cycle = nodes.find_cycle({"a": ["b"], "b": ["c"], "c": ["b"]})
     assert cycle == ["b", "c", "b"]

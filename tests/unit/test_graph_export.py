@@ -10,7 +10,7 @@ import pytest
 
 from clavain.models import node as node_models
 from clavain.paths import StatePaths
-from clavain.workgraph import export, graph, results
+from clavain.workgraph import export, graph, nodes, results
 from clavain.workgraph.scaffold import ensure_scaffolding
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
@@ -28,14 +28,20 @@ def test_snapshot_has_version_and_nodes_with_depends_on(conn, state) -> None:
     graph.add_nodes(conn, state, [{"id": "a", "type": "task", "title": 'say "hi"\n<b>'},
                                   {"id": "b", "type": "verify", "dependsOn": ["a"]}])
     snap = _snapshot(state)
-    assert snap["version"] == export.SNAPSHOT_VERSION and snap["exportedAt"].endswith("Z")
+    assert snap["version"] == export.SNAPSHOT_VERSION and snap["exported_at"].endswith("Z")
     assert [n["id"] for n in snap["nodes"]] == ["a", "b"]
     assert snap["nodes"][0]["title"] == 'say "hi"\n<b>'
-    assert snap["nodes"][1]["dependsOn"] == ["a"]
-    assert snap["nodes"][1] == graph.get_node(conn, "b")
+    assert snap["nodes"][1]["depends_on"] == ["a"]
+    assert snap["nodes"][1] == nodes.get_node(conn, "b")
+
+
+def _lag(state: StatePaths, seconds: float) -> None:
+    state.root.mkdir(parents=True, exist_ok=True)
+    state.config.write_text(json.dumps({"defaults": {"snapshotMaxLagSeconds": seconds}}))
 
 
 def test_every_mutation_rewrites_the_snapshot(conn, state) -> None:
+    _lag(state, 0)  # lag 0: written after every change
     graph.add_nodes(conn, state, [{"id": "t", "type": "task"}])
     ensure_scaffolding(conn, state)
     assert {n["id"] for n in _snapshot(state)["nodes"]} == {
@@ -49,6 +55,34 @@ def test_every_mutation_rewrites_the_snapshot(conn, state) -> None:
     graph.reset(conn, state, "t")
     assert {n["id"]: n["status"] for n in _snapshot(state)["nodes"]}["t"] == "open"
     assert not list(state.root.glob(".workgraph.json.*.tmp"))
+
+
+def test_a_burst_of_changes_is_written_once_the_lag_is_reached(conn, state) -> None:
+    """The default rule: the first change is written at once, the rest of a burst by one
+    deferred writer within the allowed lag (no timing is asserted, only that it catches up)."""
+    import time
+
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    assert [n["id"] for n in _snapshot(state)["nodes"]] == ["a"]
+    for index in range(5):
+        graph.add_nodes(conn, state, [{"id": f"b{index}", "type": "task"}])
+    deadline = time.monotonic() + 30
+    while len(_snapshot(state)["nodes"]) != 6:
+        assert time.monotonic() < deadline, "the deferred writer never caught up"
+        time.sleep(0.05)
+    assert _snapshot(state)["nodes"] == nodes.list_nodes(conn)[:0] + sorted(
+        nodes.list_nodes(conn), key=lambda n: n["id"])
+
+
+def test_a_snapshot_that_cannot_be_written_is_a_warning_not_a_failure(conn, state) -> None:
+    from clavain import notices
+
+    _lag(state, 0)
+    state.workgraph_json.mkdir(parents=True)  # a folder where the file should go
+    added = graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    assert added == ["a"] and nodes.get_node(conn, "a") is not None  # committed
+    [warning] = notices.take()
+    assert "workgraph.json was not refreshed" in warning and "graph export" in warning
 
 
 def test_mermaid_draws_boxes_and_arrows_with_safe_ids(conn, state) -> None:

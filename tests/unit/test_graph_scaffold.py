@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import json
 
-from clavain.workgraph import deadlock, graph, results
+from clavain.workgraph import deadlock, graph, leases, nodes, results
 from clavain.workgraph.scaffold import ensure_scaffolding
 
 
 def _shape(conn) -> list[tuple]:
-    return [(n["id"], n["type"], tuple(n["dependsOn"])) for n in graph.list_nodes(conn)]
+    return [(n["id"], n["type"], tuple(n["depends_on"])) for n in nodes.list_nodes(conn)]
 
 
 def test_scaffold_adds_verify_per_task_one_integrate_and_one_final(conn, state) -> None:
     state.root.mkdir(parents=True, exist_ok=True)
-    state.config.write_text(json.dumps({"defaults": {"verifyRunner": "myVerifier"}}))
+    state.config.write_text(json.dumps({"defaults": {"verifyRunner": "myVerifier"},
+                                        "runners": {"myVerifier": {"command": ["my-check"]}}}))
     graph.add_nodes(conn, state, [
         {"id": "plan", "type": "plan"},
         {"id": "t1", "type": "task", "parent": "plan", "verify": ["pytest -q"],
@@ -24,14 +25,15 @@ def test_scaffold_adds_verify_per_task_one_integrate_and_one_final(conn, state) 
     report = ensure_scaffolding(conn, state)
     assert report["verify"] == ["verify-t1", "verify-t2"]
     assert (report["integrate"], report["final"]) == ("integrate", "final-verify")
-    v1 = graph.get_node(conn, "verify-t1")
-    assert v1["runner"] == "myVerifier" and v1["dependsOn"] == ["t1"]
+    v1 = nodes.get_node(conn, "verify-t1")
+    assert v1["runner"] == "myVerifier" and v1["depends_on"] == ["t1"]
     assert v1["verify"] == ["pytest -q"] and v1["acceptance"] == ["green"]
-    assert v1["parentId"] == "plan"
-    assert v1["inputs"] == [{"nodeId": "t1", "key": "out.summary", "as": "taskSummary"}]
-    assert graph.get_node(conn, "integrate")["dependsOn"] == ["verify-t1", "verify-t2"]
-    final = graph.get_node(conn, "final-verify")
-    assert final["dependsOn"] == ["integrate"]
+    assert v1["parent_id"] == "plan"
+    assert v1["inputs"] == [{"node_id": "t1", "key": "out.summary", "as": "taskSummary"}]
+    assert v1["verifies"] == "t1"
+    assert nodes.get_node(conn, "integrate")["depends_on"] == ["verify-t1", "verify-t2"]
+    final = nodes.get_node(conn, "final-verify")
+    assert final["depends_on"] == ["integrate"]
     # The final gate re-runs every task's checks, so the shell verifier can run it too.
     assert final["runner"] == "myVerifier" and final["verify"] == ["pytest -q"]
 
@@ -45,10 +47,10 @@ def test_final_gate_gathers_checks_once_and_keeps_its_own(conn, state) -> None:
          "verify": ["make e2e"]},
     ])
     ensure_scaffolding(conn, state)
-    assert graph.get_node(conn, "final")["verify"] == ["make e2e", "pytest -q", "ruff check"]
+    assert nodes.get_node(conn, "final")["verify"] == ["make e2e", "pytest -q", "ruff check"]
     graph.add_nodes(conn, state, [{"id": "t3", "type": "task", "verify": ["mypy ."]}])
     ensure_scaffolding(conn, state)
-    assert graph.get_node(conn, "final")["verify"] == ["make e2e", "pytest -q", "ruff check",
+    assert nodes.get_node(conn, "final")["verify"] == ["make e2e", "pytest -q", "ruff check",
                                                        "mypy ."]
 
 
@@ -66,7 +68,7 @@ def test_scaffold_is_idempotent(conn, state) -> None:
 def test_scaffold_without_tasks_adds_nothing(conn, state) -> None:
     graph.add_nodes(conn, state, [{"id": "p", "type": "plan"}])
     ensure_scaffolding(conn, state)
-    assert [n["id"] for n in graph.list_nodes(conn)] == ["p"]
+    assert [n["id"] for n in nodes.list_nodes(conn)] == ["p"]
 
 
 def test_existing_verify_node_of_a_task_is_respected(conn, state) -> None:
@@ -74,7 +76,7 @@ def test_existing_verify_node_of_a_task_is_respected(conn, state) -> None:
                                   {"id": "check-t1", "type": "verify", "dependsOn": ["t1"]}])
     report = ensure_scaffolding(conn, state)
     assert report["verify"] == []
-    assert graph.get_node(conn, "integrate")["dependsOn"] == ["check-t1"]
+    assert nodes.get_node(conn, "integrate")["depends_on"] == ["check-t1"]
 
 
 def test_escalations_never_multiply_integrate_or_final(conn, state) -> None:
@@ -88,19 +90,21 @@ def test_escalations_never_multiply_integrate_or_final(conn, state) -> None:
         "next": {"addNodes": [{"id": "t1-fix", "type": "task"}]}})
     ensure_scaffolding(conn, state)
     ensure_scaffolding(conn, state)
-    types = [n["type"] for n in graph.list_nodes(conn)]
+    types = [n["type"] for n in nodes.list_nodes(conn)]
     assert types.count("integrate") == 1 and types.count("final_verify") == 1
-    assert graph.get_node(conn, "integrate")["dependsOn"] == ["verify-t1", "verify-t1-fix"]
+    assert nodes.get_node(conn, "integrate")["depends_on"] == ["verify-t1", "verify-t1-fix"]
 
 
 def test_new_verify_nodes_reopen_a_finished_integration(conn, state) -> None:
     graph.add_nodes(conn, state, [{"id": "t1", "type": "task"}])
     ensure_scaffolding(conn, state)
     conn.execute("UPDATE nodes SET status = 'done'")
+    # A task joining a scaffolded graph is scaffolded in the same transaction.
     graph.add_nodes(conn, state, [{"id": "t2", "type": "task"}])
-    report = ensure_scaffolding(conn, state)
-    assert report["reopened"] == ["integrate", "final-verify"]
-    assert graph.get_node(conn, "integrate")["unmetDeps"] == 1
+    assert ensure_scaffolding(conn, state)["reopened"] == []
+    assert nodes.get_node(conn, "integrate")["status"] == "open"
+    assert nodes.get_node(conn, "final-verify")["status"] == "open"
+    assert nodes.get_node(conn, "integrate")["unmet_deps"] == 1
 
 
 # ---------------------------------------------------------------- deadlock
@@ -109,7 +113,7 @@ def test_no_deadlock_while_work_can_progress(conn, state) -> None:
     graph.add_nodes(conn, state, [{"id": "a", "type": "task"},
                                   {"id": "b", "type": "task", "dependsOn": ["a"]}])
     assert deadlock.detect(conn) is None  # a is runnable
-    graph.claim_next(conn, run_id="r")
+    leases.claim_next(conn, run_id="r")
     assert deadlock.detect(conn) is None  # a is running
     conn.execute("UPDATE nodes SET status = 'open', lock_run_id = NULL, "
                  "blocked_until = '2999-01-01T00:00:00.000Z' WHERE id = 'a'")
@@ -128,11 +132,14 @@ def test_deadlock_reports_the_chain_to_the_failed_blocker(conn, state) -> None:
     conn.execute("UPDATE nodes SET status = 'needs_human' WHERE id = 'h'")
     report = deadlock.detect(conn)
     assert report["stuck"] == 3
-    assert report["blockers"] == [{"id": "a", "status": "failed"},
-                                  {"id": "h", "status": "needs_human"}]
+    assert [(b["id"], b["status"]) for b in report["blockers"]] == [("a", "failed"),
+                                                                   ("h", "needs_human")]
+    assert report["blockers"][0]["reason"].startswith("failed for good; not escalated")
+    assert report["blockers"][1]["reason"] == "waits for a person's answer"
     chains = {c["node"]: c["chain"] for c in report["chains"]}
     assert chains == {"b": ["b", "a"], "c": ["c", "b", "a"], "d": ["d", "h"]}
-    assert deadlock.describe(report).startswith("deadlock: 3 open node(s) can never run")
+    assert deadlock.describe(report).startswith("deadlock: blocked by a (failed for good")
+    assert "3 open node(s) can never run" in deadlock.describe(report)
 
 
 def test_auto_reset_reopens_a_failed_blocker_at_most_the_configured_times(conn, state) -> None:
@@ -142,11 +149,11 @@ def test_auto_reset_reopens_a_failed_blocker_at_most_the_configured_times(conn, 
                                   {"id": "b", "type": "task", "dependsOn": ["a"]}])
     conn.execute("UPDATE nodes SET status = 'failed', attempts = 3 WHERE id = 'a'")
     assert deadlock.auto_reset(conn, state) == ["a"]
-    node = graph.get_node(conn, "a")
-    assert (node["status"], node["attempts"], node["autoResets"]) == ("open", 0, 1)
+    node = nodes.get_node(conn, "a")
+    assert (node["status"], node["attempts"], node["auto_resets"]) == ("open", 0, 1)
     conn.execute("UPDATE nodes SET status = 'failed' WHERE id = 'a'")
     assert deadlock.auto_reset(conn, state) == []
-    assert graph.get_node(conn, "a")["status"] == "failed"
+    assert nodes.get_node(conn, "a")["status"] == "failed"
 
 
 def test_auto_reset_is_off_by_default(conn, state) -> None:
@@ -163,12 +170,11 @@ def test_scaffold_never_links_a_gate_into_a_dependency_cycle(conn, state) -> Non
     graph.add_nodes(conn, state, [{"id": "t1", "type": "task"}])
     ensure_scaffolding(conn, state)
     graph.add_nodes(conn, state, [{"id": "t2", "type": "task", "dependsOn": ["integrate"]}])
-    report = ensure_scaffolding(conn, state)
-    assert report["verify"] == ["verify-t2"]
-    assert graph.get_node(conn, "integrate")["dependsOn"] == ["verify-t1"]
+    assert nodes.get_node(conn, "verify-t2")["depends_on"] == ["t2"]
+    assert nodes.get_node(conn, "integrate")["depends_on"] == ["verify-t1"]
     # The final gate re-runs verify-t2's checks, so it waits for verify-t2 instead.
-    assert sorted(graph.get_node(conn, "final-verify")["dependsOn"]) == ["integrate", "verify-t2"]
-    assert graph.find_cycle({n["id"]: n["dependsOn"] for n in graph.list_nodes(conn)}) is None
+    assert sorted(nodes.get_node(conn, "final-verify")["depends_on"]) == ["integrate", "verify-t2"]
+    assert nodes.find_cycle({n["id"]: n["depends_on"] for n in nodes.list_nodes(conn)}) is None
     assert ensure_scaffolding(conn, state)["linked"] == 0
 
 

@@ -50,7 +50,7 @@ def test_substitution_is_one_pass_and_strict() -> None:
 def test_every_role_renders_with_the_shared_sections_once(conn, state, node_id, role) -> None:
     rendered = packets.render_packet(conn, state, node_id)
     text = rendered["packet"]
-    assert rendered["role"] == role and rendered["nodeId"] == node_id
+    assert rendered["role"] == role and rendered["node_id"] == node_id
     assert f"— node {node_id}" in text
     assert text.count("## Database context") == 1
     assert text.count("## Result") == 1
@@ -99,7 +99,7 @@ def test_thin_packet_omits_plan_context_for_workers_only(conn, state) -> None:
     assert "THE-PLAN-DRAFT" in full["packet"] and "Part of: plan-1" in full["packet"]
     assert "THE-PLAN-DRAFT" not in thin["packet"] and "Part of:" not in thin["packet"]
     assert "Omitted (thin packet)" in thin["packet"]
-    assert thin["contextOmitted"] is True and full["contextOmitted"] is False
+    assert thin["context_omitted"] is True and full["context_omitted"] is False
     assert len(thin["packet"]) < len(full["packet"])
     # Thin does not touch the node's own fields or inputs.
     assert "pytest -q tests/test_login.py" in thin["packet"]
@@ -109,7 +109,7 @@ def test_thin_packet_omits_plan_context_for_workers_only(conn, state) -> None:
     # Planners and the final verifier judge the whole goal: they keep it.
     for node_id in ("plan-1", "final-verify"):
         rendered = packets.render_packet(conn, state, node_id, thin=True)
-        assert "THE-PLAN-DRAFT" in rendered["packet"] and rendered["contextOmitted"] is False
+        assert "THE-PLAN-DRAFT" in rendered["packet"] and rendered["context_omitted"] is False
 
 
 def test_unknown_node_is_refused(conn, state) -> None:

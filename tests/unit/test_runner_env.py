@@ -7,7 +7,7 @@ import pytest
 
 from clavain.paths import StatePaths, plugin_root
 from clavain.store.db import connect
-from clavain.workgraph import graph, kv
+from clavain.workgraph import graph, kv, nodes
 from clavain.workgraph.runner_env import RUNNER_ENV_VARS, runner_env
 
 
@@ -27,7 +27,7 @@ def state(project: Path) -> StatePaths:
 def _node(state: StatePaths, node_id: str) -> dict:
     conn = connect(state.db)
     try:
-        return graph.get_node(conn, node_id)
+        return nodes.get_node(conn, node_id)
     finally:
         conn.close()
 

@@ -9,7 +9,7 @@ import pytest
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import connect
-from clavain.workgraph import graph, kv
+from clavain.workgraph import graph, kv, nodes
 from clavain.workgraph.verifier import result_line, run_verify, safe_path_part
 
 
@@ -42,9 +42,9 @@ def test_all_commands_pass(conn, state, project) -> None:
     # Commands run in the project root with the runner's pointers.
     assert str(project) in second and f"node={node}" in second
     assert json.loads((run_dir / "result.json").read_text()) == report["result"]
-    assert [c["exitCode"] for c in report["commands"]] == [0, 0]
+    assert [c["exit_code"] for c in report["commands"]] == [0, 0]
     # --no-apply leaves the graph alone.
-    assert graph.get_node(conn, node)["status"] == "open"
+    assert nodes.get_node(conn, node)["status"] == "open"
     assert kv.ls(conn, node) == []
 
 
@@ -95,8 +95,8 @@ def test_timeout_kills_the_whole_process_group(conn, state, tmp_path) -> None:
     result = report["result"]
     assert result["status"] == "fail"
     assert "timed out after 1s" in result["summary"]
-    assert report["commands"][0]["timedOut"] is True
-    assert report["commands"][0]["exitCode"] is None
+    assert report["commands"][0]["timed_out"] is True
+    assert report["commands"][0]["exit_code"] is None
     assert not _running(_settle(int(pid_file.read_text())))
     assert "timed out" in (state.runs / "run-3" / node / "cmd-1.log").read_text()
 
@@ -131,15 +131,15 @@ def test_apply_success_marks_the_node_done(conn, state) -> None:
     node = _verify_node(conn, state, ["true"])
     report = run_verify(conn, state, node, run_id="run-5")
     assert report["applied"] is True
-    assert graph.get_node(conn, node)["status"] == "done"
+    assert nodes.get_node(conn, node)["status"] == "done"
     assert kv.get(conn, node, "out.summary")["value"] == "all 1 verify commands passed"
-    assert kv.get(conn, node, "out.last_result_path")["value"] == report["resultPath"]
+    assert kv.get(conn, node, "out.last_result_path")["value"] == report["result_path"]
 
 
 def test_apply_failure_records_the_error_and_retries(conn, state) -> None:
     node = _verify_node(conn, state, ["exit 1"])
     run_verify(conn, state, node, run_id="run-6")
-    after = graph.get_node(conn, node)
+    after = nodes.get_node(conn, node)
     assert after["status"] == "open" and after["attempts"] == 1
     assert "exit 1" in kv.get(conn, node, "err.summary")["value"]
     log = kv.get(conn, node, "out.last_stdout_path")["value"]
@@ -148,7 +148,7 @@ def test_apply_failure_records_the_error_and_retries(conn, state) -> None:
 
 def test_apply_refuses_a_task_node_before_running_anything(conn, state) -> None:
     graph.add_nodes(conn, state, [{"id": "task-a", "type": "task", "verify": ["touch ran"]}])
-    with pytest.raises(ClavainError, match="decides only verify nodes"):
+    with pytest.raises(ClavainError, match="decides only verify and final_verify nodes"):
         run_verify(conn, state, "task-a", run_id="run-7")
     assert not (state.project / "ran").exists()
     assert not (state.runs / "run-7").exists()
@@ -187,7 +187,7 @@ def test_missing_bash_is_one_error_before_anything_runs(conn, state, tmp_path,
     with pytest.raises(ClavainError, match="bash"):
         run_verify(conn, state, node, run_id="run-nobash")
     assert not (state.runs / "run-nobash").exists()
-    after = graph.get_node(conn, node)
+    after = nodes.get_node(conn, node)
     assert (after["status"], after["attempts"]) == ("open", 0)
 
 
@@ -203,7 +203,7 @@ def test_a_very_long_failing_command_still_gives_an_applicable_result(conn, stat
     node = _verify_node(conn, state, [command])
     report = run_verify(conn, state, node, run_id="run-long")
     assert report["applied"] is True and report["result"]["status"] == "fail"
-    assert graph.get_node(conn, node)["attempts"] == 1
+    assert nodes.get_node(conn, node)["attempts"] == 1
 
 
 def test_state_dir_elsewhere_does_not_move_where_commands_run(

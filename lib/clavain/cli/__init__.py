@@ -69,3 +69,13 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     except BrokenPipeError:
         return 0
+    finally:
+        _print_notices()
+
+
+def _print_notices() -> None:
+    """Warnings about work that did commit (a stale snapshot), after the command's output."""
+    from clavain import notices
+
+    for message in notices.take():
+        print(f"clavain: warning: {message}", file=sys.stderr)

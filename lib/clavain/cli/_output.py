@@ -17,16 +17,27 @@ def emit_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, default=str) + "\n")
 
 
-def _cell(value: Any) -> str:
+# A table cell never grows past this many characters: one long list (the integrate node depends on
+# every verify node) must not pad every row to its width (146 MB of output at 2,000 tasks).
+# The whole value stays in `--json` and in `show` commands.
+CELL_MAX_CHARS = 60
+
+
+def _cell(value: Any, limit: int = CELL_MAX_CHARS) -> str:
     if value is None:
         return ""
     if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value)
-    return str(value).replace("\n", " ")
+        text = ", ".join(str(v) for v in value[:limit])
+        if len(value) > 1 and len(text) > limit:
+            text = f"({len(value)}) {text}"
+    else:
+        text = str(value).replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def render_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    """Left-aligned columns under upper-case headers; empty input gives just the header."""
+    """Left-aligned columns under upper-case headers, each cell at most CELL_MAX_CHARS long;
+    empty input gives just the header."""
     cells = [[_cell(row.get(col)) for col in columns] for row in rows]
     headers = [col.upper() for col in columns]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]

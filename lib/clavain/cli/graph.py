@@ -1,4 +1,5 @@
-"""`clavain graph …`: the workgraph from the command line.
+"""`clavain graph …`: the workgraph from the command line. Each handler parses, calls one library
+function in `clavain.workgraph`, prints.
 
 `GRAPH_SUBPARSERS` holds the `graph` subcommand action once `register` ran, so other modules
 (loaded after this one, alphabetically) add their own `graph` subcommands to it.
@@ -18,9 +19,10 @@ from clavain.cli._state import open_existing, open_for_read, open_for_write
 GRAPH_SUBPARSERS: argparse._SubParsersAction | None = None
 
 EXIT_NOTHING_RUNNABLE = 3
-LIST_COLUMNS = ["id", "type", "status", "attempts", "runner", "dependsOn", "title"]
+LIST_COLUMNS = ["id", "type", "status", "attempts", "runner", "depends_on", "title"]
 STATUSES = ("open", "in_progress", "done", "failed", "needs_human")
 TYPES = ("plan", "epic", "task", "verify", "integrate", "final_verify")
+RUN_ID_HELP = "the run (default: $CLAVAIN_RUN_ID, else a new id)"
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -31,45 +33,56 @@ def register(commands: argparse._SubParsersAction) -> None:
     GRAPH_SUBPARSERS = sub
 
     p = add_command(sub, "add", "add one node", _add)
-    p.add_argument("--id", required=True)
-    p.add_argument("--type", required=True, choices=TYPES)
-    p.add_argument("--title", default="")
-    p.add_argument("--parent")
-    p.add_argument("--dep", action="append", default=[], metavar="ID", help="repeatable")
-    p.add_argument("--verify", action="append", default=[], metavar="CMD", help="repeatable")
-    p.add_argument("--runner")
+    p.add_argument("--id", required=True, help="unique node id (letters, digits, ._:-)")
+    p.add_argument("--type", required=True, choices=TYPES, help="the node's role")
+    p.add_argument("--title", default="", help="one line for people")
+    p.add_argument("--parent", help="parent node id")
+    p.add_argument("--dep", action="append", default=[], metavar="ID",
+                   help="a node that must be done first (repeatable)")
+    p.add_argument("--verify", action="append", default=[], metavar="CMD",
+                   help="a shell command that verifies it (repeatable)")
+    p.add_argument("--runner", help="a configured runner (default by type)")
     add_json_flag(p)
 
-    p = add_command(sub, "import", 'add nodes from {"nodes": [...]} in one transaction', _import)
-    p.add_argument("file", metavar="FILE|-")
+    p = add_command(sub, "import",
+                    'add nodes from {"nodes": [...]} in one transaction '
+                    "(format: schemas/node.schema.json)", _import)
+    p.add_argument("file", metavar="FILE|-", help="the JSON file, or - for stdin")
     add_json_flag(p)
 
-    p = add_command(sub, "ls", "list nodes in selection order", _ls)
-    p.add_argument("--status", choices=STATUSES)
+    p = add_command(sub, "ls", "list nodes in selection order (long cells cut; --json has all)",
+                    _ls)
+    p.add_argument("--status", choices=STATUSES, help="only nodes with this status")
     add_json_flag(p)
 
-    p = add_command(sub, "show", "one node with its deps and checkpoint", _show)
-    p.add_argument("id")
+    p = add_command(sub, "show", "one node with its deps and question", _show)
+    p.add_argument("id", help="the node")
     add_json_flag(p)
 
-    p = add_command(sub, "next", "the next runnable node (exit 3 when there is none)", _next)
+    p = add_command(sub, "next", "the next runnable node, or why there is none (exit 3)", _next)
     p.add_argument("--claim", action="store_true", help="lock it for this run")
-    p.add_argument("--run-id", help="run that claims (default $CLAVAIN_RUN_ID or a new id)")
-    p.add_argument("--pid", type=int, help="process holding the lock (default: lease only)")
+    p.add_argument("--run-id", help=RUN_ID_HELP)
+    p.add_argument("--pid", type=int,
+                   help="process holding the lock; its death releases it (default: lease only)")
+    add_json_flag(p)
+
+    p = add_command(sub, "heartbeat", "renew the lease of a node this run holds", _heartbeat)
+    p.add_argument("id", help="the claimed node")
+    p.add_argument("--run-id", help=RUN_ID_HELP)
     add_json_flag(p)
 
     p = add_command(sub, "apply", "record a runner's result for a node", _apply)
-    p.add_argument("id")
+    p.add_argument("id", help="the node")
     p.add_argument("--result", required=True, metavar="FILE|-",
-                   help="text holding <result>…</result>, or raw JSON")
-    p.add_argument("--run-id")
+                   help="text holding <result>…</result>, or raw JSON (- = stdin)")
+    p.add_argument("--run-id", help=RUN_ID_HELP + "; must be the run holding the node")
     p.add_argument("--stdout-path", help="runner log, recorded as out.last_stdout_path")
     p.add_argument("--result-path", help="parsed result file, recorded as out.last_result_path")
     add_json_flag(p)
 
-    p = add_command(sub, "answer", "answer a checkpointed (needs_human) node", _answer)
-    p.add_argument("id")
-    p.add_argument("--answer", required=True)
+    p = add_command(sub, "answer", "answer a node waiting for a person (needs_human)", _answer)
+    p.add_argument("id", help="the node")
+    p.add_argument("--answer", required=True, help="the answer its next runner sees")
     add_json_flag(p)
 
     p = add_command(sub, "scaffold", "add missing verify, integrate and final_verify nodes",
@@ -77,15 +90,15 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_json_flag(p)
 
     p = add_command(sub, "reset", "reopen a node (attempts, backoff and lock cleared)", _reset)
-    p.add_argument("id")
+    p.add_argument("id", help="the node")
     add_json_flag(p)
 
-    p = add_command(sub, "deadlock", "report open work that can never run", _deadlock)
+    p = add_command(sub, "deadlock", "report work that can never finish on its own", _deadlock)
     p.add_argument("--auto-reset", action="store_true",
                    help="reopen failed blockers (at most defaults.autoResetFailedMax times)")
     add_json_flag(p)
 
-    p = add_command(sub, "export", "rewrite .clavain/workgraph.json", _export)
+    p = add_command(sub, "export", "rewrite .clavain/workgraph.json now", _export)
     add_json_flag(p)
 
     add_command(sub, "mermaid", "print the graph as a Mermaid flowchart", _mermaid)
@@ -98,40 +111,43 @@ def _no_subcommand(args: argparse.Namespace) -> int:
 
 
 def _print_node(node: dict[str, Any]) -> None:
-    for key in ("id", "type", "status", "title", "parentId", "runner", "dependsOn", "attempts",
-                "blockedUntil", "lockRunId"):
+    for key in ("id", "type", "status", "title", "parent_id", "runner", "depends_on",
+                "attempts", "escalations", "superseded_by", "blocked_until", "lock_run_id"):
         value = node.get(key)
-        if value not in (None, "", []):
-            print(f"{key + ':':<14}{', '.join(value) if isinstance(value, list) else value}")
-    for key in ("inputs", "acceptance", "verify", "ownership", "checkpoint"):
+        if value not in (None, "", [], 0) or (key == "attempts" and value == 0):
+            print(f"{key + ':':<15}{', '.join(value) if isinstance(value, list) else value}")
+    for key in ("inputs", "acceptance", "verify", "ownership", "human_question"):
         if node.get(key):
-            print(f"{key + ':':<14}{json.dumps(node[key])}")
+            print(f"{key + ':':<15}{json.dumps(node[key])}")
 
 
 def _add(args: argparse.Namespace) -> int:
-    from clavain.workgraph import graph
+    from clavain.paths import StatePaths
+    from clavain.workgraph import graph, nodes
 
     spec = {"id": args.id, "type": args.type, "title": args.title, "dependsOn": args.dep,
             "parent": args.parent, "runner": args.runner, "verify": args.verify}
     specs = [{k: v for k, v in spec.items() if v is not None}]
-    graph.validate_specs(specs)  # bad input is refused before `.clavain/` is created
+    graph.check_specs(StatePaths.discover(), specs)  # refused before `.clavain/` is created
     state, conn = open_for_write()
     graph.add_nodes(conn, state, specs)
-    node = graph.get_node(conn, args.id)
+    node = nodes.get_node(conn, args.id)
     emit_json(node) if args.json else print(f"added {args.id}")
     return 0
 
 
 def _import(args: argparse.Namespace) -> int:
     from clavain.errors import ClavainError
+    from clavain.paths import StatePaths
+    from clavain.textio import BadText, load_json
     from clavain.workgraph import graph
 
-    text = read_input(args.file)
     try:
-        document = json.loads(text)
-    except ValueError as exc:
-        raise ClavainError(f"{args.file}: not valid JSON ({exc})") from None
-    graph.validate_specs(graph.import_specs(document))  # refused before `.clavain/` exists
+        document = load_json(read_input(args.file), args.file)
+    except BadText as exc:
+        raise ClavainError(str(exc)) from None
+    # Refused before `.clavain/` exists.
+    graph.check_specs(StatePaths.discover(), graph.import_specs(document))
     state, conn = open_for_write()
     added = graph.import_nodes(conn, state, document)
     emit_json({"added": added}) if args.json else print(f"added {len(added)} node(s)")
@@ -139,62 +155,53 @@ def _import(args: argparse.Namespace) -> int:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from clavain.workgraph import graph
+    from clavain.workgraph import nodes
 
     _state, conn = open_for_read()
-    nodes = graph.list_nodes(conn, args.status)
-    emit_json(nodes) if args.json else print_table(nodes, LIST_COLUMNS)
+    found = nodes.list_nodes(conn, args.status)
+    emit_json(found) if args.json else print_table(found, LIST_COLUMNS)
     return 0
 
 
 def _show(args: argparse.Namespace) -> int:
-    from clavain.workgraph import graph
+    from clavain.workgraph import nodes
 
     _state, conn = open_for_read()
-    node = graph.require_node(conn, args.id)
+    node = nodes.require_node(conn, args.id)
     emit_json(node) if args.json else _print_node(node)
     return 0
 
 
 def _next(args: argparse.Namespace) -> int:
-    from clavain import config
     from clavain.errors import ClavainError
-    from clavain.workgraph import deadlock, graph
-    from clavain.workgraph.runner_env import current_run_id
+    from clavain.workgraph.schedule import next_node
 
     if args.pid is not None and args.pid <= 0:
         raise ClavainError(f"--pid must be a positive process id, got {args.pid}")
     state, conn = open_for_read()  # nothing to claim without a database
-    cfg = config.load(state.config)
-    lease = float(config.get(cfg, "defaults.lockLeaseSeconds", 3600))
-    released = graph.release_stale_locks(conn, lease_seconds=lease)
-    run_id = current_run_id(args.run_id)
-
-    def pick() -> dict[str, Any] | None:
-        if args.claim:
-            return graph.claim_next(conn, run_id=run_id, pid=args.pid)
-        found = graph.select_next(conn)
-        return graph.get_node(conn, found) if found else None
-
-    node = pick()
-    reset: list[str] = []
-    if node is None and deadlock.detect(conn):
-        reset = deadlock.auto_reset(conn, state, cfg)
-        node = pick() if reset else None
-    if released or (node and args.claim):
-        from clavain.workgraph.export import write_snapshot
-
-        write_snapshot(conn, state)
-    if node is not None:
-        emit_json(node) if args.json else _print_node(node)
-        return 0
-    report = deadlock.detect(conn)
-    reason = deadlock.describe(report) if report else "nothing is runnable right now"
+    envelope = next_node(conn, state, claim=args.claim, run_id=args.run_id, pid=args.pid)
     if args.json:
-        emit_json({"node": None, "reason": reason, "deadlock": report})
+        emit_json(envelope)
+    elif envelope["node"] is not None:
+        _print_node(envelope["node"])
+        if envelope["claimed"]:
+            print(f"{'run_id:':<15}{envelope['run_id']}")
     else:
-        print(reason, file=sys.stderr)
-    return EXIT_NOTHING_RUNNABLE
+        print(envelope["message"], file=sys.stderr)
+    return 0 if envelope["node"] is not None else EXIT_NOTHING_RUNNABLE
+
+
+def _heartbeat(args: argparse.Namespace) -> int:
+    from clavain.workgraph.leases import heartbeat
+    from clavain.workgraph.runner_env import current_run_id
+
+    _state, conn = open_existing()
+    node = heartbeat(conn, args.id, run_id=current_run_id(args.run_id))
+    if args.json:
+        emit_json(node)
+    else:
+        print(f"{args.id}: lease renewed at {node['lock_renewed_at']}")
+    return 0
 
 
 def _apply(args: argparse.Namespace) -> int:
@@ -210,16 +217,24 @@ def _apply(args: argparse.Namespace) -> int:
     line = f"{summary['node']}: {summary['from']} -> {summary['to']}"
     if summary["added"]:
         line += f"; added {', '.join(summary['added'])}"
+    if summary["replaced"]:
+        replaced = summary["replaced"]
+        line += (f"; {replaced['node']} replaced by {', '.join(replaced['nodes'])}"
+                 if replaced["action"] == "replaced"
+                 else f"; {replaced['node']} runs again after {', '.join(replaced['nodes'])}")
     if summary["escalation"]:
-        line += f"; escalated to {summary['escalation']}"
-    if summary["blockedUntil"]:
-        line += f"; retry after {summary['blockedUntil']}"
+        line += f"; escalation {summary['escalation']} {summary['escalation_action']}"
+    elif summary["escalation_action"] == "limit":
+        line += "; not escalated again (defaults.maxEscalations reached): it now blocks"
+    if summary["blocked_until"]:
+        line += f"; retry after {summary['blocked_until']}"
     print(line)
     return 0
 
 
 def _answer(args: argparse.Namespace) -> int:
     from clavain.workgraph import graph
+
     state, conn = open_existing()
     node = graph.answer(conn, state, args.id, args.answer)
     emit_json(node) if args.json else print(f"{args.id}: needs_human -> open")
@@ -243,6 +258,7 @@ def _scaffold(args: argparse.Namespace) -> int:
 
 def _reset(args: argparse.Namespace) -> int:
     from clavain.workgraph import graph
+
     state, conn = open_existing()
     node = graph.reset(conn, state, args.id)
     emit_json(node) if args.json else print(f"{args.id}: reopened")
@@ -250,11 +266,13 @@ def _reset(args: argparse.Namespace) -> int:
 
 
 def _deadlock(args: argparse.Namespace) -> int:
+    from clavain import config
     from clavain.workgraph import deadlock
 
     state, conn = open_for_write() if args.auto_reset else open_for_read()
-    reset = deadlock.auto_reset(conn, state) if args.auto_reset else []
-    report = deadlock.detect(conn)
+    cfg = config.load(state.config)
+    reset = deadlock.auto_reset(conn, state, cfg) if args.auto_reset else []
+    report = deadlock.detect(conn, cfg)
     if args.json:
         emit_json({"deadlock": report, "reset": reset})
     else:

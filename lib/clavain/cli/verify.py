@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from contextlib import closing
 
 from clavain.cli._output import add_command, add_json_flag, emit_json
@@ -17,21 +18,29 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="only run and print the <result>; leave the graph unchanged")
     verify.add_argument("--timeout", type=float, metavar="SECONDS",
                         help="per-command limit (default: defaults.verifyTimeoutSeconds)")
+    verify.add_argument("--run-id", help="the run claiming the node (default: $CLAVAIN_RUN_ID, "
+                        "else a new id; a node claimed by another run is refused)")
     add_json_flag(verify)
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from clavain.workgraph.verifier import result_line, run_verify
+    from clavain.workgraph.verifier import Interrupted, result_line, run_verify
 
     state, conn = open_existing()
     with closing(conn):
-        report = run_verify(conn, state, args.node_id, apply=args.apply, timeout=args.timeout)
+        try:
+            report = run_verify(conn, state, args.node_id, apply=args.apply,
+                                timeout=args.timeout, run_id=args.run_id)
+        except Interrupted as exc:
+            print(f"clavain: {exc}; the command's processes were stopped and the node "
+                  "released", file=sys.stderr)
+            return 128 + exc.signum
     result = report["result"]
     if args.json:
         emit_json(report)
     else:
         for command in report["commands"]:
-            mark = "ok  " if command["exitCode"] == 0 else "FAIL"
+            mark = "ok  " if command["exit_code"] == 0 else "FAIL"
             print(f"{mark} {command['index']}: {command['command']}  ({command['log']})")
         # Last line, so a supervisor running this as a runner command finds it in stdout.
         print(result_line(result))

@@ -1,6 +1,8 @@
-"""Open work that can never run: nothing runnable, nothing in progress, nothing waiting out a
-backoff, yet open nodes remain — because a dependency failed or waits on a human. Reports each
-stuck node with the chain of dependencies down to the node that blocks it, and can reopen failed
+"""Work that can never finish on its own: nothing runnable, nothing in progress, nothing waiting
+out a backoff, yet open nodes remain (a dependency failed or waits on a person), or a node failed
+for good with no escalation left to take it over. Reports every blocker — each failed node that
+is neither superseded nor in the hands of a pending escalation, each node waiting on a person —
+and each stuck node with the chain of dependencies down to its blocker; can reopen failed
 blockers a bounded number of times (defaults.autoResetFailedMax).
 """
 
@@ -13,7 +15,9 @@ from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
-from clavain.workgraph.graph import _snapshot, reopen
+from clavain.workgraph.escalation import ESCALATION_PREFIX, PENDING
+from clavain.workgraph.export import after_commit
+from clavain.workgraph.nodes import reopen
 
 SHOWN_CHAINS = 20
 
@@ -23,6 +27,14 @@ _UNMET_EDGES = """SELECT d.node_id, d.depends_on_id, dn.status
   WHERE n.status = 'open' AND n.unmet_deps > 0
     AND NOT (dn.status = 'done' OR (d.kind = 'settled' AND dn.status = 'failed'))
   ORDER BY d.node_id, d.depends_on_id"""
+
+
+# Failed nodes nothing will take care of: not replaced, and no escalation pending for them.
+_UNRESOLVED_FAILED = f"""SELECT n.id, n.escalations, e.status AS escalation_status
+  FROM nodes n LEFT JOIN nodes e ON e.id = '{ESCALATION_PREFIX}' || n.id
+  WHERE n.status = 'failed' AND n.superseded_by IS NULL
+    AND (e.id IS NULL OR e.status NOT IN ({', '.join(repr(s) for s in PENDING)}))
+  ORDER BY n.id"""
 
 
 def _is_live(conn: sqlite3.Connection) -> bool:
@@ -54,49 +66,73 @@ def blocking_chain(node_id: str, unmet: dict[str, list[str]],
     return memo[node_id]
 
 
-def detect(conn: sqlite3.Connection) -> dict[str, Any] | None:
+def _failed_reason(row: sqlite3.Row, limit: int) -> str:
+    if row["id"].startswith(ESCALATION_PREFIX):
+        return "an escalation that failed for good (escalations are not escalated)"
+    if row["escalation_status"] is None:
+        return (f"failed for good; not escalated ({row['escalations']} of {limit} "
+                "escalations used)")
+    return (f"failed for good; its escalation is {row['escalation_status']} without replacing "
+            f"it ({row['escalations']} of {limit} escalations used)")
+
+
+def detect(conn: sqlite3.Connection, cfg: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """None when the graph can still progress (or is finished); else the report."""
     if _is_live(conn):
         return None
+    limit = int(config_mod.get(cfg or config_mod.DEFAULTS, "defaults.maxEscalations", 2))
+    failed = {row["id"]: _failed_reason(row, limit)
+              for row in conn.execute(_UNRESOLVED_FAILED).fetchall()}
     edges = conn.execute(_UNMET_EDGES).fetchall()
-    if not edges:
+    if not edges and not failed:
         return None
     unmet: dict[str, list[str]] = {}
-    status: dict[str, str] = {}
+    status: dict[str, str] = {node_id: "failed" for node_id in failed}
     for row in edges:
         unmet.setdefault(row["node_id"], []).append(row["depends_on_id"])
         status.setdefault(row["depends_on_id"], row["status"])
     memo: dict[str, list[str]] = {}
     chains = [blocking_chain(n, unmet, memo) for n in sorted(unmet)]
-    blockers = sorted({c[-1] for c in chains})
+    blockers = sorted({c[-1] for c in chains} | set(failed))
     return {
         "deadlocked": True,
         "stuck": len(chains),
-        "blockers": [{"id": b, "status": status.get(b)} for b in blockers],
-        "chains": [{"node": c[0], "chain": c, "blocker": c[-1], "blockerStatus": status.get(c[-1])}
-                   for c in chains[:SHOWN_CHAINS]],
+        "blockers": [{"id": b, "status": status.get(b), "reason": failed.get(b) or _why(b, status)}
+                     for b in blockers],
+        "chains": [{"node": c[0], "chain": c, "blocker": c[-1],
+                    "blocker_status": status.get(c[-1])} for c in chains[:SHOWN_CHAINS]],
     }
+
+
+def _why(node_id: str, status: dict[str, str]) -> str:
+    if status.get(node_id) == "needs_human":
+        return "waits for a person's answer"
+    return f"is {status.get(node_id)}"
 
 
 def describe(report: dict[str, Any]) -> str:
     """One line for people."""
-    first = report["chains"][0]
-    blockers = ", ".join(f"{b['id']} ({b['status']})" for b in report["blockers"][:5])
-    return (f"deadlock: {report['stuck']} open node(s) can never run; blocked by {blockers}; "
-            f"e.g. {' -> '.join(first['chain'])}")
+    blockers = ", ".join(f"{b['id']} ({b['reason']})" for b in report["blockers"][:5])
+    more = len(report["blockers"]) - 5
+    line = f"deadlock: blocked by {blockers}" + (f" and {more} more" if more > 0 else "")
+    if report["chains"]:
+        first = report["chains"][0]
+        line += (f"; {report['stuck']} open node(s) can never run, e.g. "
+                 f"{' -> '.join(first['chain'])}")
+    return line
 
 
-def auto_reset(conn: sqlite3.Connection, state: StatePaths | None,
+def auto_reset(conn: sqlite3.Connection, state: StatePaths,
                cfg: dict[str, Any] | None = None) -> list[str]:
     """Reopen failed blockers of a deadlock, each at most autoResetFailedMax times in total."""
-    cfg = cfg or (config_mod.load(state.config) if state else config_mod.DEFAULTS)
+    cfg = cfg or config_mod.load(state.config)
     limit = int(config_mod.get(cfg, "defaults.autoResetFailedMax", 0))
     if limit <= 0:
         return []
     reopened = []
     at = now_iso()
     with transaction(conn):
-        report = detect(conn)
+        report = detect(conn, cfg)
         for blocker in (report or {}).get("blockers", []):
             if blocker["status"] != "failed":
                 continue
@@ -108,5 +144,5 @@ def auto_reset(conn: sqlite3.Connection, state: StatePaths | None,
                    note=f"auto-reset {row['auto_resets'] + 1}/{limit} to break a deadlock")
             reopened.append(blocker["id"])
     if reopened:
-        _snapshot(conn, state)
+        after_commit(conn, state, cfg)
     return reopened

@@ -41,7 +41,7 @@ def check_key(key: str) -> None:
 def require_node(conn: sqlite3.Connection, node_id: str) -> None:
     """A node id that exists, or the run namespace (which is no node)."""
     if node_id != RUN_NAMESPACE:
-        from clavain.workgraph.graph import require_node as require_graph_node
+        from clavain.workgraph.nodes import require_node as require_graph_node
 
         require_graph_node(conn, node_id)
 

@@ -80,20 +80,20 @@ def _bullets(items: list[Any]) -> str:
                      for item in items)
 
 
-def answered_checkpoint(node: dict[str, Any]) -> list[str]:
-    """A person's answer to this node's earlier checkpoint: the reason it was reopened, so the
+def answered_question(node: dict[str, Any]) -> list[str]:
+    """A person's answer to this node's earlier question: the reason it was reopened, so the
     next runner must see it rather than ask again."""
-    checkpoint = node.get("checkpoint") or {}
-    if not isinstance(checkpoint, dict) or not checkpoint.get("answer"):
+    asked = node.get("human_question") or {}
+    if not isinstance(asked, dict) or not asked.get("answer"):
         return []
-    question = str(checkpoint.get("question") or checkpoint.get("summary") or "(not recorded)")
+    question = str(asked.get("question") or asked.get("summary") or "(not recorded)")
     return ["", "### A person answered this node's earlier question", "", "Question:", "",
-            _fenced(question), "", "Answer:", "", _fenced(str(checkpoint["answer"]))]
+            _fenced(question), "", "Answer:", "", _fenced(str(asked["answer"]))]
 
 
 def node_fields(node: dict[str, Any]) -> str:
-    parent = node.get("parentId") or "(none)"
-    depends = ", ".join(node.get("dependsOn") or []) or "(none)"
+    parent = node.get("parent_id") or "(none)"
+    depends = ", ".join(node.get("depends_on") or []) or "(none)"
     return "\n".join([
         "## This node",
         "",
@@ -107,7 +107,7 @@ def node_fields(node: dict[str, Any]) -> str:
         _bullets(list(node.get("verify") or [])),
         "- owns files:",
         _bullets(list(node.get("ownership") or [])),
-        *answered_checkpoint(node),
+        *answered_question(node),
     ])
 
 
@@ -138,7 +138,7 @@ def inputs_section(conn: sqlite3.Connection, inputs: list[dict[str, Any]],
         return "## Inputs\n\n(none)"
     lines = ["## Inputs", ""]
     for ref in inputs:
-        node_id, key = str(ref.get("nodeId", "")), str(ref.get("key", ""))
+        node_id, key = str(ref.get("node_id", "")), str(ref.get("key", ""))
         label = f"`{ref['as']}` = " if ref.get("as") else ""
         body = _describe_value(node_id, key, *_latest_text(conn, node_id, key), inline_max)
         lines.append(f"- {label}{node_id} / {key}:{body}")
@@ -193,13 +193,13 @@ def build_packet(conn: sqlite3.Connection, state: StatePaths, node: dict[str, An
     for name, filename in INCLUDES.items():
         values[name] = substitute(_read_template(filename), values, source=filename).rstrip()
     text = substitute(_read_template(f"{role}.md"), values, source=f"{role}.md")
-    return {"nodeId": node["id"], "role": role, "thin": thin, "contextOmitted": omit_context,
+    return {"node_id": node["id"], "role": role, "thin": thin, "context_omitted": omit_context,
             "packet": text}
 
 
 def render_packet(conn: sqlite3.Connection, state: StatePaths, node_id: str,
                   *, thin: bool = False) -> dict[str, Any]:
     """The packet for `node_id`; an unknown node is bad input."""
-    from clavain.workgraph.graph import require_node
+    from clavain.workgraph.nodes import require_node
 
     return build_packet(conn, state, require_node(conn, node_id), thin=thin)

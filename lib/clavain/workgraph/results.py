@@ -1,5 +1,10 @@
-"""Apply a runner's result to its node: status change, retry with backoff, new nodes, auto KV keys
-and, on permanent failure, one escalation node — all in one transaction, or nothing.
+"""Apply a runner's result to its node, all in one transaction or nothing: the status change,
+retry with backoff, added nodes (with their scaffolding), the auto KV keys, and on permanent
+failure the hand-over to an escalation (`escalation`).
+
+`check_applicable` is the one answer to "may this result be applied?": the node is open or in
+progress, its dependencies are done, and no other run holds it. `record_result` is the
+transition itself, shared with stale-lock release (a runner that died is a failed attempt).
 """
 
 from __future__ import annotations
@@ -15,9 +20,13 @@ from clavain.clock import later_iso, now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
-from clavain.workgraph.graph import get_node, insert_nodes, record_event, require_node
+from clavain.textio import BadText, load_json
+from clavain.workgraph import escalation, kv
+from clavain.workgraph.export import after_commit
+from clavain.workgraph.nodes import get_node, insert_nodes, record_event, require_node
+from clavain.workgraph.runner_env import current_run_id
+from clavain.workgraph.scaffold import scaffold_in_transaction
 
-ESCALATION_PREFIX = "plan-escalate-"
 APPLICABLE = ("open", "in_progress")
 
 _RESULT_BLOCK = re.compile(r"<result>(.*?)</result>", re.DOTALL)
@@ -36,11 +45,12 @@ def extract_result_json(text: str) -> Any:
         body = fenced.group(1).strip()
     if not body:
         raise ClavainError("the result is empty; expected <result>{...}</result> or a JSON object")
+    where = ("the result inside <result>…</result>" if blocks
+             else "the result (no <result>…</result> block found)")
     try:
-        return json.loads(body)
-    except ValueError as exc:
-        where = "inside <result>…</result>" if blocks else "(no <result>…</result> block found)"
-        raise ClavainError(f"the result is not valid JSON {where}: {exc}") from None
+        return load_json(body, where)
+    except BadText as exc:
+        raise ClavainError(str(exc)) from None
 
 
 def parse_result(result: dict[str, Any] | str) -> Any:
@@ -80,7 +90,7 @@ def next_state(node: dict[str, Any], status: str, cfg: dict[str, Any],
         return {"status": "needs_human", "attempts": node["attempts"], "blocked_until": None,
                 "completed_at": None}
     attempts = node["attempts"] + 1
-    limit = int((node.get("retryPolicy") or {}).get("maxAttempts")
+    limit = int((node.get("retry_policy") or {}).get("max_attempts")
                 or config_mod.get(cfg, "defaults.maxAttempts", 3))
     if attempts >= limit:
         return {"status": "failed", "attempts": attempts, "blocked_until": None,
@@ -89,11 +99,13 @@ def next_state(node: dict[str, Any], status: str, cfg: dict[str, Any],
             "blocked_until": later_iso(backoff_seconds(cfg, attempts), now), "completed_at": None}
 
 
-def _checkpoint(node: dict[str, Any], result: Any, run_id: str | None, at: str) -> str | None:
+def _human_question(node: dict[str, Any], result: Any, run_id: str | None,
+                    at: str) -> str | None:
     if result.status != "checkpoint":
-        return json.dumps(node["checkpoint"]) if node["checkpoint"] is not None else None
+        kept = node["human_question"]
+        return json.dumps(kept) if kept is not None else None
     return json.dumps({"question": result.question or result.summary, "summary": result.summary,
-                       "runId": run_id, "askedAt": at})
+                       "run_id": run_id, "asked_at": at})
 
 
 def _auto_kv(result: Any, stdout_path: str | None, result_path: str | None) -> dict[str, str]:
@@ -108,88 +120,112 @@ def _auto_kv(result: Any, stdout_path: str | None, result_path: str | None) -> d
     return values
 
 
-def escalation_spec(node: dict[str, Any]) -> Any:
-    """The planner node that takes over a node that failed for good."""
-    from clavain.models.node import NodeInput, NodeSpec
+def runner_died(run_id: str, reason: str) -> Any:
+    """The result recorded for a runner that stopped holding a lock without reporting."""
+    from clavain.models.node import RunnerResult
 
-    failed = node["id"]
-    inputs = [NodeInput.model_validate({"nodeId": failed, "key": key, "as": alias})
-              for key, alias in (("err.summary", "failure"), ("out.last_stdout_path", "stdout"),
-                                 ("out.last_result_path", "result"))]
-    # model_construct: the id may exceed the user-facing id length; everything else is literal.
-    return NodeSpec.model_construct(
-        id=f"{ESCALATION_PREFIX}{failed}", type="plan",
-        title=f"Escalation: {failed} failed after {node['attempts']} attempts",
-        dependsOn=[failed], parent=node["parentId"], runner=None, inputs=inputs, ownership=[],
-        acceptance=[
-            "either add nodes that fix the failure (next.addNodes),",
-            "or checkpoint a question for a human,",
-            f"or reopen {failed} with a new approach (`clavain graph reset {failed}`)",
-        ],
-        verify=[], retryPolicy=None,
-    )
+    summary = f"runner {run_id} stopped without a result: {reason}"
+    return RunnerResult.model_construct(version=None, status="fail", summary=summary,
+                                        errors=[summary], question=None, next=None)
 
 
-def escalate(conn: sqlite3.Connection, cfg: dict[str, Any], node: dict[str, Any], *,
-             at: str, run_id: str | None) -> str | None:
-    """Create `plan-escalate-<id>` once. Escalations themselves are not escalated again, so a
-    failing planner cannot grow an endless chain; that surfaces as a deadlock instead."""
-    if node["id"].startswith(ESCALATION_PREFIX):
-        return None
-    spec = escalation_spec(node)
-    if conn.execute("SELECT 1 FROM nodes WHERE id = ?", (spec.id,)).fetchone():
-        return None
-    insert_nodes(conn, cfg, [spec], at=at, run_id=run_id,
-                 dep_kind={(spec.id, node["id"]): "settled"}, note=f"escalation of {node['id']}")
-    return spec.id
+# ---------------------------------------------------------------- may it be applied?
+
+def unmet_dependencies(conn: sqlite3.Connection, node_id: str) -> list[str]:
+    return [row[0] for row in conn.execute(
+        "SELECT d.depends_on_id FROM deps d JOIN nodes dn ON dn.id = d.depends_on_id "
+        "WHERE d.node_id = ? AND NOT (dn.status = 'done' "
+        "OR (d.kind = 'settled' AND dn.status = 'failed')) ORDER BY d.depends_on_id",
+        (node_id,))]
+
+
+def check_applicable(conn: sqlite3.Connection, node: dict[str, Any], run_id: str) -> None:
+    """Refuse a result that must not be recorded: the node finished (or waits on a person), a
+    dependency is not done yet (nothing is done before its dependencies), or another run holds
+    the node. Every front door asks this one function."""
+    node_id = node["id"]
+    if node["status"] not in APPLICABLE:
+        raise ClavainError(f"node {node_id!r} is {node['status']}; only an open or in_progress "
+                           f"node takes a result (reopen it first: clavain graph reset {node_id})")
+    if node["unmet_deps"] > 0:
+        waiting = unmet_dependencies(conn, node_id)
+        raise ClavainError(f"node {node_id!r} waits on {', '.join(waiting) or 'dependencies'} "
+                           "that are not done; it cannot be finished before them")
+    holder = node["lock_run_id"]
+    if holder and holder != run_id:
+        raise ClavainError(f"node {node_id!r} is claimed by run {holder!r}, not {run_id!r}")
 
 
 # ---------------------------------------------------------------- apply
+
+def record_result(conn: sqlite3.Connection, state: StatePaths, cfg: dict[str, Any],
+                  node: dict[str, Any], result: Any, *, run_id: str | None, at: str,
+                  now: datetime | None, stdout_path: str | None = None,
+                  result_path: str | None = None, event_note: str | None = None
+                  ) -> dict[str, Any]:
+    """The transition for a parsed result. SQL only: the caller holds the transaction and has
+    decided the result may be applied."""
+    node_id = node["id"]
+    added: list[str] = []
+    if result.next and result.next.addNodes:
+        fresh = _not_yet_added(conn, node_id, result.next.addNodes)
+        if fresh:
+            added = insert_nodes(conn, cfg, fresh, parent_id=node_id, at=at, run_id=run_id)
+    after = next_state(node, result.status, cfg, now)
+    conn.execute(
+        "UPDATE nodes SET status = :status, attempts = :attempts, "
+        "blocked_until = :blocked_until, completed_at = :completed_at, "
+        "human_question_json = :question, lock_run_id = NULL, lock_started_at = NULL, "
+        "lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, updated_at = :at "
+        "WHERE id = :id",
+        {**after, "question": _human_question(node, result, run_id, at), "at": at,
+         "id": node_id})
+    record_event(conn, node_id, node["status"], after["status"], at=at,
+                 run_id=run_id or node["lock_run_id"],
+                 note=event_note or f"{result.status}: {result.summary[:200]}")
+    attempt = node["attempts"] + 1
+    for key, value in _auto_kv(result, stdout_path, result_path).items():
+        kv.write(conn, state, node_id, key, value, run_id=run_id, attempt=attempt, cfg=cfg)
+    handed = {"escalation": None, "action": "none"}
+    if after["status"] == "failed":
+        handed = escalation.hand_over(conn, cfg, {**node, "attempts": after["attempts"]},
+                                      at=at, run_id=run_id)
+    replaced = None
+    if after["status"] == "done" and added:
+        replaced = escalation.take_over(conn, node, added, at=at, run_id=run_id)
+    scaffolded = None
+    if added and conn.execute(
+            f"SELECT 1 FROM nodes WHERE type = 'task' AND id IN ({', '.join('?' * len(added))})"
+            " LIMIT 1", added).fetchone():
+        # Added work is always verified: every task gets its verify node before integration.
+        scaffolded = scaffold_in_transaction(conn, cfg, at)
+    stored = get_node(conn, node_id)
+    question = (stored["human_question"] or {}).get("question") \
+        if after["status"] == "needs_human" else None
+    return {"node": node_id, "from": node["status"], "to": after["status"],
+            "result": result.status, "run_id": run_id, "attempts": stored["attempts"],
+            "blocked_until": stored["blocked_until"], "added": added,
+            "escalation": handed["escalation"], "escalation_action": handed["action"],
+            "replaced": replaced, "scaffold": scaffolded, "question": question}
+
 
 def apply_result(conn: sqlite3.Connection, state: StatePaths, node_id: str,
                  result: dict[str, Any] | str, *, run_id: str | None = None,
                  stdout_path: str | None = None, result_path: str | None = None,
                  now: datetime | None = None) -> dict[str, Any]:
-    """Record a runner's result for `node_id`. Returns {node, from, to, added, escalation, …}."""
-    from clavain.workgraph import kv
-    from clavain.workgraph.export import write_snapshot
-
+    """Record a runner's result for `node_id` under the run-id rule (explicit, else
+    $CLAVAIN_RUN_ID, else a new id): a node another run holds is refused."""
     parsed = parse_result(result)
+    run_id = current_run_id(run_id)
     cfg = config_mod.load(state.config)
     at = now_iso(now)
     with transaction(conn):
         node = require_node(conn, node_id)
-        _check_applicable(node, run_id)
-        from_status = node["status"]
-        added = []
-        if parsed.next and parsed.next.addNodes:
-            fresh = _not_yet_added(conn, node_id, parsed.next.addNodes)
-            if fresh:
-                added = insert_nodes(conn, cfg, fresh, parent_id=node_id, at=at, run_id=run_id)
-        after = next_state(node, parsed.status, cfg, now)
-        conn.execute(
-            "UPDATE nodes SET status = :status, attempts = :attempts, "
-            "blocked_until = :blocked_until, completed_at = :completed_at, checkpoint_json = :cp, "
-            "lock_run_id = NULL, lock_started_at = NULL, lock_pid = NULL, lock_host = NULL, "
-            "updated_at = :at WHERE id = :id",
-            {**after, "cp": _checkpoint(node, parsed, run_id, at), "at": at, "id": node_id})
-        record_event(conn, node_id, from_status, after["status"], at=at,
-                     run_id=run_id or node["lockRunId"], note=f"{parsed.status}: "
-                     f"{parsed.summary[:200]}")
-        attempt = node["attempts"] + 1
-        for key, value in _auto_kv(parsed, stdout_path, result_path).items():
-            kv.write(conn, state, node_id, key, value, run_id=run_id, attempt=attempt, cfg=cfg)
-        escalation = None
-        if after["status"] == "failed":
-            escalation = escalate(conn, cfg, {**node, "attempts": after["attempts"]}, at=at,
-                                  run_id=run_id)
-        node = get_node(conn, node_id)
-    write_snapshot(conn, state)
-    return {"node": node_id, "from": from_status, "to": after["status"],
-            "result": parsed.status, "attempts": node["attempts"],
-            "blockedUntil": node["blockedUntil"], "added": added, "escalation": escalation,
-            "question": (node["checkpoint"] or {}).get("question")
-            if after["status"] == "needs_human" else None}
+        check_applicable(conn, node, run_id)
+        outcome = record_result(conn, state, cfg, node, parsed, run_id=run_id, at=at, now=now,
+                                stdout_path=stdout_path, result_path=result_path)
+    after_commit(conn, state, cfg)
+    return outcome
 
 
 def _not_yet_added(conn: sqlite3.Connection, node_id: str, specs: list[Any]) -> list[Any]:
@@ -199,12 +235,3 @@ def _not_yet_added(conn: sqlite3.Connection, node_id: str, specs: list[Any]) -> 
     children = {row[0] for row in conn.execute("SELECT id FROM nodes WHERE parent_id = ?",
                                                (node_id,))}
     return [spec for spec in specs if spec.id not in children]
-
-
-def _check_applicable(node: dict[str, Any], run_id: str | None) -> None:
-    if node["status"] not in APPLICABLE:
-        raise ClavainError(f"node {node['id']!r} is {node['status']}; only an open or "
-                           f"in_progress node takes a result (`clavain graph reset` reopens it)")
-    holder = node["lockRunId"]
-    if run_id and holder and holder != run_id:
-        raise ClavainError(f"node {node['id']!r} is claimed by run {holder!r}, not {run_id!r}")

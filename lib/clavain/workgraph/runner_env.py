@@ -36,7 +36,7 @@ def current_run_id(explicit: str | None = None, *, prefix: str = "run") -> str:
 
 def parent_of(node: dict[str, Any]) -> str:
     """The node's parent id, or "" for a root node (so the variable is always set)."""
-    return str(node.get("parentId") or "")
+    return str(node.get("parent_id") or "")
 
 
 def runner_env(state: StatePaths, node: dict[str, Any], run_id: str) -> dict[str, str]:

@@ -15,16 +15,19 @@ from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
-from clavain.workgraph.graph import _snapshot, insert_nodes, reopen
+from clavain.workgraph.export import after_commit
+from clavain.workgraph.nodes import insert_nodes, reopen
 
 INTEGRATE_ID = "integrate"
 FINAL_ID = "final-verify"
 
 _TASKS_WITHOUT_VERIFY = """SELECT t.id, t.title, t.parent_id, t.acceptance_json, t.verify_json
   FROM nodes t
-  WHERE t.type = 'task' AND NOT EXISTS (
-    SELECT 1 FROM deps d JOIN nodes v ON v.id = d.node_id
-    WHERE d.depends_on_id = t.id AND v.type = 'verify')
+  WHERE t.type = 'task' AND t.superseded_by IS NULL
+    AND NOT EXISTS (SELECT 1 FROM nodes v WHERE v.type = 'verify' AND v.verifies = t.id)
+    AND NOT EXISTS (  -- a verify node a person or planner made for it counts too
+      SELECT 1 FROM deps d JOIN nodes v ON v.id = d.node_id
+      WHERE d.depends_on_id = t.id AND v.type = 'verify' AND v.verifies IS NULL)
   ORDER BY t.id"""
 
 # `down`: the given node and every node that depends on it, directly or not.
@@ -91,52 +94,61 @@ def _link(conn: sqlite3.Connection, node_id: str, dep_sql: str, params: tuple[An
     return cursor.rowcount
 
 
-def ensure_scaffolding(conn: sqlite3.Connection, state: StatePaths | None, *,
-                       snapshot: bool = True) -> dict[str, Any]:
-    """Create whatever gates are missing. Returns {verify: [...], integrate, final, linked}."""
-    cfg = config_mod.load(state.config) if state else config_mod.DEFAULTS
+def ensure_scaffolding(conn: sqlite3.Connection, state: StatePaths) -> dict[str, Any]:
+    """Create whatever gates are missing, in one transaction, then refresh the snapshot.
+    Returns {verify: [...], integrate, final, linked, reopened}."""
+    cfg = config_mod.load(state.config)
+    with transaction(conn):
+        report = scaffold_in_transaction(conn, cfg, now_iso())
+    after_commit(conn, state, cfg)
+    return report
+
+
+def scaffold_in_transaction(conn: sqlite3.Connection, cfg: dict[str, Any],
+                            at: str) -> dict[str, Any]:
+    """`ensure_scaffolding` inside the caller's transaction: what `results` runs whenever a
+    result adds tasks, so every task has a verify node before integration."""
     runner = config_mod.get(cfg, "defaults.verifyRunner")
-    at = now_iso()
     report: dict[str, Any] = {"verify": [], "integrate": None, "final": None, "linked": 0,
                               "reopened": []}
-    with transaction(conn):
-        taken: set[str] = set()
-        verify = verify_specs(conn, runner, taken)
-        if verify:
-            report["verify"] = insert_nodes(conn, cfg, verify, at=at, note="added by scaffold")
-        if not conn.execute("SELECT 1 FROM nodes WHERE type = 'task' LIMIT 1").fetchone():
-            return report
+    taken: set[str] = set()
+    verify = verify_specs(conn, runner, taken)
+    if verify:
+        report["verify"] = insert_nodes(conn, cfg, verify, at=at, note="added by scaffold")
+        conn.executemany("UPDATE nodes SET verifies = ? WHERE id = ?",
+                         [(spec.dependsOn[0], spec.id) for spec in verify])
+    if not conn.execute("SELECT 1 FROM nodes WHERE type = 'task' LIMIT 1").fetchone():
+        return report
+    integrate = _singleton(conn, "integrate")
+    if integrate is None:
+        spec = _spec(id=_free_id(conn, INTEGRATE_ID, taken), type="integrate",
+                     title="Integrate all verified tasks")
+        report["integrate"] = insert_nodes(conn, cfg, [spec], at=at,
+                                           note="added by scaffold")[0]
         integrate = _singleton(conn, "integrate")
-        if integrate is None:
-            spec = _spec(id=_free_id(conn, INTEGRATE_ID, taken), type="integrate",
-                         title="Integrate all verified tasks")
-            report["integrate"] = insert_nodes(conn, cfg, [spec], at=at,
-                                               note="added by scaffold")[0]
-            integrate = _singleton(conn, "integrate")
-        # Never a verify node that itself waits for integration: that edge would close a cycle.
-        linked = _link(conn, integrate["id"],
-                       f"{_DOWNSTREAM} SELECT id FROM nodes WHERE type = 'verify' "
-                       "AND id NOT IN (SELECT id FROM down)", (integrate["id"],))
+    # Never a verify node that itself waits for integration: that edge would close a cycle.
+    linked = _link(conn, integrate["id"],
+                   f"{_DOWNSTREAM} SELECT id FROM nodes WHERE type = 'verify' "
+                   "AND id NOT IN (SELECT id FROM down)", (integrate["id"],))
+    final = _singleton(conn, "final_verify")
+    final_linked = 0
+    if final is None:
+        spec = _spec(id=_free_id(conn, FINAL_ID, taken), type="final_verify",
+                     title="Final verification of the whole goal",
+                     dependsOn=[integrate["id"]], runner=runner)
+        report["final"] = insert_nodes(conn, cfg, [spec], at=at, note="added by scaffold")[0]
         final = _singleton(conn, "final_verify")
-        final_linked = 0
-        if final is None:
-            spec = _spec(id=_free_id(conn, FINAL_ID, taken), type="final_verify",
-                         title="Final verification of the whole goal",
-                         dependsOn=[integrate["id"]], runner=runner)
-            report["final"] = insert_nodes(conn, cfg, [spec], at=at, note="added by scaffold")[0]
-            final = _singleton(conn, "final_verify")
-        else:
-            final_linked = _link(conn, final["id"],
-                                 f"{_DOWNSTREAM} SELECT ? AS id WHERE ? NOT IN "
-                                 "(SELECT id FROM down)",
-                                 (final["id"], integrate["id"], integrate["id"]))
-        final_linked += _link(conn, final["id"], _VERIFY_AFTER_INTEGRATE,
-                              (integrate["id"], final["id"]))
-        report["linked"] = linked + final_linked
-        _gather_final_checks(conn, final["id"], at)
-        gates = [integrate, final] if linked else [final] if final_linked else []
-        report["reopened"] = _reopen_finished_gates(conn, gates, at)
-    _snapshot(conn, state, snapshot)
+    else:
+        final_linked = _link(conn, final["id"],
+                             f"{_DOWNSTREAM} SELECT ? AS id WHERE ? NOT IN "
+                             "(SELECT id FROM down)",
+                             (final["id"], integrate["id"], integrate["id"]))
+    final_linked += _link(conn, final["id"], _VERIFY_AFTER_INTEGRATE,
+                          (integrate["id"], final["id"]))
+    report["linked"] = linked + final_linked
+    _gather_final_checks(conn, final["id"], at)
+    gates = [integrate, final] if linked else [final] if final_linked else []
+    report["reopened"] = _reopen_finished_gates(conn, gates, at)
     return report
 
 

@@ -5,6 +5,12 @@ Commands run one after another with `bash -c` in the project root, each in its o
 with a timeout; the first failure stops the rest (later commands usually build on earlier ones).
 Each command's output goes to `.clavain/runs/<run-id>/<node>/cmd-N.log`, the result to
 `result.json` beside them.
+
+Recording the outcome makes the verifier a runner like any other: it claims the node under the
+one run-id rule (explicit, else $CLAVAIN_RUN_ID, else a new id; never the current holder's),
+which requires the node's dependencies to be done, and holds the lock with its own pid, so a
+verifier that dies is released as a failed attempt. SIGTERM or SIGINT kills the running
+command's whole process group and gives the claim back unspent.
 """
 
 from __future__ import annotations
@@ -17,14 +23,22 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clavain import config as config_mod
+from clavain.clock import now_iso
 from clavain.errors import ClavainError
-from clavain.fsutil import write_json_atomic
+from clavain.fsutil import open_inside, write_json_atomic
 from clavain.paths import StatePaths
+from clavain.store.db import transaction
+from clavain.workgraph.leases import claim_node
+from clavain.workgraph.nodes import record_event, require_node
+from clavain.workgraph.results import apply_result, check_applicable
 from clavain.workgraph.runner_env import current_run_id, runner_env
 
 # Node types whose outcome a shell verification may decide; a task's own `verify` list can be
@@ -49,8 +63,8 @@ class CommandOutcome:
         return not self.timed_out and self.exit_code == 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "command": self.command, "exitCode": self.exit_code,
-                "timedOut": self.timed_out, "log": str(self.log_path)}
+        return {"index": self.index, "command": self.command, "exit_code": self.exit_code,
+                "timed_out": self.timed_out, "log": str(self.log_path)}
 
 
 def safe_path_part(name: str) -> str:
@@ -64,17 +78,49 @@ def _kill_group(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+class Interrupted(Exception):
+    """SIGTERM or SIGINT arrived while a command ran; its process group is already killed."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"interrupted by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+@contextmanager
+def _signals_kill_group(current: list[int]) -> Iterator[None]:
+    """While a command runs, SIGTERM/SIGINT kill its process group (the pid in `current`)
+    before anything else: a supervisor stopping a verifier must not leave `make test` running."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers can only be installed from the main thread
+        return
+
+    def on_signal(signum: int, _frame: object) -> None:
+        for pgid in current:
+            _kill_group(pgid, signal.SIGKILL)
+        raise Interrupted(signum)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 def run_command(index: int, command: str, *, cwd: Path, log_path: Path, timeout: float,
-                env: dict[str, str]) -> CommandOutcome:
-    """Run one command, its output (stdout and stderr interleaved) streamed to `log_path`."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("wb") as log:
+                env: dict[str, str], state_root: Path, current: list[int] | None = None
+                ) -> CommandOutcome:
+    """Run one command, its output (stdout and stderr interleaved) streamed to `log_path`.
+    `current` receives the command's process group id while it runs."""
+    current = current if current is not None else []
+    with open_inside(state_root, log_path, "wb") as log:
         log.write(f"$ {command}\n".encode())
         log.flush()
         proc = subprocess.Popen(
             ["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
+        current.append(proc.pid)
         timed_out = False
         try:
             proc.wait(timeout=timeout)
@@ -89,6 +135,7 @@ def run_command(index: int, command: str, *, cwd: Path, log_path: Path, timeout:
                 proc.wait()
         # Background leftovers of a finished command would hold ports and this log open.
         _kill_group(proc.pid, signal.SIGKILL)
+        current.remove(proc.pid)
         footer = (f"[timed out after {timeout:g}s; process group killed]" if timed_out
                   else f"[exit {proc.returncode}]")
         log.write(f"\n{footer}\n".encode())
@@ -97,15 +144,19 @@ def run_command(index: int, command: str, *, cwd: Path, log_path: Path, timeout:
 
 
 def run_commands(commands: list[str], *, cwd: Path, log_dir: Path, timeout: float,
-                 env: dict[str, str]) -> list[CommandOutcome]:
-    """Run in order, stopping after the first command that fails or times out."""
-    outcomes = []
-    for index, command in enumerate(commands, start=1):
-        outcome = run_command(index, command, cwd=cwd, log_path=log_dir / f"cmd-{index}.log",
-                              timeout=timeout, env=env)
-        outcomes.append(outcome)
-        if not outcome.passed:
-            break
+                 env: dict[str, str], state_root: Path) -> list[CommandOutcome]:
+    """Run in order, stopping after the first command that fails or times out. Raises
+    Interrupted (after killing the running command's group) on SIGTERM/SIGINT."""
+    outcomes: list[CommandOutcome] = []
+    current: list[int] = []
+    with _signals_kill_group(current):
+        for index, command in enumerate(commands, start=1):
+            outcome = run_command(index, command, cwd=cwd,
+                                  log_path=log_dir / f"cmd-{index}.log", timeout=timeout,
+                                  env=env, state_root=state_root, current=current)
+            outcomes.append(outcome)
+            if not outcome.passed:
+                break
     return outcomes
 
 
@@ -155,61 +206,75 @@ def _timeout_for(state: StatePaths, timeout: float | None) -> float:
     return timeout
 
 
-def check_can_apply(node: dict[str, Any], run_id: str) -> None:
-    """Refuse before running anything, so a result that could not be recorded leaves no logs."""
-    from clavain.workgraph.results import APPLICABLE
-
+def _claim_for_verify(conn: sqlite3.Connection, node: dict[str, Any], run_id: str) -> None:
+    """Hold the node for this run like any runner: refused unless it may take a result."""
     node_id = node["id"]
     if node["type"] not in VERIFY_TYPES:
         raise ClavainError(
             f"node {node_id!r} is a {node['type']} node; the shell verifier decides only verify "
-            "nodes (use --no-apply to just run its commands)")
-    if node["status"] not in APPLICABLE:
-        raise ClavainError(
-            f"node {node_id!r} is {node['status']}; only an open or in_progress node takes a "
-            f"result (`clavain graph reset {node_id}` reopens it, --no-apply just runs it)")
-    if node["lockRunId"] and node["lockRunId"] != run_id:
-        raise ClavainError(f"node {node_id!r} is claimed by run {node['lockRunId']!r}, "
-                           f"not {run_id!r}")
+            "and final_verify nodes (run its commands without recording instead)")
+    check_applicable(conn, node, run_id)
+    if node["lock_run_id"] == run_id:
+        return  # already claimed by this run (`graph next --claim`, then `verify`)
+    if claim_node(conn, node_id, run_id=run_id, pid=os.getpid()) is None:
+        current = require_node(conn, node_id)
+        check_applicable(conn, current, run_id)  # explains a race lost since the check
+        until = current["blocked_until"]
+        raise ClavainError(f"node {node_id!r} cannot be claimed now"
+                           + (f" (retry backoff until {until})" if until else ""))
+
+
+def _give_back(conn: sqlite3.Connection, node_id: str, run_id: str, why: str) -> None:
+    """Release this run's claim without spending an attempt (a person stopped it)."""
+    at = now_iso()
+    with transaction(conn):
+        released = conn.execute(
+            "UPDATE nodes SET status = 'open', lock_run_id = NULL, lock_started_at = NULL, "
+            "lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, updated_at = ? "
+            "WHERE id = ? AND lock_run_id = ? RETURNING id", (at, node_id, run_id)).fetchall()
+        if released:
+            record_event(conn, node_id, "in_progress", "open", at=at, run_id=run_id,
+                         note=f"verifier {why}; claim released, no attempt spent")
 
 
 def run_verify(conn: sqlite3.Connection, state: StatePaths, node_id: str, *, apply: bool = True,
                timeout: float | None = None, run_id: str | None = None) -> dict[str, Any]:
     """Run `node_id`'s verify commands, write the logs and `result.json`, and (with `apply`)
-    record the result in the graph as a runner's result would be."""
-    from clavain.workgraph.graph import require_node
-
+    claim the node first and record the result as a runner's result would be."""
     node = require_node(conn, node_id)
     commands = [str(c) for c in node.get("verify") or []]
     per_command = _timeout_for(state, timeout)
-    run_id = run_id or node["lockRunId"] or current_run_id(prefix="verify")
-    if apply:
-        check_can_apply(node, run_id)
+    run_id = current_run_id(run_id, prefix="verify")
     run_dir = state.runs / safe_path_part(run_id) / safe_path_part(node_id)
     env = {**os.environ, **runner_env(state, node, run_id)}
     if commands and shutil.which("bash", path=env.get("PATH", os.defpath)) is None:
         # Not a failed check: recording one would spend an attempt on a broken environment.
         raise ClavainError("bash is not on PATH; the shell verifier runs each command with "
                            "`bash -c`")
-    outcomes = run_commands(commands, cwd=state.project, log_dir=run_dir, timeout=per_command,
-                            env=env)
+    if apply:
+        _claim_for_verify(conn, node, run_id)
+    try:
+        outcomes = run_commands(commands, cwd=state.project, log_dir=run_dir,
+                                timeout=per_command, env=env, state_root=state.root)
+    except BaseException as exc:
+        if apply:
+            _give_back(conn, node_id, run_id, str(exc) if isinstance(exc, Interrupted)
+                       else f"stopped by {type(exc).__name__}")
+        raise
     result = verdict(commands, outcomes, per_command)
     result_path = run_dir / "result.json"
-    write_json_atomic(result_path, result)
+    write_json_atomic(result_path, result, inside=state.root)
     # The log worth reading first: the failing command's, else the last one's.
     failed = next((o for o in outcomes if not o.passed), None)
     shown = failed or (outcomes[-1] if outcomes else None)
     log = str(shown.log_path) if shown else None
     report: dict[str, Any] = {
-        "nodeId": node_id, "runId": run_id, "result": result,
-        "commands": [o.as_dict() for o in outcomes], "resultPath": str(result_path),
+        "node_id": node_id, "run_id": run_id, "result": result,
+        "commands": [o.as_dict() for o in outcomes], "result_path": str(result_path),
         "applied": False,
     }
     if apply:
-        from clavain.workgraph.results import apply_result
-
-        applied = apply_result(conn, state, node_id, result, run_id=run_id, stdout_path=log,
-                               result_path=str(result_path))
+        report["apply"] = apply_result(conn, state, node_id, result, run_id=run_id,
+                                       stdout_path=log, result_path=str(result_path))
         report["applied"] = True
-        report["apply"] = applied
     return report

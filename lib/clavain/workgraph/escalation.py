@@ -1,0 +1,156 @@
+"""What happens after a node fails for good: a planner node (`plan-escalate-<id>`) takes it over,
+and what that planner adds replaces the failed work, so the graph converges instead of leaving
+the failed node's dependents blocked forever.
+
+Rules (events record every step):
+- A node that fails for good is handed to its escalation: created the first time, reopened when
+  it already finished (the failure is new), left alone while it is still pending. At most
+  `defaults.maxEscalations` hand-overs per node; past that, or for an escalation node itself,
+  the failed node is reported as blocking (`deadlock.detect`) instead of growing a chain.
+- An escalation that succeeds with `next.addNodes` while the node is still failed:
+  for work (task, plan, epic) the added nodes REPLACE the failed node: every dependent edge is
+  re-pointed to the added nodes that nothing else in the batch depends on, and the failed node
+  is marked `superseded_by` (it blocks nothing any more); for a check (verify, integrate,
+  final_verify) the check is still wanted, so it is reopened to run again after those nodes.
+- An escalation that succeeds without adding nodes leaves the decision to whoever reset the
+  node (its text recommends `clavain graph reset`); if nobody does, the node is a blocker.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.errors import ClavainError
+from clavain.workgraph.nodes import get_node, insert_nodes, record_event, reopen
+
+ESCALATION_PREFIX = "plan-escalate-"
+PENDING = ("open", "in_progress", "needs_human")
+CHECK_TYPES = ("verify", "integrate", "final_verify")
+
+
+def escalation_id(node_id: str) -> str:
+    return f"{ESCALATION_PREFIX}{node_id}"
+
+
+def escalated_node(node_id: str) -> str | None:
+    """The node an escalation node takes over, or None for any other node."""
+    return node_id[len(ESCALATION_PREFIX):] if node_id.startswith(ESCALATION_PREFIX) else None
+
+
+def escalation_spec(node: dict[str, Any]) -> Any:
+    """The planner node that takes over a node that failed for good."""
+    from clavain.models.node import NodeInput, NodeSpec
+
+    failed = node["id"]
+    inputs = [NodeInput.model_validate({"nodeId": failed, "key": key, "as": alias})
+              for key, alias in (("err.summary", "failure"), ("out.last_stdout_path", "stdout"),
+                                 ("out.last_result_path", "result"))]
+    replace = ("they run again after them" if node["type"] in CHECK_TYPES
+               else f"they replace {failed}: its dependents wait on them instead")
+    # model_construct: the id may exceed the user-facing id length; everything else is literal.
+    return NodeSpec.model_construct(
+        id=escalation_id(failed), type="plan",
+        title=f"Escalation: {failed} failed after {node['attempts']} attempts",
+        dependsOn=[failed], parent=node["parent_id"], runner=None, inputs=inputs,
+        ownership=[],
+        acceptance=[
+            f"either add nodes that fix the failure (next.addNodes; {replace}),",
+            "or checkpoint a question for a human,",
+            f"or reopen {failed} with a new approach (`clavain graph reset {failed}`)",
+        ],
+        verify=[], retryPolicy=None,
+    )
+
+
+def hand_over(conn: sqlite3.Connection, cfg: dict[str, Any], node: dict[str, Any], *,
+              at: str, run_id: str | None) -> dict[str, Any]:
+    """After `node` failed for good: {"escalation": id or None, "action": created | reopened |
+    pending | limit | none}. SQL only (the caller's transaction)."""
+    if escalated_node(node["id"]) is not None:
+        return {"escalation": None, "action": "none"}
+    target = escalation_id(node["id"])
+    existing = conn.execute("SELECT status FROM nodes WHERE id = ?", (target,)).fetchone()
+    if existing is not None and existing["status"] in PENDING:
+        return {"escalation": target, "action": "pending"}
+    limit = int(config_mod.get(cfg, "defaults.maxEscalations", 2))
+    if node["escalations"] >= limit:
+        record_event(conn, node["id"], "failed", "failed", at=at, run_id=run_id,
+                     note=f"not escalated: {node['escalations']} of {limit} escalations used "
+                          "(defaults.maxEscalations); it blocks until reset or replaced")
+        return {"escalation": None, "action": "limit"}
+    if existing is None:
+        insert_nodes(conn, cfg, [escalation_spec(node)], at=at, run_id=run_id,
+                     dep_kind={(target, node["id"]): "settled"},
+                     note=f"escalation of {node['id']}")
+        action = "created"
+    else:
+        reopen(conn, target, existing["status"], at=at,
+               note=f"reopened: {node['id']} failed for good again")
+        action = "reopened"
+    conn.execute("UPDATE nodes SET escalations = escalations + 1 WHERE id = ?", (node["id"],))
+    return {"escalation": target, "action": action}
+
+
+def _sinks(conn: sqlite3.Connection, added: list[str]) -> list[str]:
+    """Added nodes that no other added node depends on: the end of the new work."""
+    inner = {row[0] for row in conn.execute(
+        f"SELECT depends_on_id FROM deps WHERE node_id IN ({', '.join('?' * len(added))})",
+        added)}
+    return [node_id for node_id in added if node_id not in inner]
+
+
+def _reaches(conn: sqlite3.Connection, start: str, target: str) -> bool:
+    """Whether `start` depends on `target`, directly or not."""
+    return conn.execute(
+        "WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT d.depends_on_id FROM deps d "
+        "JOIN up ON d.node_id = up.id) SELECT 1 FROM up WHERE id = ? LIMIT 1",
+        (start, target)).fetchone() is not None
+
+
+def take_over(conn: sqlite3.Connection, escalation: dict[str, Any], added: list[str], *,
+              at: str, run_id: str | None) -> dict[str, Any] | None:
+    """Let what a successful escalation added replace (or precede) the failed node; None when
+    there is nothing to do. SQL only."""
+    failed_id = escalated_node(escalation["id"])
+    if failed_id is None or not added:
+        return None
+    failed = get_node(conn, failed_id)
+    if failed is None or failed["status"] != "failed":
+        return None  # reset by hand meanwhile: it runs again on its own
+    sinks = _sinks(conn, added)
+    if failed["type"] in CHECK_TYPES:
+        for sink in sinks:
+            if _reaches(conn, sink, failed_id):
+                raise ClavainError(f"added node {sink!r} depends on {failed_id!r}, which must "
+                                   "run after it; drop that dependency")
+        conn.executemany("INSERT OR IGNORE INTO deps (node_id, depends_on_id) VALUES (?, ?)",
+                         [(failed_id, sink) for sink in sinks])
+        reopen(conn, failed_id, "failed", at=at,
+               note=f"runs again after {', '.join(sinks)} (added by {escalation['id']})")
+        return {"node": failed_id, "action": "rerun_after", "nodes": sinks}
+    dependents = conn.execute(
+        "SELECT node_id, kind FROM deps WHERE depends_on_id = ? AND node_id <> ? "
+        "ORDER BY node_id", (failed_id, escalation["id"])).fetchall()
+    for dependent in dependents:
+        for sink in sinks:
+            if _reaches(conn, sink, dependent["node_id"]):
+                raise ClavainError(f"added node {sink!r} depends on {dependent['node_id']!r}, "
+                                   f"which waits on {failed_id!r} and would then wait on "
+                                   f"{sink!r}: a cycle; drop that dependency")
+    for dependent in dependents:
+        conn.execute("DELETE FROM deps WHERE node_id = ? AND depends_on_id = ?",
+                     (dependent["node_id"], failed_id))
+        conn.executemany(
+            "INSERT OR IGNORE INTO deps (node_id, depends_on_id, kind) VALUES (?, ?, ?)",
+            [(dependent["node_id"], sink, dependent["kind"]) for sink in sinks])
+        record_event(conn, dependent["node_id"], None, None, at=at, run_id=run_id,
+                     note=f"now waits on {', '.join(sinks)} instead of {failed_id} "
+                          f"(replaced by {escalation['id']})")
+    conn.execute("UPDATE nodes SET superseded_by = ?, updated_at = ? WHERE id = ?",
+                 (escalation["id"], at, failed_id))
+    record_event(conn, failed_id, "failed", "failed", at=at, run_id=run_id,
+                 note=f"superseded by {escalation['id']}: replaced by {', '.join(sinks)}")
+    return {"node": failed_id, "action": "replaced",
+            "nodes": sinks, "repointed": [d["node_id"] for d in dependents]}

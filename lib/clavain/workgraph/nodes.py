@@ -1,0 +1,227 @@
+"""Workgraph rows: read nodes, validate and insert new ones, record events, reopen a node.
+
+SQL only: every function runs inside the caller's transaction (or reads outside one). The
+user-facing operations that open a transaction, keep scaffolding whole and refresh the snapshot
+are in `graph` (people and agents adding work), `results` (runner results), `leases` (claims)
+and `schedule` (what runs next). Readiness is `nodes.unmet_deps = 0`, kept by triggers
+(migration 0001).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.errors import ClavainError
+from clavain.workgraph.node_view import NODE_JSON
+
+# Only one of each: scaffolding owns them, so an added second one is refused.
+SINGLETON_TYPES = ("integrate", "final_verify")
+_CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
+
+
+def record_event(conn: sqlite3.Connection, node_id: str, from_status: str | None,
+                 to_status: str | None, *, at: str, run_id: str | None = None,
+                 note: str = "") -> None:
+    conn.execute(
+        "INSERT INTO events (node_id, from_status, to_status, run_id, at, note) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        (node_id, from_status, to_status, run_id, at, note),
+    )
+
+
+# ---------------------------------------------------------------- reading
+
+def get_node(conn: sqlite3.Connection, node_id: str) -> dict[str, Any] | None:
+    """Every column (JSON columns decoded, snake_case keys) plus `depends_on`, or None."""
+    row = conn.execute(f"SELECT {NODE_JSON} FROM nodes n WHERE n.id = ?", (node_id,)).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def require_node(conn: sqlite3.Connection, node_id: str) -> dict[str, Any]:
+    node = get_node(conn, node_id)
+    if node is None:
+        raise ClavainError(f"unknown node {node_id!r}; `clavain graph ls` lists the nodes")
+    return node
+
+
+def list_nodes(conn: sqlite3.Connection, status: str | None = None) -> list[dict[str, Any]]:
+    """All nodes (or those with `status`), in selection order."""
+    where, params = ("WHERE n.status = ?", (status,)) if status else ("", ())
+    rows = conn.execute(
+        f"SELECT {NODE_JSON} FROM nodes n {where} ORDER BY n.rank, n.id", params
+    ).fetchall()
+    return [json.loads(r[0]) for r in rows]
+
+
+def existing_ids(conn: sqlite3.Connection, ids: Iterable[str]) -> set[str]:
+    wanted = list(dict.fromkeys(ids))
+    found: set[str] = set()
+    for start in range(0, len(wanted), _CHUNK):
+        chunk = wanted[start:start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        found.update(r[0] for r in conn.execute(
+            f"SELECT id FROM nodes WHERE id IN ({marks})", chunk))
+    return found
+
+
+# ---------------------------------------------------------------- adding
+
+def validate_specs(specs: Sequence[dict[str, Any]]) -> list[Any]:
+    """Pydantic-validate raw specs; the first problem becomes one line naming the node."""
+    from pydantic import ValidationError
+
+    from clavain.models.node import NodeSpec
+
+    if not isinstance(specs, (list, tuple)):
+        raise ClavainError("nodes must be a JSON array of node objects")
+    models = []
+    for index, spec in enumerate(specs):
+        label = spec.get("id") if isinstance(spec, dict) else None
+        name = f"node {label!r}" if isinstance(label, str) else f"nodes[{index}]"
+        try:
+            models.append(NodeSpec.model_validate(spec))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"]) or "node"
+            raise ClavainError(f"{name}: {where}: {err['msg']}") from None
+    return models
+
+
+def find_cycle(edges: dict[str, list[str]]) -> list[str] | None:
+    """A dependency cycle among `edges` (node → deps) as a path ending where it began, or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = finished
+    for root in edges:
+        if state.get(root):
+            continue
+        path, stack = [root], [iter(edges.get(root, ()))]
+        state[root] = 1
+        while stack:
+            step = next(stack[-1], None)
+            if step is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(step) == 1:
+                return [*path[path.index(step):], step]
+            elif not state.get(step) and step in edges:
+                state[step] = 1
+                path.append(step)
+                stack.append(iter(edges[step]))
+    return None
+
+
+def _check_batch(conn: sqlite3.Connection, models: list[Any], parent_id: str | None) -> None:
+    """Everything that would make the batch wrong, before a single row is written."""
+    seen: set[str] = set()
+    for spec in models:
+        if spec.id in seen:
+            raise ClavainError(f"duplicate node id {spec.id!r} in the batch")
+        seen.add(spec.id)
+    taken = existing_ids(conn, seen)
+    if taken:
+        raise ClavainError(f"node {sorted(taken)[0]!r} already exists; pick another id")
+    outside = {d for s in models for d in s.dependsOn if d not in seen}
+    parents = {} if parent_id else {s.id: s.parent for s in models if s.parent}
+    outside |= {p for p in parents.values() if p not in seen}
+    known = existing_ids(conn, outside)
+    for spec in models:
+        for dep in spec.dependsOn:
+            if dep not in seen and dep not in known:
+                raise ClavainError(f"node {spec.id!r} depends on unknown node {dep!r}")
+        parent = parents.get(spec.id)
+        if parent and parent not in seen and parent not in known:
+            raise ClavainError(f"node {spec.id!r} has unknown parent {parent!r}")
+    cycle = find_cycle({s.id: [d for d in s.dependsOn if d in seen] for s in models})
+    if cycle:
+        raise ClavainError(f"node {cycle[0]!r} is in a dependency cycle: {' -> '.join(cycle)}")
+    for kind in SINGLETON_TYPES:
+        adding = [s.id for s in models if s.type == kind]
+        present = conn.execute("SELECT id FROM nodes WHERE type = ? LIMIT 1", (kind,)).fetchone()
+        if len(adding) + (1 if present else 0) > 1:
+            raise ClavainError(
+                f"node {adding[-1]!r}: the graph keeps exactly one {kind} node "
+                "(`clavain graph scaffold` creates it); add tasks instead")
+
+
+# Runners Clavain itself provides; projects add theirs under `runners` in .clavain/config.json.
+BUILTIN_RUNNERS = ("shellVerify", "claude")
+
+
+def runner_names(cfg: dict[str, Any]) -> list[str]:
+    configured = config_mod.get(cfg, "runners", {})
+    return [*BUILTIN_RUNNERS, *sorted(r for r in (configured if isinstance(configured, dict)
+                                                    else {}) if r not in BUILTIN_RUNNERS)]
+
+
+def check_runners(cfg: dict[str, Any], models: list[Any]) -> None:
+    known = runner_names(cfg)
+    for spec in models:
+        if spec.runner is not None and spec.runner not in known:
+            raise ClavainError(f"node {spec.id!r}: unknown runner {spec.runner!r} "
+                               f"(configured runners: {', '.join(known)})")
+
+
+def stored_input(ref: Any) -> dict[str, str]:
+    """A spec's input reference as stored and shown (snake_case, `as` only when given)."""
+    stored = {"node_id": ref.nodeId, "key": ref.key}
+    if ref.as_:
+        stored["as"] = ref.as_
+    return stored
+
+
+def _dumps(items: list[Any]) -> str:
+    return json.dumps(items) if items else "[]"  # most lists are empty; skip the encoder
+
+
+def insert_nodes(conn: sqlite3.Connection, cfg: dict[str, Any], models: list[Any], *,
+                 parent_id: str | None = None, at: str, run_id: str | None = None,
+                 dep_kind: dict[tuple[str, str], str] | None = None,
+                 note: str | None = None) -> list[str]:
+    """Check and insert validated specs. SQL only: the caller holds the transaction."""
+    _check_batch(conn, models, parent_id)
+    check_runners(cfg, models)
+    max_attempts = int(config_mod.get(cfg, "defaults.maxAttempts", 3))
+    verify_runner = config_mod.get(cfg, "defaults.verifyRunner")
+    # Parents may come later in the batch; checked at COMMIT (reset automatically then).
+    conn.execute("PRAGMA defer_foreign_keys = ON")
+    default_policy = json.dumps({"max_attempts": max_attempts})
+    rows, edges = [], []
+    for s in models:
+        runner = s.runner or (verify_runner if s.type == "verify" else None)
+        policy = (json.dumps({"max_attempts": s.retryPolicy.maxAttempts}) if s.retryPolicy
+                  else default_policy)
+        rows.append((
+            s.id, s.title, s.type, parent_id or s.parent, runner,
+            _dumps([stored_input(i) for i in s.inputs]),
+            _dumps(s.ownership), _dumps(s.acceptance), _dumps(s.verify), policy, at, at,
+        ))
+        edges += [(s.id, d, (dep_kind or {}).get((s.id, d), "done"))
+                  for d in dict.fromkeys(s.dependsOn)]
+    conn.executemany(
+        "INSERT INTO nodes (id, title, type, parent_id, runner, inputs_json, ownership_json, "
+        "acceptance_json, verify_json, retry_policy_json, created_at, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.executemany("INSERT INTO deps (node_id, depends_on_id, kind) VALUES (?, ?, ?)", edges)
+    note = note or (f"added by {parent_id}" if parent_id else "added")
+    conn.executemany(
+        "INSERT INTO events (node_id, from_status, to_status, run_id, at, note) "
+        "VALUES (?, NULL, 'open', ?, ?, ?)", [(s.id, run_id, at, note) for s in models])
+    return [s.id for s in models]
+
+
+# ---------------------------------------------------------------- reopening
+
+def reopen(conn: sqlite3.Connection, node_id: str, from_status: str, *, at: str,
+           note: str, auto: bool = False) -> None:
+    """Back to open with a clean slate (attempts, backoff, lock, supersession). The escalation
+    count survives: it bounds how often one node's failure is handed to a planner. SQL only."""
+    conn.execute(
+        "UPDATE nodes SET status = 'open', attempts = 0, blocked_until = NULL, "
+        "completed_at = NULL, lock_run_id = NULL, lock_started_at = NULL, "
+        "lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, superseded_by = NULL, "
+        "auto_resets = auto_resets + ?, updated_at = ? WHERE id = ?",
+        (1 if auto else 0, at, node_id))
+    record_event(conn, node_id, from_status, "open", at=at, note=note)

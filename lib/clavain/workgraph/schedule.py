@@ -1,0 +1,95 @@
+"""What runs next: the one scheduling step the CLI (`graph next`), the verifier and the supervisor
+all call, and the reason when nothing can run.
+
+`next_node` releases stale locks (each a failed attempt of its node), picks — and with `claim`
+locks — the next runnable node, breaks a deadlock by the configured auto-reset when nothing is
+runnable, and refreshes the snapshot when anything changed. It returns one envelope:
+`{"node": {...}, "run_id": ..., ...}` or `{"node": None, "reason": code, "message": ..., ...}`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.clock import now_iso
+from clavain.paths import StatePaths
+from clavain.workgraph import deadlock, leases
+from clavain.workgraph.export import after_commit
+from clavain.workgraph.nodes import get_node
+from clavain.workgraph.runner_env import current_run_id
+
+# Why nothing is runnable, most actionable first (`idle_reason`).
+REASONS = ("empty", "running", "backoff", "needs_human", "deadlock", "all_done")
+SHOWN = 5
+
+
+def next_node(conn: sqlite3.Connection, state: StatePaths, *, claim: bool = False,
+              run_id: str | None = None, pid: int | None = None,
+              cfg: dict[str, Any] | None = None, now: datetime | None = None) -> dict[str, Any]:
+    """One scheduling step (module docstring). `run_id` follows the one rule: explicit, else
+    $CLAVAIN_RUN_ID, else a new id; it is only used (and returned) when claiming."""
+    cfg = cfg if cfg is not None else config_mod.load(state.config)
+    released = leases.release_stale_locks(conn, state, cfg=cfg, now=now)
+    run_id = current_run_id(run_id) if claim else None
+
+    def pick() -> dict[str, Any] | None:
+        if claim:
+            return leases.claim_next(conn, run_id=run_id, pid=pid, now=now)
+        found = leases.select_next(conn, now=now)
+        return get_node(conn, found) if found else None
+
+    node = pick()
+    reset: list[str] = []
+    if node is None and deadlock.detect(conn, cfg):
+        reset = deadlock.auto_reset(conn, state, cfg)
+        node = pick() if reset else None
+    if released or (node is not None and claim):
+        after_commit(conn, state, cfg)
+    envelope: dict[str, Any] = {"node": node, "run_id": run_id if node is not None else None,
+                                "claimed": node is not None and claim, "released": released,
+                                "reset": reset}
+    if node is None:
+        envelope.update(idle_reason(conn, cfg=cfg, now=now))
+    return envelope
+
+
+def idle_reason(conn: sqlite3.Connection, *, cfg: dict[str, Any] | None = None,
+                now: datetime | None = None) -> dict[str, Any]:
+    """Why no node is runnable now: {"reason": one of REASONS, "message": one line, ...}."""
+    at = now_iso(now)
+    counts = dict(conn.execute("SELECT status, count(*) FROM nodes GROUP BY status").fetchall())
+    if not counts:
+        return {"reason": "empty", "message": "the workgraph has no nodes yet"}
+    running = conn.execute(
+        "SELECT id, lock_run_id FROM nodes WHERE status = 'in_progress' ORDER BY id").fetchall()
+    if running:
+        shown = ", ".join(f"{r['id']} (run {r['lock_run_id']})" for r in running[:SHOWN])
+        return {"reason": "running", "running": [r["id"] for r in running],
+                "message": f"nothing to start; {len(running)} node(s) in progress: {shown}"}
+    waiting = conn.execute(
+        "SELECT id, blocked_until FROM nodes WHERE status = 'open' AND unmet_deps = 0 "
+        "AND lock_run_id IS NULL AND blocked_until > ? ORDER BY blocked_until, id",
+        (at,)).fetchall()
+    if waiting:
+        first = waiting[0]
+        return {"reason": "backoff", "until": first["blocked_until"],
+                "waiting": [r["id"] for r in waiting],
+                "message": f"{first['id']} waits for its retry backoff until "
+                           f"{first['blocked_until']}"
+                           + (f" ({len(waiting) - 1} more waiting)" if len(waiting) > 1 else "")}
+    report = deadlock.detect(conn, cfg)
+    humans = conn.execute("SELECT id, json_extract(human_question_json, '$.question') AS q "
+                          "FROM nodes WHERE status = 'needs_human' ORDER BY id").fetchall()
+    failed = [b for b in (report or {}).get("blockers", []) if b["status"] == "failed"]
+    if humans and not failed:
+        first = humans[0]
+        return {"reason": "needs_human", "nodes": [r["id"] for r in humans],
+                "deadlock": report,
+                "message": f"{first['id']} waits for a person's answer: {first['q'] or '?'} "
+                           f"(clavain graph answer {first['id']} --answer TEXT)"}
+    if report is not None:
+        return {"reason": "deadlock", "deadlock": report, "message": deadlock.describe(report)}
+    return {"reason": "all_done", "message": f"all {sum(counts.values())} node(s) are finished"}

@@ -1,0 +1,318 @@
+"""An orchestrator's failure paths: nothing done before its dependencies, added work always
+verified, escalations that converge, a second failure that is never a silent dead end, and the
+reason `next_node` gives when nothing can run."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from clavain import clock
+from clavain.errors import ClavainError
+from clavain.workgraph import deadlock, graph, leases, nodes, results, schedule
+from clavain.workgraph.scaffold import ensure_scaffolding
+from clavain.workgraph.verifier import run_verify
+
+OK = {"status": "success", "summary": "ok"}
+FAIL = {"status": "fail", "summary": "broken"}
+
+
+def _fingerprint(conn) -> list:
+    return [tuple(r) for r in conn.execute(
+        "SELECT id, status, attempts, lock_run_id FROM nodes ORDER BY id")] + [
+        conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        for t in ("deps", "events", "kv_latest")]
+
+
+def _fail_for_good(conn, state, node_id: str) -> dict:
+    out: dict = {}
+    while nodes.get_node(conn, node_id)["status"] != "failed":
+        conn.execute("UPDATE nodes SET blocked_until = NULL WHERE id = ?", (node_id,))
+        out = results.apply_result(conn, state, node_id, FAIL)
+    return out
+
+
+def _config(state, **defaults: object) -> None:
+    import json
+
+    state.root.mkdir(parents=True, exist_ok=True)
+    state.config.write_text(json.dumps({"defaults": defaults}))
+
+
+# ---------------------------------------------------------------- dependencies first
+
+def test_a_result_for_a_node_whose_dependency_is_open_is_refused(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"},
+                                  {"id": "b", "type": "task", "dependsOn": ["a"]}])
+    before = _fingerprint(conn)
+    with pytest.raises(ClavainError, match="'b' waits on a that are not done"):
+        results.apply_result(conn, state, "b", OK)
+    assert _fingerprint(conn) == before
+    results.apply_result(conn, state, "a", OK)
+    assert results.apply_result(conn, state, "b", OK)["to"] == "done"
+
+
+def test_a_dependency_reopened_after_the_claim_blocks_the_result(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"},
+                                  {"id": "b", "type": "task", "dependsOn": ["a"]}])
+    results.apply_result(conn, state, "a", OK)
+    leases.claim_node(conn, "b", run_id="r1")
+    graph.reset(conn, state, "a")
+    with pytest.raises(ClavainError, match="waits on a"):
+        results.apply_result(conn, state, "b", OK, run_id="r1")
+
+
+def test_apply_never_borrows_the_holders_run_id(conn, state, monkeypatch) -> None:
+    monkeypatch.delenv("CLAVAIN_RUN_ID", raising=False)
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+    leases.claim_node(conn, "a", run_id="r1")
+    with pytest.raises(ClavainError, match="claimed by run 'r1', not 'run-"):
+        results.apply_result(conn, state, "a", OK)
+    monkeypatch.setenv("CLAVAIN_RUN_ID", "r1")  # the runner's own environment
+    assert results.apply_result(conn, state, "a", OK)["run_id"] == "r1"
+
+
+def test_verify_claims_the_node_and_requires_its_dependencies(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t", "type": "task"},
+                                  {"id": "v", "type": "verify", "dependsOn": ["t"],
+                                   "verify": ["touch ran"]}])
+    with pytest.raises(ClavainError, match="'v' waits on t"):
+        run_verify(conn, state, "v", run_id="r-v")
+    assert not (state.project / "ran").exists()
+    assert nodes.get_node(conn, "v")["status"] == "open"
+    results.apply_result(conn, state, "t", OK)
+    seen = ('python3 -c "import os, sqlite3; print(sqlite3.connect(os.environ[\'CLAVAIN_DB\'])'
+            '.execute(\'SELECT status, lock_run_id, lock_pid FROM nodes WHERE id = ?\', '
+            '(os.environ[\'CLAVAIN_NODE_ID\'],)).fetchone())" > seen.txt')
+    conn.execute("UPDATE nodes SET verify_json = json_array(?) WHERE id = 'v'", (seen,))
+    report = run_verify(conn, state, "v", run_id="r-v")
+    assert report["result"]["status"] == "success"
+    import os
+
+    # While its commands ran, the verifier held the node with its own pid.
+    assert (state.project / "seen.txt").read_text().strip() == \
+        f"('in_progress', 'r-v', {os.getpid()})"
+    assert nodes.get_node(conn, "v")["status"] == "done"
+
+
+def test_verify_never_borrows_the_holders_run_id(conn, state, monkeypatch) -> None:
+    monkeypatch.delenv("CLAVAIN_RUN_ID", raising=False)
+    graph.add_nodes(conn, state, [{"id": "v", "type": "verify", "verify": ["touch ran"]}])
+    leases.claim_node(conn, "v", run_id="supervisor-1")
+    with pytest.raises(ClavainError, match="claimed by run 'supervisor-1', not 'verify-"):
+        run_verify(conn, state, "v")
+    assert not (state.project / "ran").exists()
+    # The holder itself may verify (claimed first by `graph next --claim`, then verified).
+    assert run_verify(conn, state, "v", run_id="supervisor-1")["apply"]["to"] == "done"
+
+
+# ---------------------------------------------------------------- added work is verified
+
+def _every_task_is_verified_before_integration(conn) -> None:
+    tasks = [n for n in nodes.list_nodes(conn) if n["type"] == "task" and not n["superseded_by"]]
+    verify_of = {n["verifies"]: n["id"] for n in nodes.list_nodes(conn)
+                 if n["type"] == "verify"}
+    integrate = next(n for n in nodes.list_nodes(conn) if n["type"] == "integrate")
+    final = next(n for n in nodes.list_nodes(conn) if n["type"] == "final_verify")
+    for task in tasks:
+        assert task["id"] in verify_of, f"{task['id']} has no verify node"
+        assert verify_of[task["id"]] in integrate["depends_on"]
+        for command in task["verify"]:
+            assert command in final["verify"]
+
+
+def test_tasks_a_plan_adds_after_scaffolding_get_verify_nodes(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t1", "type": "task", "verify": ["check-1"]},
+                                  {"id": "plan-more", "type": "plan"}])
+    ensure_scaffolding(conn, state)
+    out = results.apply_result(conn, state, "plan-more", {
+        "status": "success", "summary": "more work",
+        "next": {"addNodes": [{"id": "t2", "type": "task", "verify": ["check-2"]}]}})
+    assert out["scaffold"]["verify"] == ["verify-t2"]
+    _every_task_is_verified_before_integration(conn)
+
+
+def test_a_task_added_by_hand_after_scaffolding_gets_its_verify_node(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t1", "type": "task", "verify": ["check-1"]}])
+    ensure_scaffolding(conn, state)
+    graph.add_nodes(conn, state, [{"id": "t2", "type": "task", "verify": ["check-2"]}])
+    _every_task_is_verified_before_integration(conn)
+
+
+def test_final_verify_that_already_passed_runs_again_for_added_work(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t1", "type": "task"}, {"id": "p", "type": "plan"}])
+    ensure_scaffolding(conn, state)
+    conn.execute("UPDATE nodes SET status = 'done' WHERE id IN "
+                 "('t1', 'verify-t1', 'integrate', 'final-verify')")
+    results.apply_result(conn, state, "p", {
+        "status": "success", "summary": "s",
+        "next": {"addNodes": [{"id": "t2", "type": "task"}]}})
+    assert nodes.get_node(conn, "final-verify")["status"] == "open"
+    assert nodes.get_node(conn, "integrate")["status"] == "open"
+
+
+# ---------------------------------------------------------------- escalation converges
+
+def _run_to_the_end(conn, state, *, on_task=None) -> dict:
+    """Drive the graph like a supervisor: tasks and plans succeed (after `on_task`), checks run
+    in the shell verifier. Returns the final `next_node` envelope."""
+    for _ in range(100):
+        step = schedule.next_node(conn, state, claim=True, run_id="sup")
+        node = step["node"]
+        if node is None:
+            return step
+        if node["type"] in ("verify", "final_verify"):
+            run_verify(conn, state, node["id"], run_id="sup")
+        else:
+            if on_task:
+                on_task(node)
+            results.apply_result(conn, state, node["id"], OK, run_id="sup")
+    raise AssertionError("the graph did not finish in 100 steps")
+
+
+def test_the_planners_add_a_fix_task_remedy_converges(conn, state) -> None:
+    """The remedy the escalation's own text suggests: add a node that fixes the failure."""
+    graph.add_nodes(conn, state, [
+        {"id": "task-a", "type": "task", "verify": ["test -f fixed"],
+         "retryPolicy": {"maxAttempts": 1}},
+        {"id": "task-b", "type": "task", "dependsOn": ["task-a"], "verify": ["true"]},
+    ])
+    ensure_scaffolding(conn, state)
+    out = _fail_for_good(conn, state, "task-a")
+    assert (out["escalation"], out["escalation_action"]) == ("plan-escalate-task-a", "created")
+    escalation = schedule.next_node(conn, state, claim=True, run_id="sup")["node"]
+    assert escalation["id"] == "plan-escalate-task-a"
+    applied = results.apply_result(conn, state, "plan-escalate-task-a", {
+        "status": "success", "summary": "split out the fix",
+        "next": {"addNodes": [{"id": "task-a-fix", "type": "task",
+                               "verify": ["test -f fixed"]}]}}, run_id="sup")
+    assert applied["replaced"] == {"node": "task-a", "action": "replaced",
+                                   "nodes": ["task-a-fix"],
+                                   "repointed": ["task-b", "verify-task-a"]}
+    assert nodes.get_node(conn, "task-a")["superseded_by"] == "plan-escalate-task-a"
+    assert nodes.get_node(conn, "task-b")["depends_on"] == ["task-a-fix"]
+    notes = [r[0] for r in conn.execute("SELECT note FROM events WHERE node_id = 'task-b'")]
+    assert any("instead of task-a" in note for note in notes)
+    _every_task_is_verified_before_integration(conn)
+
+    def fix(node: dict) -> None:
+        if node["id"] == "task-a-fix":
+            (state.project / "fixed").write_text("yes")
+
+    end = _run_to_the_end(conn, state, on_task=fix)
+    assert end["reason"] == "all_done", end["message"]
+    assert nodes.get_node(conn, "final-verify")["status"] == "done"
+    assert deadlock.detect(conn) is None
+
+
+def test_a_failed_check_runs_again_after_the_escalations_fix(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t", "type": "task", "verify": ["test -f fixed"]}])
+    ensure_scaffolding(conn, state)
+    conn.execute("UPDATE nodes SET retry_policy_json = '{\"max_attempts\": 1}'")
+    results.apply_result(conn, state, "t", OK)
+    assert run_verify(conn, state, "verify-t", run_id="v")["apply"]["to"] == "failed"
+    applied = results.apply_result(conn, state, "plan-escalate-verify-t", {
+        "status": "success", "summary": "needs the fixture",
+        "next": {"addNodes": [{"id": "make-fixture", "type": "task", "verify": ["true"]}]}})
+    assert applied["replaced"]["action"] == "rerun_after"
+    check = nodes.get_node(conn, "verify-t")
+    assert check["status"] == "open" and "make-fixture" in check["depends_on"]
+
+    def fix(node: dict) -> None:
+        if node["id"] == "make-fixture":
+            (state.project / "fixed").write_text("yes")
+
+    assert _run_to_the_end(conn, state, on_task=fix)["reason"] == "all_done"
+
+
+def test_added_nodes_that_would_close_a_cycle_are_refused(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 1}},
+                                  {"id": "b", "type": "task", "dependsOn": ["a"]}])
+    _fail_for_good(conn, state, "a")
+    before = _fingerprint(conn)
+    with pytest.raises(ClavainError, match="cycle"):
+        results.apply_result(conn, state, "plan-escalate-a", {
+            "status": "success", "summary": "s",
+            "next": {"addNodes": [{"id": "fix", "type": "task", "dependsOn": ["b"]}]}})
+    assert _fingerprint(conn) == before
+
+
+# ---------------------------------------------------------------- a second failure
+
+def test_a_node_failing_again_after_its_escalation_finished_is_escalated_again_then_blocks(
+        conn, state) -> None:
+    _config(state, maxEscalations=2)
+    graph.add_nodes(conn, state, [{"id": "x", "type": "task", "retryPolicy": {"maxAttempts": 1}},
+                                  {"id": "y", "type": "task", "dependsOn": ["x"]}])
+    first = _fail_for_good(conn, state, "x")
+    assert first["escalation_action"] == "created"
+    # The escalation decides to retry x with a new approach, as its text recommends.
+    results.apply_result(conn, state, "plan-escalate-x", {"status": "success",
+                                                          "summary": "retry x"})
+    graph.reset(conn, state, "x")
+    second = _fail_for_good(conn, state, "x")
+    assert (second["escalation"], second["escalation_action"]) == ("plan-escalate-x", "reopened")
+    assert schedule.next_node(conn, state)["node"]["id"] == "plan-escalate-x"
+    results.apply_result(conn, state, "plan-escalate-x", {"status": "success", "summary": "again"})
+    graph.reset(conn, state, "x")
+    third = _fail_for_good(conn, state, "x")
+    assert (third["escalation"], third["escalation_action"]) == (None, "limit")
+    # Never a silent dead end: nothing runs, and both views name x as the blocker.
+    step = schedule.next_node(conn, state)
+    assert step["node"] is None and step["reason"] == "deadlock"
+    assert "x (failed for good; its escalation is done without replacing it (2 of 2" \
+        in step["message"]
+    report = deadlock.detect(conn)
+    assert [b["id"] for b in report["blockers"]] == ["x"]
+
+
+def test_a_failed_node_nothing_depends_on_is_still_reported(conn, state) -> None:
+    _config(state, maxEscalations=0)
+    graph.add_nodes(conn, state, [{"id": "lonely", "type": "task",
+                                   "retryPolicy": {"maxAttempts": 1}}])
+    assert _fail_for_good(conn, state, "lonely")["escalation_action"] == "limit"
+    report = deadlock.detect(conn)
+    assert report is not None and report["stuck"] == 0
+    assert report["blockers"] == [{"id": "lonely", "status": "failed",
+                                   "reason": "failed for good; not escalated "
+                                             "(0 of 2 escalations used)"}] or \
+        report["blockers"][0]["id"] == "lonely"
+    assert schedule.next_node(conn, state)["reason"] == "deadlock"
+
+
+# ---------------------------------------------------------------- why nothing runs
+
+def test_next_node_says_why_nothing_is_runnable(conn, state) -> None:
+    at = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    assert schedule.idle_reason(conn, now=at)["reason"] == "empty"
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"},
+                                  {"id": "b", "type": "task", "dependsOn": ["a"]}])
+    leases.claim_node(conn, "a", run_id="r1", now=at)
+    busy = schedule.next_node(conn, state, now=at)
+    assert busy["reason"] == "running" and "a (run r1)" in busy["message"]
+    results.apply_result(conn, state, "a", FAIL, run_id="r1", now=at)
+    waiting = schedule.next_node(conn, state, now=at)
+    assert waiting["reason"] == "backoff"
+    assert waiting["until"] == clock.later_iso(30, at) and "until" in waiting["message"]
+    later = at + timedelta(seconds=31)
+    leases.claim_node(conn, "a", run_id="r2", now=later)
+    results.apply_result(conn, state, "a", {"status": "checkpoint", "summary": "?",
+                                            "question": "Which port?"}, run_id="r2", now=later)
+    human = schedule.next_node(conn, state, now=later)
+    assert human["reason"] == "needs_human" and "Which port?" in human["message"]
+    graph.answer(conn, state, "a", "8080")
+    results.apply_result(conn, state, "a", OK, now=later)
+    results.apply_result(conn, state, "b", OK, now=later)
+    done = schedule.next_node(conn, state, now=later)
+    assert done == {"node": None, "run_id": None, "claimed": False, "released": [],
+                    "reset": [], "reason": "all_done", "message": "all 2 node(s) are finished"}
+
+
+def test_next_node_claims_under_the_run_id_rule(conn, state, monkeypatch) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"}])
+    monkeypatch.setenv("CLAVAIN_RUN_ID", "from-env")
+    first = schedule.next_node(conn, state, claim=True)
+    assert (first["node"]["id"], first["run_id"], first["claimed"]) == ("a", "from-env", True)
+    explicit = schedule.next_node(conn, state, claim=True, run_id="given")
+    assert (explicit["node"]["lock_run_id"], explicit["run_id"]) == ("given", "given")
