@@ -5,7 +5,12 @@ shell form: through bash), with a realistic JSON payload on stdin and the env th
 hooks (CLAUDE_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA, CLAUDE_PROJECT_DIR, CLAUDE_ENV_FILE for
 SessionStart), in a throwaway git project and HOME. Times are spawn-to-exit wall clock.
 
-    python benchmarks/hook_latency.py [--runs 30] [--python PATH] [--json]
+    python benchmarks/hook_latency.py [--runs 30] [--python PATH] [--baseline-ref REF] [--json]
+
+Besides the hooks it times what every database-using hook pays: importing the store, opening
+`.clavain/state.sqlite` and one short write transaction, for this checkout and (to print the
+old figure next to the new) for the library as of `--baseline-ref` (a git ref; default: the
+commit before the fast-open change).
 
 By default it measures what an installed user gets: a throwaway venv (no packages: the hot path
 is stdlib-only) in CLAUDE_PLUGIN_DATA, marked ready the way the bootstrap marks it, so the
@@ -32,6 +37,16 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 HOOKS_JSON = REPO / "hooks" / "hooks.json"
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
+# The last commit whose store imported importlib.resources and read every migration on open.
+BEFORE_FAST_OPEN = "7de9fa4"
+# Open the state database and run one short write transaction, as a budget hook will.
+OPEN_AND_WRITE = """import sys
+sys.path.insert(0, sys.argv[1])
+from clavain.store.db import connect, transaction
+conn = connect(sys.argv[2])
+with transaction(conn):
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('bench', 'x')")
+"""
 
 
 REVIEW_MESSAGE = (
@@ -205,6 +220,17 @@ def traced_python(argv: list[str], stdin: str, env: dict[str, str], cwd: Path, w
         return "(no trace line: the hook did not reach the dispatcher)"
 
 
+def _export_lib(ref: str, into: Path) -> Path | None:
+    """`lib/` as of `ref` (git archive), or None when git or the ref is not there."""
+    into.mkdir()
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", ref, "lib"],
+                             capture_output=True)
+    if archive.returncode != 0:
+        return None
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
+    return into / "lib"
+
+
 def percentile(values: list[float], pct: float) -> float:
     ordered = sorted(values)
     if len(ordered) == 1:
@@ -222,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python", default=None,
                         help="set CLAVAIN_PYTHON to this interpreter instead of using a ready "
                              "plugin venv")
+    parser.add_argument("--baseline-ref", default=BEFORE_FAST_OPEN,
+                        help="git ref whose lib/ is timed for the old open figure ('' skips)")
     parser.add_argument("--json", action="store_true", help="print rows as JSON")
     args = parser.parse_args(argv)
 
@@ -267,6 +295,19 @@ def main(argv: list[str] | None = None) -> int:
             if shutil.which(base_argv[0]) or os.path.exists(base_argv[0]):
                 add(label, *time_runs(base_argv, "", env, str(project), args.runs,
                                       args.warmup)[:2])
+
+        database = project / ".clavain" / "state.sqlite"
+        libs = [("this checkout", REPO / "lib")]
+        old_lib = _export_lib(args.baseline_ref, work / "baseline") if args.baseline_ref else None
+        if old_lib is not None:
+            libs.append((args.baseline_ref, old_lib))
+        for name, lib in libs:
+            # A database per library: the old one must not see the newer schema version.
+            path = database.with_name(f"state-{len(rows)}.sqlite")
+            argv_open = [python, "-c", OPEN_AND_WRITE, str(lib), str(path)]
+            subprocess.run(argv_open, check=True, env=env)  # create + migrate outside timing
+            add(f"open db + 1 write transaction ({name})",
+                *time_runs(argv_open, "", env, str(project), args.runs, args.warmup)[:2])
 
         for hook in registered_hooks():
             event = hook["event"]

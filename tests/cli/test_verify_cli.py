@@ -70,3 +70,88 @@ def test_bad_input_is_one_line_and_writes_nothing(graph, run_cli, project) -> No
     assert not (project / ".clavain" / "runs").exists() or not any(
         (project / ".clavain" / "runs").iterdir())
     assert run_cli("verify", "verify-ok", "--timeout", "0").returncode == 2
+
+
+def _wait_for(path: Path, seconds: float = 30) -> str:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not (path.exists() and path.read_text().strip()):
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+    return path.read_text().strip()
+
+
+def _alive(pid: int) -> bool:
+    import os
+
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it is dead for our purposes.
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "State:\tZ" in status.read_text())
+
+
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_a_signal_to_verify_kills_the_commands_process_group(graph, project, signame) -> None:
+    """A supervisor stopping `clavain verify` must not leave `make test` running, and the
+    claim goes back without spending an attempt."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import BIN, subprocess_env
+
+    pid_file = project / "child.pid"
+    cmd = f"sleep 300 & echo $! > {pid_file}; wait"
+    subprocess.run([str(BIN / "clavain"), "graph", "add", "--id", "verify-hang", "--type",
+                    "verify", "--verify", cmd], cwd=project, env=subprocess_env(), check=True,
+                   capture_output=True)
+    proc = subprocess.Popen([str(BIN / "clavain"), "verify", "verify-hang", "--run-id", "r-sig"],
+                            cwd=project, env=subprocess_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    child = int(_wait_for(pid_file))
+    assert _alive(child)
+    proc.send_signal(getattr(signal, signame))
+    _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 128 + getattr(signal, signame)
+    assert "interrupted" in err and "Traceback" not in err
+    deadline = time.monotonic() + 10
+    while _alive(child):
+        assert time.monotonic() < deadline, "the command's child outlived the verifier"
+        time.sleep(0.05)
+    shown = subprocess.run([str(BIN / "clavain"), "graph", "show", "verify-hang", "--json"],
+                           cwd=project, env=subprocess_env(), capture_output=True, text=True)
+    node = json.loads(shown.stdout)
+    assert (node["status"], node["attempts"], node["lock_run_id"]) == ("open", 0, None)
+
+
+def test_a_verifier_killed_outright_counts_as_a_failed_attempt(graph, project, cli_json) -> None:
+    """kill -9 leaves the lock with a dead pid: the next scheduling step releases it as a
+    failed attempt, so a crash loop reaches maxAttempts."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from tests.conftest import BIN, subprocess_env
+
+    started = project / "started"
+    cli_json("graph", "add", "--id", "verify-crash", "--type", "verify", "--verify",
+             f"touch {started}; sleep 300")
+    proc = subprocess.Popen([str(BIN / "clavain"), "verify", "verify-crash"], cwd=project,
+                            env=subprocess_env(), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while not started.exists():
+        assert proc.poll() is None
+        time.sleep(0.02)
+    held = cli_json("graph", "show", "verify-crash")
+    assert held["status"] == "in_progress" and held["lock_pid"] == proc.pid
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    step = cli_json("graph", "next")
+    assert "verify-crash" in step["released"]
+    after = cli_json("graph", "show", "verify-crash")
+    assert (after["status"], after["attempts"]) == ("open", 1) and after["blocked_until"]

@@ -98,3 +98,55 @@ def test_deleting_a_done_dependency_keeps_unmet_deps_right(tmp_path: Path) -> No
     assert unmet() == 1
     conn.execute("DELETE FROM nodes WHERE id = 'b'")  # the unmet edge goes away
     assert unmet() == 0
+
+
+def test_a_version_1_database_migrates_its_json_to_the_current_shape(tmp_path: Path) -> None:
+    """Databases written before 0002 keep their nodes: camelCase JSON becomes snake_case, a
+    node's question moves to its new column, scaffolded verify nodes learn which task they
+    check."""
+    path = tmp_path / "old.sqlite"
+    old = sqlite3.connect(path, isolation_level=None)
+    sql = (Path(db.MIGRATIONS_DIR) / "0001_workgraph.sql").read_text()
+    for statement in db._statements(sql):
+        old.execute(statement)
+    old.execute("PRAGMA user_version = 1")
+    at = "2026-01-01T00:00:00.000Z"
+    old.execute("INSERT INTO nodes (id, type, retry_policy_json, checkpoint_json, created_at, "
+                "updated_at) VALUES ('t', 'task', '{\"maxAttempts\": 4}', "
+                "'{\"question\": \"Which?\", \"runId\": \"r1\", \"askedAt\": \"x\"}', ?, ?)",
+                (at, at))
+    old.execute("INSERT INTO nodes (id, type, inputs_json, created_at, updated_at) VALUES "
+                "('verify-t', 'verify', '[{\"nodeId\": \"t\", \"key\": \"out.summary\", "
+                "\"as\": \"taskSummary\"}, {\"nodeId\": \"__run__\", \"key\": \"ctx.a\"}]', ?, ?)",
+                (at, at))
+    old.close()
+    conn = db.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == db.latest_version()
+    from clavain.workgraph import nodes
+
+    task = nodes.get_node(conn, "t")
+    assert task["retry_policy"] == {"max_attempts": 4}
+    assert task["human_question"]["question"] == "Which?"
+    assert task["human_question"]["run_id"] == "r1"
+    assert (task["escalations"], task["superseded_by"], task["lock_renewed_at"]) == (0, None, None)
+    check = nodes.get_node(conn, "verify-t")
+    assert check["inputs"] == [{"node_id": "t", "key": "out.summary", "as": "taskSummary"},
+                               {"node_id": "__run__", "key": "ctx.a"}]
+    assert check["verifies"] == "t"
+
+
+def test_open_reads_no_migration_file_when_current(tmp_path: Path, monkeypatch) -> None:
+    import builtins
+
+    path = tmp_path / "state.sqlite"
+    db.connect(path).close()
+    opened = []
+    original = builtins.open
+
+    def counting(file, *args, **kwargs):
+        opened.append(str(file))
+        return original(file, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", counting)
+    db.connect(path).close()
+    assert not [name for name in opened if name.endswith(".sql")]
