@@ -1,4 +1,6 @@
+import hashlib
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 
@@ -30,7 +32,7 @@ def test_put_get_ls(graph, run_cli, cli_json) -> None:
     plain = run_cli("kv", "get", "--node", "task-a", "--key", "out.summary")
     assert plain.returncode == 0 and plain.stdout == "made the form\n"
     entry = cli_json("kv", "get", "--node", "task-a", "--key", "out.summary")
-    assert entry["value"] == "made the form" and entry["nodeId"] == "task-a"
+    assert entry["value"] == "made the form" and entry["node_id"] == "task-a"
 
     listed = cli_json("kv", "ls", "--node", "task-a", "--prefix", "out.")
     assert [e["key"] for e in listed] == ["out.summary"]
@@ -41,7 +43,7 @@ def test_put_get_ls(graph, run_cli, cli_json) -> None:
 
 def test_run_namespace(graph, run_cli, cli_json) -> None:
     assert run_cli("kv", "put", "--run", "--key", "ctx.goal", "--value", "log in").returncode == 0
-    assert cli_json("kv", "get", "--run", "--key", "ctx.goal")["nodeId"] == "__run__"
+    assert cli_json("kv", "get", "--run", "--key", "ctx.goal")["node_id"] == "__run__"
     assert [e["key"] for e in cli_json("kv", "ls", "--run")] == ["ctx.goal"]
 
 
@@ -57,7 +59,7 @@ def test_inside_a_runner_the_node_comes_from_the_env(graph, run_cli, cli_json) -
     env = {"CLAVAIN_NODE_ID": "task-a", "CLAVAIN_RUN_ID": "run-9"}
     assert run_cli("kv", "put", "--key", "out.x", "--value", "mine", env=env).returncode == 0
     entry = cli_json("kv", "get", "--key", "out.x", env=env)
-    assert entry["nodeId"] == "task-a" and entry["runId"] == "run-9"
+    assert entry["node_id"] == "task-a" and entry["run_id"] == "run-9"
 
 
 def test_cross_node_write_from_a_runner_is_refused(graph, run_cli) -> None:
@@ -125,3 +127,63 @@ def test_a_value_that_is_not_utf8_is_one_line_exit_2(graph, project: Path, how: 
     lines = result.stderr.decode().strip().splitlines()
     assert len(lines) == 1 and "not UTF-8" in lines[0]
     assert _kv_rows(graph) == 0
+
+
+def _snake_keys(value: object) -> set[str]:
+    """Every key not in snake_case, at any depth."""
+    if isinstance(value, list):
+        return set().union(*map(_snake_keys, value)) if value else set()
+    if not isinstance(value, dict):
+        return set()
+    bad = {k for k in value if k != k.lower()}
+    return bad.union(*map(_snake_keys, value.values()))
+
+
+def _large_value_config(project: Path) -> None:
+    (project / ".clavain" / "config.json").write_text(
+        json.dumps({"defaults": {"kvArtifactThresholdBytes": 10}}))
+
+
+def test_json_output_uses_snake_case_keys(graph, run_cli, cli_json, project: Path) -> None:
+    _large_value_config(project)
+    env = {"CLAVAIN_NODE_ID": "task-a", "CLAVAIN_RUN_ID": "run-1"}
+    put = cli_json("kv", "put", "--key", "out.log", "--value", "v" * 50, env=env)
+    got = cli_json("kv", "get", "--key", "out.log", env=env)
+    listed = cli_json("kv", "ls", env=env)
+    for output in (put, got, listed):
+        assert _snake_keys(output) == set()
+    assert put["artifact_path"] == f"artifacts/{put['artifact_sha256']}"
+    assert got["run_id"] == "run-1" and got["updated_at"] and got["value"] == "v" * 50
+    assert listed[0]["node_id"] == "task-a" and listed[0]["artifact_path"] == put["artifact_path"]
+    # People get the file's place in this state folder.
+    plain = run_cli("kv", "put", "--node", "task-a", "--key", "out.x", "--value", "w" * 50)
+    assert str(project / ".clavain" / "artifacts" / "") in plain.stdout
+
+
+def test_get_refuses_a_row_pointing_at_any_file(graph, run_cli, project: Path) -> None:
+    _large_value_config(project)
+    assert run_cli("kv", "put", "--node", "task-a", "--key", "out.log",
+                   "--value", "v" * 50).returncode == 0
+    conn = sqlite3.connect(graph)
+    with conn:
+        conn.execute("UPDATE kv_latest SET artifact_path = '/etc/passwd', artifact_sha256 = ?",
+                     (hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest(),))
+    conn.close()
+    result = run_cli("kv", "get", "--node", "task-a", "--key", "out.log")
+    assert result.returncode == 2 and result.stdout == ""
+    [line] = result.stderr.splitlines()
+    assert "'/etc/passwd' is not artifacts/<sha256>" in line
+
+
+def test_a_moved_project_still_reads_its_large_values(graph, run_cli, project: Path,
+                                                      tmp_path: Path) -> None:
+    _large_value_config(project)
+    big = "large\n" * 40
+    assert run_cli("kv", "put", "--node", "task-a", "--key", "out.log",
+                   "--value", big).returncode == 0
+    moved = tmp_path / "moved"
+    shutil.move(project, moved)
+    result = run_cli("kv", "get", "--node", "task-a", "--key", "out.log", cwd=moved,
+                     env={"CLAVAIN_PROJECT_DIR": str(moved)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == big

@@ -14,8 +14,8 @@ from clavain.workgraph import graph, kv, leases, nodes, results
 NOW = datetime(2030, 1, 1, tzinfo=timezone.utc)
 
 
-def _kv(conn, node_id: str, key: str) -> str | None:
-    entry = kv.get(conn, node_id, key)
+def _kv(conn, state, node_id: str, key: str) -> str | None:
+    entry = kv.get(conn, state, node_id, key)
     return entry["value"] if entry else None
 
 
@@ -74,11 +74,11 @@ def test_success_marks_done_clears_lock_writes_kv_and_unblocks(conn, state) -> N
                    "scaffold": None, "question": None}
     node = nodes.get_node(conn, "a")
     assert node["lock_run_id"] is None and node["completed_at"]
-    assert _kv(conn, "a", "out.summary") == "built it"
-    assert _kv(conn, "a", "out.last_stdout_path") == "/runs/r1/out.log"
-    assert _kv(conn, "a", "out.last_result_path") == "/runs/r1/result.json"
-    assert _kv(conn, "a", "err.summary") is None
-    assert kv.get(conn, "a", "out.summary")["runId"] == "r1"
+    assert _kv(conn, state, "a", "out.summary") == "built it"
+    assert _kv(conn, state, "a", "out.last_stdout_path") == "/runs/r1/out.log"
+    assert _kv(conn, state, "a", "out.last_result_path") == "/runs/r1/result.json"
+    assert _kv(conn, state, "a", "err.summary") is None
+    assert kv.get(conn, state, "a", "out.summary")["run_id"] == "r1"
     assert leases.select_next(conn) == "b"
 
 
@@ -89,7 +89,7 @@ def test_checkpoint_asks_a_human_and_answer_reopens(conn, state) -> None:
                                                   "question": "SQLite or Postgres?"}, run_id="r1")
     assert out["to"] == "needs_human" and out["question"] == "SQLite or Postgres?"
     assert nodes.get_node(conn, "a")["human_question"]["question"] == "SQLite or Postgres?"
-    assert _kv(conn, "a", "err.summary") == "unsure"
+    assert _kv(conn, state, "a", "err.summary") == "unsure"
     assert leases.select_next(conn) is None
     node = graph.answer(conn, state, "a", "SQLite")
     assert node["status"] == "open" and node["human_question"]["answer"] == "SQLite"
@@ -104,7 +104,7 @@ def test_fail_retries_with_doubling_backoff_then_fails(conn, state) -> None:
     assert first["blocked_until"] == clock.later_iso(30, NOW)
     assert leases.select_next(conn, now=NOW) is None
     assert leases.select_next(conn, now=NOW + timedelta(seconds=31)) == "a"
-    assert _kv(conn, "a", "err.summary") == "tests red"
+    assert _kv(conn, state, "a", "err.summary") == "tests red"
     second = results.apply_result(conn, state, "a", fail, now=NOW)
     assert second["blocked_until"] == clock.later_iso(60, NOW)
     third = results.apply_result(conn, state, "a", fail, now=NOW)

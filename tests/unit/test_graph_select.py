@@ -100,7 +100,7 @@ def test_stale_lock_of_a_dead_pid_on_this_host_is_released(conn, state) -> None:
     assert node["status"] == "open" and node["lock_run_id"] is None and node["lock_pid"] is None
     # A runner that died used up an attempt and waits out a backoff, like a failed one.
     assert node["attempts"] == 1 and node["blocked_until"] is not None
-    assert "stopped without a result" in kv.get(conn, "dead", "err.summary")["value"]
+    assert "stopped without a result" in kv.get(conn, state, "dead", "err.summary")["value"]
     note = conn.execute("SELECT note FROM events WHERE node_id = 'dead' "
                         "ORDER BY id DESC").fetchone()
     assert "stale lock released" in note[0] and "is gone" in note[0]

@@ -82,10 +82,10 @@ def test_runner_agent_writes_its_node_through_the_pointers(state: StatePaths) ->
 
     conn = connect(state.db)
     try:
-        entry = kv.get(conn, "task-a", "out.notes")
+        entry = kv.get(conn, state, "task-a", "out.notes")
         assert entry["value"] == "from the agent"
-        assert entry["runId"] == "run-42"  # the writer's run, taken from CLAVAIN_RUN_ID
-        assert kv.get(conn, "__run__", "ctx.shared")["value"] == "for everyone"
+        assert entry["run_id"] == "run-42"  # the writer's run, taken from CLAVAIN_RUN_ID
+        assert kv.get(conn, state, "__run__", "ctx.shared")["value"] == "for everyone"
         assert kv.ls(conn, "task-b") == []
     finally:
         conn.close()
@@ -105,11 +105,11 @@ def test_runner_elsewhere_stores_large_values_in_the_projects_artifacts(
     assert not (elsewhere / ".clavain").exists()
     conn = connect(state.db)
     try:
-        entry = kv.get(conn, "task-a", "out.log")
+        entry = kv.get(conn, state, "task-a", "out.log")
     finally:
         conn.close()
     assert entry["value"] == big
-    assert Path(entry["artifactPath"]).parent == state.artifacts.resolve()
+    assert (state.artifacts / entry["artifact_sha256"]).read_text() == big
 
 
 def test_current_run_id_prefers_explicit_then_inherited_then_new(monkeypatch) -> None:

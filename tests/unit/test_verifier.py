@@ -132,8 +132,8 @@ def test_apply_success_marks_the_node_done(conn, state) -> None:
     report = run_verify(conn, state, node, run_id="run-5")
     assert report["applied"] is True
     assert nodes.get_node(conn, node)["status"] == "done"
-    assert kv.get(conn, node, "out.summary")["value"] == "all 1 verify commands passed"
-    assert kv.get(conn, node, "out.last_result_path")["value"] == report["result_path"]
+    assert kv.get(conn, state, node, "out.summary")["value"] == "all 1 verify commands passed"
+    assert kv.get(conn, state, node, "out.last_result_path")["value"] == report["result_path"]
 
 
 def test_apply_failure_records_the_error_and_retries(conn, state) -> None:
@@ -141,8 +141,8 @@ def test_apply_failure_records_the_error_and_retries(conn, state) -> None:
     run_verify(conn, state, node, run_id="run-6")
     after = nodes.get_node(conn, node)
     assert after["status"] == "open" and after["attempts"] == 1
-    assert "exit 1" in kv.get(conn, node, "err.summary")["value"]
-    log = kv.get(conn, node, "out.last_stdout_path")["value"]
+    assert "exit 1" in kv.get(conn, state, node, "err.summary")["value"]
+    log = kv.get(conn, state, node, "out.last_stdout_path")["value"]
     assert log.endswith("cmd-1.log") and Path(log).exists()
 
 

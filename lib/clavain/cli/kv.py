@@ -81,11 +81,11 @@ def _get(args: argparse.Namespace) -> int:
     from clavain.workgraph import kv
 
     node_id = _target(args, required=True)
-    _state, conn = open_existing()
+    state, conn = open_existing()
     with closing(conn):
         kv.check_key(args.key)
         kv.require_node(conn, node_id)
-        entry = kv.get(conn, node_id, args.key)
+        entry = kv.get(conn, state, node_id, args.key)
     if entry is None:
         raise ClavainError(f"node {node_id!r} has no key {args.key!r}", exit_code=1)
     if args.json:
@@ -116,14 +116,15 @@ def _put(args: argparse.Namespace) -> int:
     if args.json:
         emit_json({k: v for k, v in entry.items() if k != "value"})
     else:
-        where = f" (artifact {entry['artifactPath']})" if entry["artifactPath"] else ""
+        sha = entry["artifact_sha256"]
+        where = f" (artifact {state.artifacts / sha})" if sha else ""
         print(f"wrote {node_id} / {args.key}: {entry['bytes']} bytes{where}")
     return 0
 
 
 def _preview(entry: dict[str, Any]) -> str:
     if entry["value"] is None:
-        return f"→ {entry['artifactPath']}"
+        return f"→ {entry['artifact_path']}"
     text = " ".join(entry["value"].split())
     return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
@@ -140,6 +141,6 @@ def _ls(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(entries)
     else:
-        print_table([{**e, "node": e["nodeId"], "value": _preview(e), "updated": e["updatedAt"]}
+        print_table([{**e, "node": e["node_id"], "value": _preview(e), "updated": e["updated_at"]}
                      for e in entries], ["node", "key", "value", "updated"])
     return 0

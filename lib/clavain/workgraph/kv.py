@@ -2,27 +2,36 @@
 
 Keys belong to a node (`node_id`) or to the run-wide namespace `__run__`. Values larger than
 `defaults.kvArtifactThresholdBytes` live in `.clavain/artifacts/<sha256>`; the row keeps the
-file's path and hash instead of the text, so the database stays small.
+file's path (`artifacts/<sha256>`, relative to the state folder so a moved project keeps its
+values) and hash instead of the text, so the database stays small.
+
+An artifact is only ever read from this state folder's `artifacts/<sha256>` and checked against
+that hash: the database is a file anyone with the project can edit, and a row must not turn
+`kv get` into a way to hand an agent any file on the machine.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import sqlite3
-from pathlib import Path
+import stat
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
-from clavain.fsutil import write_atomic
+from clavain.fsutil import UnsafePathError, real_folder, write_atomic
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
 
 RUN_NAMESPACE = "__run__"
 HISTORY_KEEP = 5
 MAX_KEY_LENGTH = 200
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 _COLUMNS = ("node_id, key, value_text, artifact_path, artifact_sha256, fingerprint_json, "
             "run_id, attempt")
@@ -50,14 +59,40 @@ def artifact_threshold(cfg: dict[str, Any]) -> int:
     return int(config_mod.get(cfg, "defaults.kvArtifactThresholdBytes", 16384))
 
 
+def _artifacts_name(state: StatePaths) -> str:
+    """The artifacts folder relative to the state folder, as rows record it (`artifacts`)."""
+    return state.artifacts.relative_to(state.root).as_posix()
+
+
+def _read_no_follow(path: Path) -> bytes:
+    """The bytes of `path`, refusing (ELOOP) when its last component is a symlink."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    with os.fdopen(os.open(path, flags), "rb") as handle:
+        return handle.read()
+
+
+def _holds(path: Path, digest: str) -> bool:
+    try:
+        return hashlib.sha256(_read_no_follow(path)).hexdigest() == digest
+    except OSError:
+        return False
+
+
 def _store_artifact(state: StatePaths, raw: bytes) -> tuple[str, str]:
     """Content-addressed, so writing the same value twice costs one file and a crash between this
-    and the SQL leaves only an unreferenced file, never a row pointing at nothing."""
+    and the SQL leaves only an unreferenced file, never a row pointing at nothing. A file that is
+    there but not intact (edited, or a planted symlink) is replaced, not trusted."""
     digest = hashlib.sha256(raw).hexdigest()
     path = state.artifacts / digest
-    if not path.exists():
-        write_atomic(path, raw)
-    return str(path.resolve()), digest
+    try:
+        real_folder(state.root, state.artifacts)
+        if not _holds(path, digest):
+            write_atomic(path, raw, inside=state.root)
+    except UnsafePathError as exc:
+        raise ClavainError(f"cannot store a large value: {exc}") from None
+    except OSError as exc:
+        raise ClavainError(f"cannot store a large value in {path} ({exc.strerror})") from None
+    return f"{_artifacts_name(state)}/{digest}", digest
 
 
 def write(
@@ -113,16 +148,16 @@ def write(
         (node_id, key, node_id, key, HISTORY_KEEP),
     )
     return {
-        "nodeId": node_id,
+        "node_id": node_id,
         "key": key,
         "value": value,
         "bytes": len(raw),
-        "artifactPath": artifact_path,
-        "artifactSha256": artifact_sha256,
+        "artifact_path": artifact_path,
+        "artifact_sha256": artifact_sha256,
         "fingerprint": fingerprint,
-        "runId": run_id,
+        "run_id": run_id,
         "attempt": attempt,
-        "updatedAt": now,
+        "updated_at": now,
     }
 
 
@@ -159,34 +194,73 @@ def put(
                      fingerprint=fingerprint)
 
 
-def _row(row: sqlite3.Row, *, time_key: str, time_column: str) -> dict[str, Any]:
+def _row(row: sqlite3.Row, time_column: str) -> dict[str, Any]:
     fingerprint = row["fingerprint_json"]
     return {
-        "nodeId": row["node_id"],
+        "node_id": row["node_id"],
         "key": row["key"],
         "value": row["value_text"],
-        "artifactPath": row["artifact_path"],
-        "artifactSha256": row["artifact_sha256"],
+        "artifact_path": row["artifact_path"],
+        "artifact_sha256": row["artifact_sha256"],
         "fingerprint": None if fingerprint is None else json.loads(fingerprint),
-        "runId": row["run_id"],
+        "run_id": row["run_id"],
         "attempt": row["attempt"],
-        time_key: row[time_column],
+        time_column: row[time_column],
     }
 
 
-def read_artifact(path: str, sha256: str | None) -> str:
+def artifact_file(state: StatePaths, artifact_path: str, sha256: str | None) -> Path:
+    """Where a row's artifact is: always `<state>/artifacts/<sha256>`.
+
+    The recorded path must be `artifacts/<sha256>`; an absolute one (rows written before paths
+    were relative) counts only for its file name, which must be the sha256, so an old database
+    or a moved project still reads its own files and nothing else.
+    """
+    if not sha256:
+        raise ClavainError(f"artifact row has no sha256; refusing to read {artifact_path!r} "
+                           "unchecked")
+    if not _SHA256.fullmatch(sha256):
+        raise ClavainError(f"artifact row's recorded sha256 {sha256[:80]!r} is not a sha256 "
+                           "(64 lowercase hex digits)")
+    recorded = PurePosixPath(artifact_path)
+    expected = PurePosixPath(_artifacts_name(state), sha256)
+    if recorded != expected and not (recorded.is_absolute() and recorded.name == sha256
+                                     and ".." not in recorded.parts):
+        raise ClavainError(f"artifact path {artifact_path[:200]!r} is not artifacts/<sha256> "
+                           f"(sha256 {sha256}); refusing to read it")
+    return state.artifacts / sha256
+
+
+def _check_artifacts_folder(state: StatePaths) -> None:
+    """A symlinked `artifacts/` (say, committed to the repository) is refused as a whole."""
+    try:
+        mode = os.lstat(state.artifacts).st_mode
+    except OSError:
+        return  # missing: the read below says which file is missing
+    if stat.S_ISLNK(mode) or not stat.S_ISDIR(mode):
+        raise ClavainError(f"{state.artifacts} is a symlink or a file, not a folder; Clavain "
+                           "reads artifacts only from a real folder in its state")
+
+
+def read_artifact(state: StatePaths, artifact_path: str, sha256: str | None) -> str:
     """The text of an artifact, checked against its recorded hash so a stale or edited file is
     reported rather than passed to an agent as if it were the stored value."""
+    path = artifact_file(state, artifact_path, sha256)
+    _check_artifacts_folder(state)
     try:
-        raw = Path(path).read_bytes()
+        raw = _read_no_follow(path)
     except OSError as exc:
-        raise ClavainError(f"artifact {path} is missing or unreadable ({exc.strerror})") from exc
-    if sha256 and hashlib.sha256(raw).hexdigest() != sha256:
+        if path.is_symlink():
+            raise ClavainError(f"artifact {path} is a symlink; Clavain reads only real files "
+                               "in its artifacts folder") from None
+        raise ClavainError(f"artifact {path} is missing or unreadable ({exc.strerror})") from None
+    if hashlib.sha256(raw).hexdigest() != sha256:
         raise ClavainError(f"artifact {path} does not match its recorded sha256 {sha256}")
     return raw.decode("utf-8")
 
 
-def get(conn: sqlite3.Connection, node_id: str, key: str) -> dict[str, Any] | None:
+def get(conn: sqlite3.Connection, state: StatePaths, node_id: str,
+        key: str) -> dict[str, Any] | None:
     """The newest value of `(node_id, key)`, read back from its artifact file when it has one."""
     row = conn.execute(
         f"SELECT {_COLUMNS}, updated_at FROM kv_latest WHERE node_id = ? AND key = ?",
@@ -194,9 +268,10 @@ def get(conn: sqlite3.Connection, node_id: str, key: str) -> dict[str, Any] | No
     ).fetchone()
     if row is None:
         return None
-    entry = _row(row, time_key="updatedAt", time_column="updated_at")
-    if entry["artifactPath"]:
-        entry["value"] = read_artifact(entry["artifactPath"], entry["artifactSha256"])
+    entry = _row(row, "updated_at")
+    if entry["artifact_path"] is not None or entry["artifact_sha256"] is not None:
+        entry["value"] = read_artifact(state, entry["artifact_path"] or "",
+                                       entry["artifact_sha256"])
     return entry
 
 
@@ -204,7 +279,7 @@ def ls(
     conn: sqlite3.Connection, node_id: str | None = None, prefix: str | None = None
 ) -> list[dict[str, Any]]:
     """Latest entries, ordered by node then key. Artifact-backed values are not read: `value` is
-    None and `artifactPath` says where the text is."""
+    None and `artifact_path` says where the text is."""
     clauses, params = [], []
     if node_id is not None:
         clauses.append("node_id = ?")
@@ -217,7 +292,7 @@ def ls(
     rows = conn.execute(
         f"SELECT {_COLUMNS}, updated_at FROM kv_latest {where} ORDER BY node_id, key", params
     ).fetchall()
-    return [_row(row, time_key="updatedAt", time_column="updated_at") for row in rows]
+    return [_row(row, "updated_at") for row in rows]
 
 
 def history(conn: sqlite3.Connection, node_id: str, key: str) -> list[dict[str, Any]]:
@@ -227,4 +302,4 @@ def history(conn: sqlite3.Connection, node_id: str, key: str) -> list[dict[str, 
         "ORDER BY id DESC",
         (node_id, key),
     ).fetchall()
-    return [_row(row, time_key="createdAt", time_column="created_at") for row in rows]
+    return [_row(row, "created_at") for row in rows]

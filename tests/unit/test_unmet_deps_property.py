@@ -1,0 +1,153 @@
+"""`nodes.unmet_deps` is kept by triggers; hypothesis drives random edits through raw SQL and
+compares every node's count with a recount from the tables after each step.
+
+The mutant tests break one trigger the way a careless edit would (forgetting `settled` edges, or
+dropping the delete-edges-first trigger) and require the same property to fail: proof that the
+generated sequences reach the cases the triggers exist for.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from importlib import resources
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from clavain.clock import now_iso
+from clavain.paths import StatePaths
+from clavain.store.db import connect
+
+STATUSES = ("open", "in_progress", "done", "failed", "needs_human")
+IDS = st.integers(0, 3).map(lambda n: f"n{n}")
+
+_INSERT_NODE = st.tuples(st.just("insert_node"), IDS, st.sampled_from(STATUSES))
+_INSERT_EDGE = st.tuples(st.just("insert_edge"), IDS, IDS, st.sampled_from(("done", "settled")))
+_SET_STATUS = st.tuples(st.just("set_status"), IDS, st.sampled_from(STATUSES))
+# Edges and status changes are what move the counts, so they come up most often.
+OPERATION = st.one_of(
+    _INSERT_NODE, _INSERT_EDGE, _INSERT_EDGE, _SET_STATUS, _SET_STATUS, _SET_STATUS,
+    st.tuples(st.just("delete_edge"), IDS, IDS),
+    st.tuples(st.just("delete_node"), IDS),
+)
+# Every example starts with a few nodes so edges (which need both ends) are common from step one.
+STARTING_NODES = st.lists(_INSERT_NODE, min_size=3, max_size=6)
+OPERATIONS = st.tuples(STARTING_NODES, st.lists(OPERATION, min_size=20, max_size=50)).map(
+    lambda parts: parts[0] + parts[1])
+
+
+def _exists(conn: sqlite3.Connection, sql: str, *params: str) -> bool:
+    return conn.execute(sql, params).fetchone() is not None
+
+
+def _apply(conn: sqlite3.Connection, operation: tuple[str, ...]) -> None:
+    kind, *args = operation
+    if kind == "insert_node":
+        node_id, status = args
+        if not _exists(conn, "SELECT 1 FROM nodes WHERE id = ?", node_id):
+            at = now_iso()
+            conn.execute("INSERT INTO nodes (id, type, status, created_at, updated_at) "
+                         "VALUES (?, 'task', ?, ?, ?)", (node_id, status, at, at))
+    elif kind == "insert_edge":
+        node_id, depends_on, edge_kind = args
+        both_exist = conn.execute("SELECT count(*) FROM nodes WHERE id IN (?, ?)",
+                                  (node_id, depends_on)).fetchone()[0] == 2
+        if node_id != depends_on and both_exist and not _exists(
+                conn, "SELECT 1 FROM deps WHERE node_id = ? AND depends_on_id = ?",
+                node_id, depends_on):
+            conn.execute("INSERT INTO deps (node_id, depends_on_id, kind) VALUES (?, ?, ?)",
+                         (node_id, depends_on, edge_kind))
+    elif kind == "delete_edge":
+        conn.execute("DELETE FROM deps WHERE node_id = ? AND depends_on_id = ?", args)
+    elif kind == "delete_node":
+        conn.execute("DELETE FROM nodes WHERE id = ?", args)
+    else:
+        node_id, status = args
+        conn.execute("UPDATE nodes SET status = ? WHERE id = ?", (status, node_id))
+
+
+def _recount(conn: sqlite3.Connection) -> dict[str, int]:
+    """What unmet_deps must be, from the rows alone: edges whose dependency is not satisfied."""
+    status = {row["id"]: row["status"] for row in conn.execute("SELECT id, status FROM nodes")}
+    unmet = dict.fromkeys(status, 0)
+    for edge in conn.execute("SELECT node_id, depends_on_id, kind FROM deps"):
+        dep_status = status[edge["depends_on_id"]]
+        if not (dep_status == "done" or (edge["kind"] == "settled" and dep_status == "failed")):
+            unmet[edge["node_id"]] += 1
+    return unmet
+
+
+def _check_every_sequence(conn: sqlite3.Connection, **overrides: object) -> None:
+    @settings(**{"max_examples": 150, "deadline": None,
+                 "suppress_health_check": [HealthCheck.too_slow], **overrides})
+    @given(operations=OPERATIONS)
+    def holds(operations: list[tuple[str, ...]]) -> None:
+        # One transaction per example, rolled back: every sequence starts from empty tables.
+        conn.execute("BEGIN")
+        try:
+            for step, operation in enumerate(operations):
+                _apply(conn, operation)
+                stored = {row["id"]: row["unmet_deps"]
+                          for row in conn.execute("SELECT id, unmet_deps FROM nodes")}
+                assert stored == _recount(conn), f"after step {step}: {operation}"
+        finally:
+            conn.execute("ROLLBACK")
+
+    holds()
+
+
+@pytest.fixture
+def conn(state: StatePaths) -> Iterator[sqlite3.Connection]:
+    connection = connect(state.db)
+    yield connection
+    connection.close()
+
+
+def test_unmet_deps_matches_a_recount_after_every_step(conn) -> None:
+    _check_every_sequence(conn)
+
+
+def _trigger_sql(name: str) -> str:
+    script = (resources.files("clavain.store") / "migrations" / "0001_workgraph.sql").read_text()
+    match = re.search(rf"CREATE TRIGGER {name}\b.*?\nEND;", script, re.DOTALL)
+    assert match, f"trigger {name} not found in 0001_workgraph.sql"
+    return match.group(0)
+
+
+def _apply_mutant(conn: sqlite3.Connection, trigger: str,
+                  replacements: dict[str, str] | None) -> None:
+    """Rebuild `trigger` from the migration's own text with `replacements` applied, or drop it
+    (None), so the mutants follow the schema instead of a copy that could drift from it."""
+    sql = _trigger_sql(trigger)
+    conn.execute(f"DROP TRIGGER {trigger}")
+    if replacements is None:
+        return
+    for old, new in replacements.items():
+        assert old in sql, f"{trigger} no longer contains {old!r}; update the mutant"
+        sql = sql.replace(old, new)
+    conn.execute(sql)
+
+
+MUTANTS = {
+    "status change ignores settled edges": ("deps_count_status", {
+        "(e.kind = 'settled' AND OLD.status = 'failed')": "0",
+        "(e.kind = 'settled' AND NEW.status = 'failed')": "0"}),
+    "edge delete ignores settled edges": ("deps_count_delete", {
+        " OR (OLD.kind = 'settled' AND d.status = 'failed')": ""}),
+    "edge insert ignores settled edges": ("deps_count_insert", {
+        " OR (NEW.kind = 'settled' AND d.status = 'failed')": ""}),
+    "node delete leaves its edges to the cascade": ("nodes_delete_edges", None),
+}
+
+
+@pytest.mark.parametrize("mutant", MUTANTS)
+def test_the_property_catches_a_broken_trigger(conn, mutant: str) -> None:
+    _apply_mutant(conn, *MUTANTS[mutant])
+    with pytest.raises(AssertionError, match="after step"):
+        # Derandomized, so the check cannot flake; no example database, so a mutant's
+        # counterexample is never replayed against the real schema's test.
+        _check_every_sequence(conn, max_examples=500, derandomize=True, database=None,
+                              phases=[Phase.generate])
