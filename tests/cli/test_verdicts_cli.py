@@ -14,13 +14,15 @@ MESSY = ("Details above.\r\n\r\n```\r\n- **TYPE:** verdict\r\n- **Status**: Need
          "- FINDINGS_COUNT: 2\r\n- SUMMARY: *two issues*\r\n```\r\n")
 
 
-def seed(project: Path, agent: str, status: str, tokens: int | None = None) -> None:
+def seed(project: Path, agent: str, status: str, tokens: int | None = None, *,
+         dispatch: str = "d1", at: str = "2026-01-31T12:00:00.000Z") -> None:
     kind = "implementation" if status in ("COMPLETE", "PARTIAL", "FAILED") else "verdict"
     short = verdict_files.safe_agent_name(agent)
     verdict_files.write(project / ".clavain" / "verdicts", verdict_files.build(
         {"type": kind, "status": status, "summary": f"{agent} is {status.lower()}",
-         "tokens_spent": tokens, "detail_path": f".clavain/verdicts/{short}.md"},
-        agent=agent, tokens_source="measured" if tokens else "reported"))
+         "tokens_spent": tokens, "detail_path": f".clavain/verdicts/{short}--{dispatch}.md"},
+        agent=agent, agent_id=dispatch, tokens_source="measured" if tokens else "reported",
+        timestamp=at), dispatch)
 
 
 @pytest.fixture
@@ -39,32 +41,35 @@ def test_summary_is_the_compact_view(run_cli, seeded: Path) -> None:
     assert lines[0] == "Verdicts: 2 CLEAN, 1 NEEDS_ATTENTION, 1 FAILED; 5,400 tokens"
     assert "CLEAN fd-quality: clavain:fd-quality is clean" in lines
     assert ("NEEDS_ATTENTION fd-safety: clavain:fd-safety is needs_attention"
-            " → .clavain/verdicts/clavain-fd-safety.md") in lines
+            " → .clavain/verdicts/clavain-fd-safety--d1.md") in lines
     assert run_cli("verdicts").stdout == result.stdout  # no subcommand = summary
 
 
 def test_summary_json(cli_json, seeded: Path) -> None:
     data = cli_json("verdicts", "summary")
-    assert data["counts"] == "2 CLEAN, 1 NEEDS_ATTENTION, 1 FAILED"
+    assert data["counts"] == {"CLEAN": 2, "NEEDS_ATTENTION": 1, "FAILED": 1}
     assert data["total_tokens"] == 5400
     assert [a["agent"] for a in data["attention"]] == ["clavain:executor", "clavain:fd-safety"]
+    assert (data["agents"], data["dispatches"], data["older_attention"]) == (4, 4, 0)
 
 
 def test_ls_table_and_json(run_cli, cli_json, seeded: Path) -> None:
     table = run_cli("verdicts", "ls").stdout.splitlines()
-    assert table[0].split() == ["STATUS", "AGENT", "TOKENS", "SUMMARY"]
-    assert table[1].split()[:2] == ["FAILED", "clavain:executor"]
+    assert table[0].split() == ["STATUS", "AGENT", "DISPATCH", "TOKENS", "SUMMARY"]
+    assert table[1].split()[:3] == ["FAILED", "clavain:executor", "d1"]
     assert len({line.index("clavain:") for line in table[1:]}) == 1  # aligned
     rows = cli_json("verdicts", "ls")
     assert [r["status"] for r in rows] == ["FAILED", "CLEAN", "CLEAN", "NEEDS_ATTENTION"]
-    assert set(rows[0]) == set(verdict_files.FIELDS)
+    assert set(rows[0]) == {*verdict_files.FIELDS, "dispatch"}
 
 
 def test_attention_lists_detail_paths(run_cli, cli_json, seeded: Path) -> None:
     out = run_cli("verdicts", "attention").stdout
-    assert ".clavain/verdicts/clavain-fd-safety.md" in out and "fd-quality" not in out
-    assert [r["detail_path"] for r in cli_json("verdicts", "attention")] == [
-        ".clavain/verdicts/clavain-executor.md", ".clavain/verdicts/clavain-fd-safety.md"]
+    assert ".clavain/verdicts/clavain-fd-safety--d1.md" in out and "fd-quality" not in out
+    data = cli_json("verdicts", "attention")
+    assert [r["detail_path"] for r in data["attention"]] == [
+        ".clavain/verdicts/clavain-executor--d1.md", ".clavain/verdicts/clavain-fd-safety--d1.md"]
+    assert data["older_attention"] == 0
 
 
 def test_show_by_full_or_short_name(run_cli, cli_json, seeded: Path) -> None:
@@ -79,10 +84,11 @@ def test_show_missing_or_invalid(run_cli, project: Path) -> None:
     assert "no verdict for 'nobody'" in json.loads(missing.stdout)["error"]
     folder = project / ".clavain" / "verdicts"
     folder.mkdir(parents=True)
-    (folder / "broken.json").write_text('{"type": "verdict"}')
+    (folder / "broken--d1.json").write_text('{"type": "verdict"}')
     broken = run_cli("verdicts", "show", "broken")
     assert broken.returncode == 2
-    assert "clavain: error: invalid verdict file broken.json: status: required" in broken.stderr
+    assert ("clavain: error: invalid verdict file broken--d1.json: status: required"
+            in broken.stderr)
 
 
 def test_clean(run_cli, cli_json, seeded: Path) -> None:
@@ -194,3 +200,72 @@ def test_ls_with_a_broken_file_with_a_long_name(run_cli, cli_json, project: Path
     [row] = cli_json("verdicts", "ls")
     assert row["status"] == "ERROR"
     assert run_cli("verdicts", "summary").returncode == 0
+
+
+@pytest.fixture
+def redispatched(seeded: Path) -> Path:
+    """fd-quality run three times: NEEDS_ATTENTION, ERROR, then the seeded CLEAN is not the
+    latest any more: a final CLEAN (d4)."""
+    seed(seeded, "clavain:fd-quality", "NEEDS_ATTENTION", 10, dispatch="d2",
+         at="2026-01-31T12:00:01.000Z")
+    seed(seeded, "clavain:fd-quality", "ERROR", dispatch="d3", at="2026-01-31T12:00:02.000Z")
+    seed(seeded, "clavain:fd-quality", "CLEAN", 5, dispatch="d4", at="2026-01-31T12:00:03.000Z")
+    return seeded
+
+
+def test_several_dispatches_of_one_agent(run_cli, cli_json, redispatched: Path) -> None:
+    lines = run_cli("verdicts", "summary").stdout.splitlines()
+    assert lines[0] == ("Verdicts: 2 CLEAN, 1 NEEDS_ATTENTION, 1 FAILED; 7 dispatches of 4 "
+                        "agents; 5,415 tokens")
+    assert ("CLEAN fd-quality: clavain:fd-quality is clean (4 dispatches; "
+            "1 earlier NEEDS_ATTENTION, 1 earlier ERROR)") in lines
+    data = cli_json("verdicts", "summary")
+    assert data["counts"] == {"CLEAN": 2, "NEEDS_ATTENTION": 1, "FAILED": 1}
+    quality = next(v for v in data["verdicts"] if v["agent"] == "clavain:fd-quality")
+    assert (quality["dispatch"], quality["dispatches"], quality["earlier_attention"]) == (
+        "d4", 4, {"NEEDS_ATTENTION": 1, "ERROR": 1})
+
+    table = run_cli("verdicts", "ls").stdout.splitlines()
+    assert [line.split()[2] for line in table[1:] if "fd-quality" in line] == [
+        "d1", "d2", "d3", "d4"]
+
+    assert cli_json("verdicts", "show", "fd-quality")["dispatch"] == "d4"
+    shown = cli_json("verdicts", "show", "clavain:fd-quality", "--dispatch", "d2")
+    assert (shown["status"], shown["agent_id"], shown["dispatch"]) == ("NEEDS_ATTENTION", "d2",
+                                                                       "d2")
+    assert "NEEDS_ATTENTION" in run_cli("verdicts", "show", "fd-quality", "--dispatch", "d2").stdout
+    missing = run_cli("verdicts", "show", "fd-quality", "--dispatch", "d9")
+    assert missing.returncode == 2 and "no verdict for 'fd-quality' dispatch 'd9'" in missing.stderr
+
+    attention = run_cli("verdicts", "attention").stdout
+    assert "fd-quality" not in attention.splitlines()[1]
+    assert "(+2 earlier attention verdicts of agents dispatched again since" in attention
+    assert cli_json("verdicts", "attention")["older_attention"] == 2
+
+
+def test_attention_with_only_older_findings(run_cli, project: Path) -> None:
+    seed(project, "clavain:fd-quality", "NEEDS_ATTENTION", dispatch="d1")
+    seed(project, "clavain:fd-quality", "CLEAN", dispatch="d2", at="2026-01-31T12:00:09.000Z")
+    assert run_cli("verdicts", "attention").stdout.splitlines() == [
+        "nothing needs attention",
+        "(+1 earlier attention verdict of agents dispatched again since; `clavain verdicts ls` "
+        "lists every dispatch)"]
+
+
+def test_old_single_pair_files_are_still_read(run_cli, cli_json, project: Path) -> None:
+    folder = project / ".clavain" / "verdicts"
+    folder.mkdir(parents=True)
+    (folder / "clavain-fd-quality.json").write_text(json.dumps(verdict_files.build(
+        {"type": "verdict", "status": "NEEDS_ATTENTION", "summary": "old"},
+        agent="clavain:fd-quality", timestamp="2026-01-31T12:00:00Z")))
+    assert cli_json("verdicts", "show", "fd-quality")["dispatch"] is None
+    [row] = cli_json("verdicts", "ls")
+    assert (row["status"], row["dispatch"]) == ("NEEDS_ATTENTION", None)
+    assert "NEEDS_ATTENTION fd-quality: old" in run_cli("verdicts").stdout
+
+
+def test_show_an_unusable_dispatch_id(run_cli, seeded: Path) -> None:
+    result = run_cli("verdicts", "show", "fd-quality", "--dispatch", "::")
+    assert result.returncode == 2
+    [line] = result.stderr.splitlines()
+    assert line.startswith("clavain: error: dispatch id")

@@ -60,13 +60,23 @@ def test_review_agents_verdicts_are_recorded_with_measured_tokens(
     summary_calls: list[dict[str, Any]] = []
     run = claude_runner.run("review README.md", review_script(summary_calls),
                             allowed_tools=("Bash", "Read", "Agent")).check()
+    from clavain.verdicts.files import safe_dispatch
+
     folder = run.project / ".clavain" / "verdicts"
     files = sorted(path.name for path in folder.iterdir())
-    assert files == ["clavain-fd-quality.json", "clavain-fd-quality.md",
-                     "clavain-fd-safety.json", "clavain-fd-safety.md"], f"{files}\n{run}"
+    # One pair per dispatch: `<agent>--<the host's agent_id>.json` + `.md`.
+    assert [name.split("--")[0] + name[name.rindex("."):] for name in files] == [
+        "clavain-fd-quality.json", "clavain-fd-quality.md",
+        "clavain-fd-safety.json", "clavain-fd-safety.md"], f"{files}\n{run}"
 
-    quality = json.loads((folder / "clavain-fd-quality.json").read_text())
-    safety = json.loads((folder / "clavain-fd-safety.json").read_text())
+    [quality_file] = folder.glob("clavain-fd-quality--*.json")
+    [safety_file] = folder.glob("clavain-fd-safety--*.json")
+    quality = json.loads(quality_file.read_text())
+    safety = json.loads(safety_file.read_text())
+    for path, verdict in ((quality_file, quality), (safety_file, safety)):
+        assert verdict["agent_id"], verdict  # SubagentStop carries the dispatch's agent_id
+        assert path.stem.split("--")[1] == safe_dispatch(verdict["agent_id"])
+        assert verdict["detail_path"] == f".clavain/verdicts/{path.stem}.md"
     assert (quality["status"], safety["status"]) == ("CLEAN", "NEEDS_ATTENTION")
     assert safety["findings_count"] == 2
     assert safety["summary"] == "safety-flag two missing sections"
@@ -84,8 +94,8 @@ def test_review_agents_verdicts_are_recorded_with_measured_tokens(
     assert summary_calls, f"the reviewers' answers never reached the main thread\n{run}"
     in_session = run.tool_result(summary_calls[0]["id"])
     assert "1 CLEAN, 1 NEEDS_ATTENTION" in in_session
-    assert ".clavain/verdicts/clavain-fd-safety.md" in in_session
-    assert "clavain-fd-quality.md" not in in_session  # CLEAN verdicts carry no detail path
+    assert safety["detail_path"] in in_session
+    assert "clavain-fd-quality--" not in in_session  # CLEAN verdicts carry no detail path
 
     after = _clavain(run.project, "verdicts", "summary")
     assert after.splitlines()[0].startswith("Verdicts: 1 CLEAN, 1 NEEDS_ATTENTION; ")

@@ -1,10 +1,14 @@
 """The dispatcher never lets a failure reach the host: exit 0, nothing printed, one log line."""
 
+import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+import clavain.hooks
 from clavain.hooks import EVENTS, module_name
 
 from .conftest import payload_for
@@ -14,7 +18,8 @@ from .conftest import payload_for
     ("event", "stdin", "logged"),
     [
         ("SessionStart", "", "ValueError: stdin is not a JSON object"),
-        ("SessionStart", "{not json", "JSONDecodeError"),
+        ("SessionStart", "{not json", "BadText: stdin: not valid JSON"),
+        ("SessionStart", "[" * 100_000, "BadText: stdin: JSON nested too deeply"),
         ("SessionStart", "[1, 2]", "ValueError: stdin is not a JSON object (list)"),
         ("NoSuchEvent", "{}", "LookupError: unknown hook event 'NoSuchEvent'"),
         ("", "{}", "LookupError: unknown hook event ''"),
@@ -127,3 +132,72 @@ def test_a_logged_failure_first_does_not_stop_later_init(run_hook, tmp_path: Pat
     ensure_state(StatePaths(tmp_path / ".clavain"))
     assert (tmp_path / ".clavain" / "verdicts").is_dir()
     assert "/.clavain/verdicts/" in (tmp_path / ".gitignore").read_text()
+
+
+def _log_lines(project: Path) -> list[str]:
+    log = project / ".clavain" / "logs" / "hooks.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.mark.parametrize("raised", [SystemExit(3), KeyboardInterrupt(), GeneratorExit()])
+def test_a_handler_raising_a_base_exception_never_reaches_the_host(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raised: BaseException) -> None:
+    """SystemExit/KeyboardInterrupt are not `Exception`s: a dispatcher catching only those
+    would let the handler's exit code (or a traceback) reach the host."""
+    from clavain.hooks import subagent_stop
+
+    def explode(payload: dict) -> None:
+        raise raised
+
+    monkeypatch.setattr(subagent_stop, "handle", explode)
+    (tmp_path / ".git").mkdir()
+    stdin = io.TextIOWrapper(io.BytesIO(json.dumps({"cwd": str(tmp_path)}).encode()))
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert clavain.hooks.main(["SubagentStop"]) == 0
+    [line] = _log_lines(tmp_path)
+    assert f"SubagentStop {type(raised).__name__}" in line
+
+
+def test_stdin_with_a_byte_order_mark_is_read(run_hook, tmp_path: Path) -> None:
+    result = run_hook("SessionStart", "\ufeff" + json.dumps(payload_for("SessionStart", tmp_path)))
+    assert json.loads(result.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert _log_lines(tmp_path) == []
+
+
+def test_stdin_that_is_not_utf8_is_one_log_line(tmp_path: Path) -> None:
+    from .conftest import REPO
+
+    result = subprocess.run([str(REPO / "bin" / "clavain-hook"), "SessionStart"],
+                            input=b'{"cwd": "\xff"}', capture_output=True, cwd=tmp_path,
+                            env={"PATH": "/usr/bin:/bin", "CLAVAIN_PYTHON": sys.executable,
+                                 "CLAUDE_PROJECT_DIR": str(tmp_path), "CLAVAIN_BOOTSTRAP": "0"})
+    assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
+    [line] = _log_lines(tmp_path)
+    assert "BadText: stdin: not UTF-8 text" in line
+
+
+@pytest.mark.parametrize("cwd", [5, ["a"], None, "x" * 5000, "relative/missing", "file",
+                                 "missing"])
+def test_an_unusable_payload_cwd_logs_to_the_project_dir(run_hook, tmp_path: Path,
+                                                         cwd: object) -> None:
+    """The log goes to CLAUDE_PROJECT_DIR when the payload's cwd names no existing folder; a
+    missing folder named there is never created."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "file").write_text("a file, not a folder")
+    named = str(tmp_path / cwd) if cwd in ("file", "missing") else cwd
+    result = run_hook("NoSuchEvent", {"cwd": named}, cwd=project)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert len(_log_lines(project)) == 1
+    assert not (tmp_path / "missing").exists() and not (project / "relative").exists()
+
+
+def test_hooks_log_never_follows_a_planted_symlink(run_hook, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me\n")
+    project = tmp_path / "project"
+    (project / ".clavain" / "logs").mkdir(parents=True)
+    (project / ".clavain" / "logs" / "hooks.log").symlink_to(outside)
+    result = run_hook("NoSuchEvent", {"cwd": str(project)}, cwd=project)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert outside.read_text() == "keep me\n"

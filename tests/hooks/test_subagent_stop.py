@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -84,15 +85,16 @@ def test_clean_header_with_measured_tokens(run_hook, tmp_path: Path) -> None:
         tmp_path, "clavain:fd-quality", CLEAN_MESSAGE,
         agent_transcript_path=str(agent_transcript)))
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
-    assert verdict_files(tmp_path) == ["clavain-fd-quality.json", "clavain-fd-quality.md"]
-    verdict = load(tmp_path, "clavain-fd-quality.json")
+    assert verdict_files(tmp_path) == ["clavain-fd-quality--a1.json", "clavain-fd-quality--a1.md"]
+    verdict = load(tmp_path, "clavain-fd-quality--a1.json")
     assert_valid_everywhere(verdict)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", verdict["timestamp"])
     assert verdict | {"timestamp": "T"} == {
         "type": "verdict", "status": "CLEAN", "model": "sonnet",
         "tokens_spent": 2 * 1100 + 30 + 50, "tokens_source": "measured", "files_changed": [],
         "findings_count": 0, "summary": "nothing to change",
-        "detail_path": ".clavain/verdicts/clavain-fd-quality.md", "agent": "clavain:fd-quality",
-        "session_id": "sess-1", "timestamp": "T"}
+        "detail_path": ".clavain/verdicts/clavain-fd-quality--a1.md",
+        "agent": "clavain:fd-quality", "agent_id": "a1", "session_id": "sess-1", "timestamp": "T"}
     assert (tmp_path / verdict["detail_path"]).read_text() == CLEAN_MESSAGE
     assert "/.clavain/verdicts/" in (tmp_path / ".gitignore").read_text()
 
@@ -101,7 +103,7 @@ def test_messy_header_and_model_from_the_transcript(run_hook, tmp_path: Path) ->
     agent_transcript = transcript(tmp_path / "agent-a1.jsonl", [10], MESSY_MESSAGE)
     run_hook("SubagentStop", payload(tmp_path, "clavain:fd-safety", MESSY_MESSAGE,
                                      agent_transcript_path=str(agent_transcript)))
-    verdict = load(tmp_path, "clavain-fd-safety.json")
+    verdict = load(tmp_path, "clavain-fd-safety--a1.json")
     assert_valid_everywhere(verdict)
     assert (verdict["status"], verdict["findings_count"], verdict["summary"]) == (
         "NEEDS_ATTENTION", 2, "two findings in a.py, b.py")
@@ -111,7 +113,7 @@ def test_messy_header_and_model_from_the_transcript(run_hook, tmp_path: Path) ->
 def test_without_a_transcript_the_reported_tokens_stay(run_hook, tmp_path: Path) -> None:
     run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", CLEAN_MESSAGE,
                                      agent_transcript_path=str(tmp_path / "missing.jsonl")))
-    verdict = load(tmp_path, "clavain-fd-quality.json")
+    verdict = load(tmp_path, "clavain-fd-quality--a1.json")
     assert (verdict["tokens_spent"], verdict["tokens_source"]) == (99, "reported")
 
 
@@ -127,7 +129,7 @@ def test_contract_agent_without_a_header_gets_an_error_verdict(run_hook, tmp_pat
                                                                message, summary) -> None:
     result = run_hook("SubagentStop", payload(tmp_path, "clavain:executor", message))
     assert (result.returncode, result.stdout) == (0, "")
-    verdict = load(tmp_path, "clavain-executor.json")
+    verdict = load(tmp_path, "clavain-executor--a1.json")
     assert_valid_everywhere(verdict)
     assert (verdict["type"], verdict["status"], verdict["summary"]) == ("verdict", "ERROR",
                                                                         summary)
@@ -142,13 +144,13 @@ def test_contract_agent_without_a_header_gets_an_error_verdict(run_hook, tmp_pat
 def test_namespaced_and_plain_agent_types_give_one_name(run_hook, tmp_path: Path, agent_type,
                                                         name) -> None:
     run_hook("SubagentStop", payload(tmp_path, agent_type, CLEAN_MESSAGE))
-    assert verdict_files(tmp_path) == [f"{name}.json", f"{name}.md"]
-    assert load(tmp_path, f"{name}.json")["agent"] == "clavain:fd-quality"
+    assert verdict_files(tmp_path) == [f"{name}--a1.json", f"{name}--a1.md"]
+    assert load(tmp_path, f"{name}--a1.json")["agent"] == "clavain:fd-quality"
 
 
 def test_namespaced_contract_agent_without_a_header(run_hook, tmp_path: Path) -> None:
     run_hook("SubagentStop", payload(tmp_path, "clavain:workflow:executor", "done, I think"))
-    assert load(tmp_path, "clavain-executor.json")["summary"] == "no verdict header"
+    assert load(tmp_path, "clavain-executor--a1.json")["summary"] == "no verdict header"
 
 
 @pytest.mark.parametrize("agent", ["general-purpose", "Explore", "other-plugin:fd-quality",
@@ -175,7 +177,7 @@ def test_plugin_agent_without_a_contract(run_hook, tmp_path: Path) -> None:
     assert verdict_files(project) == []  # not in that folder either
     run_hook("SubagentStop", payload(project, "clavain:helper", CLEAN_MESSAGE), env=env,
              cwd=project)
-    assert verdict_files(project) == ["clavain-helper.json", "clavain-helper.md"]
+    assert verdict_files(project) == ["clavain-helper--a1.json", "clavain-helper--a1.md"]
 
 
 def test_agent_written_detail_path_is_kept(run_hook, tmp_path: Path) -> None:
@@ -183,24 +185,31 @@ def test_agent_written_detail_path_is_kept(run_hook, tmp_path: Path) -> None:
     (tmp_path / "reports" / "safety.md").write_text("full report")
     message = CLEAN_MESSAGE + "DETAIL_PATH: reports/safety.md\n"
     run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", message))
-    assert verdict_files(tmp_path) == ["clavain-fd-quality.json"]
-    assert load(tmp_path, "clavain-fd-quality.json")["detail_path"] == "reports/safety.md"
+    assert verdict_files(tmp_path) == ["clavain-fd-quality--a1.json"]
+    assert load(tmp_path, "clavain-fd-quality--a1.json")["detail_path"] == "reports/safety.md"
 
 
 @pytest.mark.parametrize("claimed", ["../outside.md", "/etc/hostname", "reports/missing.md",
+                                     ".clavain/verdicts/clavain-fd-quality--a1.md",
+                                     ".clavain/verdicts/clavain-fd-quality--other.md",
                                      ".clavain/verdicts/clavain-fd-quality.md"])
-def test_detail_path_outside_missing_or_stale_is_replaced(run_hook, tmp_path: Path,
-                                                          claimed: str) -> None:
+def test_detail_path_outside_missing_or_in_the_verdicts_folder_is_replaced(
+        run_hook, tmp_path: Path, claimed: str) -> None:
+    """The verdicts folder holds other dispatches' (or stale) answers: a DETAIL_PATH there
+    would put another run's answer beside this verdict."""
     project = tmp_path / "project"
-    (project / ".clavain" / "verdicts").mkdir(parents=True)
+    folder = project / ".clavain" / "verdicts"
+    folder.mkdir(parents=True)
     (tmp_path / "outside.md").write_text("outside")
-    stale = project / ".clavain" / "verdicts" / "clavain-fd-quality.md"
-    stale.write_text("an answer from an earlier run")
+    for stale in ("clavain-fd-quality--a1.md", "clavain-fd-quality--other.md",
+                  "clavain-fd-quality.md"):
+        (folder / stale).write_text("an answer from another run")
     message = CLEAN_MESSAGE + f"DETAIL_PATH: {claimed}\n"
     run_hook("SubagentStop", payload(project, "clavain:fd-quality", message), cwd=project)
-    verdict = load(project, "clavain-fd-quality.json")
-    assert verdict["detail_path"] == ".clavain/verdicts/clavain-fd-quality.md"
-    assert stale.read_text() == message
+    verdict = load(project, "clavain-fd-quality--a1.json")
+    assert verdict["detail_path"] == ".clavain/verdicts/clavain-fd-quality--a1.md"
+    assert (folder / "clavain-fd-quality--a1.md").read_text() == message
+    assert (folder / "clavain-fd-quality--other.md").read_text() == "an answer from another run"
 
 
 def test_a_failure_is_logged_never_raised(run_hook, tmp_path: Path) -> None:
@@ -225,13 +234,13 @@ def test_hook_path_imports_no_third_party_packages(tmp_path: Path) -> None:
                 for line in result.stderr.splitlines() if line.startswith("import time:")}
     assert "clavain" in imported  # the trace really covers the hook
     assert imported.isdisjoint({"pydantic", "pydantic_core", "jsonschema", "filelock"})
-    assert verdict_files(tmp_path) == ["clavain-fd-quality.json", "clavain-fd-quality.md"]
+    assert verdict_files(tmp_path) == ["clavain-fd-quality--a1.json", "clavain-fd-quality--a1.md"]
 
 
 def test_header_out_of_bounds_is_an_error_verdict(run_hook, tmp_path: Path) -> None:
     message = CLEAN_MESSAGE.replace("MODEL: sonnet", "MODEL: " + "m" * 500)
     run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", message))
-    verdict = load(tmp_path, "clavain-fd-quality.json")
+    verdict = load(tmp_path, "clavain-fd-quality--a1.json")
     assert verdict["status"] == "ERROR"
     assert verdict["summary"].startswith("bad verdict header: model: must be text of 1-100")
 
@@ -260,26 +269,27 @@ def test_waits_for_the_final_message_before_measuring(tmp_path: Path) -> None:
                             capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60)
     writer.join()
     assert result.returncode == 0
-    verdict = load(tmp_path, "clavain-fd-quality.json")
+    verdict = load(tmp_path, "clavain-fd-quality--a1.json")
     assert (verdict["tokens_source"], verdict["tokens_spent"]) == ("measured", 2 * 1100 + 30 + 50)
 
 
 def test_detail_path_naming_the_agents_own_verdict_json_is_replaced(run_hook,
                                                                     tmp_path: Path) -> None:
-    """A DETAIL_PATH naming this agent's verdict file (left from an earlier run) would point the
-    sprint at the verdict itself, which this very call overwrites."""
+    """A DETAIL_PATH naming this dispatch's verdict file (left from an earlier SubagentStop of
+    the same agent_id) would point the sprint at the verdict itself, which this call replaces."""
     run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", CLEAN_MESSAGE))
-    message = CLEAN_MESSAGE + "DETAIL_PATH: .clavain/verdicts/clavain-fd-quality.json\n"
+    message = CLEAN_MESSAGE + "DETAIL_PATH: .clavain/verdicts/clavain-fd-quality--a1.json\n"
     run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", message))
-    verdict = load(tmp_path, "clavain-fd-quality.json")
-    assert verdict["detail_path"] == ".clavain/verdicts/clavain-fd-quality.md"
+    assert verdict_files(tmp_path) == ["clavain-fd-quality--a1.json", "clavain-fd-quality--a1.md"]
+    verdict = load(tmp_path, "clavain-fd-quality--a1.json")
+    assert verdict["detail_path"] == ".clavain/verdicts/clavain-fd-quality--a1.md"
     assert (tmp_path / verdict["detail_path"]).read_text() == message
 
 
 def test_prose_status_line_after_the_header_keeps_the_verdict(run_hook, tmp_path: Path) -> None:
     message = CLEAN_MESSAGE + "\nStatus: all tests pass locally, ready to merge.\n"
     run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", message))
-    verdict = load(tmp_path, "clavain-fd-quality.json")
+    verdict = load(tmp_path, "clavain-fd-quality--a1.json")
     assert (verdict["status"], verdict["summary"]) == ("CLEAN", "nothing to change")
 
 
@@ -303,8 +313,189 @@ def test_concurrent_first_stops_share_one_state_folder(tmp_path: Path) -> None:
     assert [(proc.wait(timeout=60), proc.stdout.read(), proc.stderr.read())
             for proc in procs] == [(0, "", "")] * len(agents)
     names = {verdicts_name.split(":")[1] for verdicts_name in agents}
-    assert verdict_files(tmp_path) == sorted(f"clavain-{n}{s}" for n in names
+    assert verdict_files(tmp_path) == sorted(f"clavain-{n}--a1{s}" for n in names
                                              for s in (".json", ".md"))
     gitignore = (tmp_path / ".gitignore").read_text()
     assert gitignore.startswith("node_modules/\n") and gitignore.count("/.clavain/verdicts/") == 1
     assert not (tmp_path / ".clavain" / "logs" / "hooks.log").exists()
+
+
+# --- one pair per dispatch ----------------------------------------------------------------------
+
+NEEDS_ATTENTION_MESSAGE = CLEAN_MESSAGE.replace("STATUS: CLEAN", "STATUS: NEEDS_ATTENTION") \
+    .replace("FINDINGS_COUNT: 0", "FINDINGS_COUNT: 1").replace("nothing to change", "one bug")
+
+
+def test_parallel_dispatches_of_one_agent_keep_every_verdict(run_hook, tmp_path: Path) -> None:
+    """A NEEDS_ATTENTION must not vanish under a later CLEAN of the same agent."""
+    run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", NEEDS_ATTENTION_MESSAGE,
+                                     agent_id="a1"))
+    run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", CLEAN_MESSAGE,
+                                     agent_id="a2"))
+    assert verdict_files(tmp_path) == ["clavain-fd-quality--a1.json", "clavain-fd-quality--a1.md",
+                                       "clavain-fd-quality--a2.json", "clavain-fd-quality--a2.md"]
+    for dispatch, status, message in (("a1", "NEEDS_ATTENTION", NEEDS_ATTENTION_MESSAGE),
+                                      ("a2", "CLEAN", CLEAN_MESSAGE)):
+        verdict = load(tmp_path, f"clavain-fd-quality--{dispatch}.json")
+        assert (verdict["status"], verdict["agent_id"]) == (status, dispatch)
+        assert verdict["detail_path"] == f".clavain/verdicts/clavain-fd-quality--{dispatch}.md"
+        assert (tmp_path / verdict["detail_path"]).read_text() == message
+
+
+def test_without_an_agent_id_each_dispatch_gets_a_generated_id(run_hook, tmp_path: Path) -> None:
+    body = payload(tmp_path, "clavain:fd-quality", CLEAN_MESSAGE)
+    del body["agent_id"]
+    run_hook("SubagentStop", body)
+    run_hook("SubagentStop", body)
+    names = verdict_files(tmp_path)
+    assert len(names) == 4
+    for name in names:
+        assert re.fullmatch(r"clavain-fd-quality--\d{8}T\d{9}Z-[0-9a-f]{8}\.(json|md)", name)
+    for name in names[::2]:
+        verdict = load(tmp_path, name)
+        assert verdict["agent_id"] is None
+        assert verdict["detail_path"] == f".clavain/verdicts/{name[:-5]}.md"
+
+
+def test_a_failed_json_write_leaves_an_orphan_answer_never_a_mismatched_pair(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The .md goes first and the .json naming it last: a crash between them must not leave a
+    verdict beside another dispatch's answer."""
+    from clavain.fsutil import write_json_atomic
+    from clavain.hooks import subagent_stop
+    from clavain.verdicts import files as verdicts_module
+
+    (tmp_path / ".git").mkdir()
+    subagent_stop.record(payload(tmp_path, "clavain:fd-quality", NEEDS_ATTENTION_MESSAGE,
+                                 agent_id="a1"))
+
+    def crash(path: Path, value: object, *, inside: Path | None = None) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(verdicts_module, "write_json_atomic", crash)
+    with pytest.raises(OSError, match="disk full"):
+        subagent_stop.record(payload(tmp_path, "clavain:fd-quality", CLEAN_MESSAGE,
+                                     agent_id="a2"))
+    monkeypatch.setattr(verdicts_module, "write_json_atomic", write_json_atomic)
+    subagent_stop.record(payload(tmp_path, "clavain:fd-quality", CLEAN_MESSAGE + "\nagain",
+                                 agent_id="a3"))
+
+    assert verdict_files(tmp_path) == [
+        "clavain-fd-quality--a1.json", "clavain-fd-quality--a1.md",
+        "clavain-fd-quality--a2.md",  # the orphan: its verdict was never written
+        "clavain-fd-quality--a3.json", "clavain-fd-quality--a3.md"]
+    for dispatch, message in (("a1", NEEDS_ATTENTION_MESSAGE), ("a3", CLEAN_MESSAGE + "\nagain")):
+        verdict = load(tmp_path, f"clavain-fd-quality--{dispatch}.json")
+        assert verdict["detail_path"].endswith(f"--{dispatch}.md")
+        assert (tmp_path / verdict["detail_path"]).read_text().rstrip("\n") == message.rstrip("\n")
+
+
+def test_a_planted_verdicts_symlink_is_not_written_through(run_hook, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    project = tmp_path / "project"
+    (project / ".clavain").mkdir(parents=True)
+    (project / ".clavain" / "verdicts").symlink_to(outside, target_is_directory=True)
+    result = run_hook("SubagentStop", payload(project, "clavain:fd-quality", CLEAN_MESSAGE),
+                      cwd=project)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    assert list(outside.iterdir()) == []
+    [line] = (project / ".clavain" / "logs" / "hooks.log").read_text().splitlines()
+    assert "UnsafePathError" in line and "symlink" in line
+
+
+def test_a_failure_while_building_the_verdict_still_records_an_error_verdict(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clavain.hooks import subagent_stop
+
+    def broken(text: str) -> dict:
+        raise RuntimeError("parser bug")
+
+    monkeypatch.setattr(subagent_stop, "parse_header", broken)
+    (tmp_path / ".git").mkdir()
+    assert subagent_stop.handle(payload(tmp_path, "clavain:fd-quality", CLEAN_MESSAGE)) is None
+    verdict = load(tmp_path, "clavain-fd-quality--a1.json")
+    assert_valid_everywhere(verdict)
+    assert (verdict["status"], verdict["summary"]) == (
+        "ERROR", "verdict not built: RuntimeError: parser bug")
+    [line] = (tmp_path / ".clavain" / "logs" / "hooks.log").read_text().splitlines()
+    assert "building the verdict failed" in line
+
+
+# --- hostile payloads ---------------------------------------------------------------------------
+
+HUGE = "9" * 300
+
+
+def _with_header(**lines: str) -> str:
+    text = CLEAN_MESSAGE
+    for key, value in lines.items():
+        text = re.sub(rf"^{key}: .*$", f"{key}: {value}", text, flags=re.MULTILINE)
+    return text
+
+
+HOSTILE = [
+    # (id, changes to the payload, logged?, check on the verdict)
+    ("cwd-number", {"cwd": 5}, True, None),
+    ("cwd-list", {"cwd": ["a"]}, True, None),
+    ("cwd-5000-chars", {"cwd": "/" + "c" * 5000}, True, None),
+    ("cwd-missing", {"cwd": "{tmp}/missing"}, True, None),
+    ("cwd-a-file", {"cwd": "{tmp}/a-file"}, True, None),
+    ("tokens-300-digits", {"last_assistant_message": _with_header(TOKENS_SPENT=HUGE)}, False,
+     lambda v: v["status"] == "CLEAN" and v["tokens_spent"] is None),
+    ("tokens-400-digits", {"last_assistant_message": _with_header(TOKENS_SPENT="9" * 400)},
+     False, lambda v: v["status"] == "CLEAN" and v["tokens_spent"] is None),
+    ("tokens-negative", {"last_assistant_message": _with_header(TOKENS_SPENT="-99")}, False,
+     lambda v: v["tokens_spent"] is None),
+    ("findings-300-digits", {"last_assistant_message": _with_header(FINDINGS_COUNT=HUGE)},
+     False, lambda v: v["status"] == "ERROR" and "FINDINGS_COUNT" in v["summary"]),
+    ("session-id-300-digit-number", {"session_id": int(HUGE)}, True,
+     lambda v: v["session_id"] is None),
+    ("session-id-201-chars", {"session_id": "s" * 201}, True, lambda v: v["session_id"] is None),
+    ("lone-surrogate", {"last_assistant_message": CLEAN_MESSAGE + "\ud800 tail"}, False,
+     lambda v: v["status"] == "CLEAN"),
+    ("transcript-name-too-long", {"agent_transcript_path": "{tmp}/" + "t" * 300 + ".jsonl"},
+     True, lambda v: v["tokens_source"] == "reported"),
+    ("transcript-not-text", {"agent_transcript_path": ["x"]}, True, None),
+    ("agent-id-number", {"agent_id": 42}, True, lambda v: v["agent_id"] is None),
+    ("agent-id-object", {"agent_id": {"a": 1}}, True, lambda v: v["agent_id"] is None),
+    ("agent-id-no-usable-characters", {"agent_id": "::"}, False,
+     lambda v: v["agent_id"] == "::"),
+    ("message-not-text", {"last_assistant_message": 42}, False,
+     lambda v: v["summary"] == "no verdict header"),
+]
+
+
+@pytest.mark.parametrize(("changes", "logged", "check"), [case[1:] for case in HOSTILE],
+                         ids=[case[0] for case in HOSTILE])
+def test_hostile_payloads_never_lose_an_owed_verdict(run_hook, tmp_path: Path, changes: dict,
+                                                     logged: bool, check) -> None:
+    """Whatever the payload holds: exit 0, nothing printed, the owed verdict is on disk, and a
+    problem is exactly one line in hooks.log (no problem, no line)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (tmp_path / "a-file").write_text("not a folder")
+    body = payload(project, "clavain:executor", CLEAN_MESSAGE)
+    body.update({key: value.replace("{tmp}", str(tmp_path)) if isinstance(value, str) else value
+                 for key, value in changes.items()})
+    result = run_hook("SubagentStop", body, cwd=project)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    [verdict_json] = (project / ".clavain" / "verdicts").glob("clavain-executor--*.json")
+    verdict = json.loads(verdict_json.read_text())
+    assert_valid_everywhere(verdict)
+    assert (project / verdict["detail_path"]).is_file()
+    (project / verdict["detail_path"]).read_text(encoding="utf-8")  # scrubbed: valid UTF-8
+    log = project / ".clavain" / "logs" / "hooks.log"
+    lines = log.read_text().splitlines() if log.exists() else []
+    assert len(lines) == (1 if logged else 0), lines
+    assert check is None or check(verdict), verdict
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_detail_path_through_a_symlink_loop_is_replaced(run_hook, tmp_path: Path) -> None:
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    message = CLEAN_MESSAGE + "DETAIL_PATH: loop/report.md\n"
+    result = run_hook("SubagentStop", payload(tmp_path, "clavain:fd-quality", message))
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+    verdict = load(tmp_path, "clavain-fd-quality--a1.json")
+    assert verdict["detail_path"] == ".clavain/verdicts/clavain-fd-quality--a1.md"

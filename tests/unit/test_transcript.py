@@ -213,3 +213,16 @@ def test_a_folder_named_like_a_subagent_transcript_is_not_read(session: Path) ->
     (session.with_suffix("") / "subagents" / "agent-odd.jsonl").mkdir(parents=True)
     assert subagent_files(session) == []
     assert session_usage(session)[0].total == 1085
+
+
+@pytest.mark.parametrize("copy_first", [False, True])
+def test_a_sidechain_copy_with_a_different_request_id_counts_once(tmp_path: Path,
+                                                                  copy_first: bool) -> None:
+    """The same response seen on the main thread (req_main) and in a subagent file under another
+    requestId (req_side): one response, the larger total kept. On the main thread alone the
+    same pair would count twice (see the test above)."""
+    original = assistant("msg_7", "req_main", usage(100, 10), TEXT)
+    copy = assistant("msg_7", "req_side", usage(100, 30), TEXT, sidechain=True)
+    path = write_jsonl(tmp_path / "t.jsonl", [copy, original] if copy_first else [original, copy])
+    measured = transcript_usage(path)
+    assert (measured.messages, measured.total) == (1, 130)

@@ -59,6 +59,17 @@ def test_messy_markdown_header() -> None:
         ("TOKENS_SPENT: 1.2M", 1_200_000),
         ("TOKENS_SPENT: (estimated)", None),
         ("TOKENS_SPENT: 1200 measured", 1200),
+        ("TOKENS_SPENT: 1.5k", 1500),
+        ("TOKENS_SPENT: 0.0015M", 1500),
+        ("TOKENS_SPENT: 1.2345k", 1235),  # rounded half up, exactly
+        ("TOKENS_SPENT: 12345678901234", 12_345_678_901_234),  # exact, not through a float
+        ("TOKENS_SPENT: 999999999999999", 999_999_999_999_999),
+        ("TOKENS_SPENT: 1000000000000001", None),  # absurd: > 10**15
+        ("TOKENS_SPENT: " + "9" * 400, None),  # float() would overflow and lose the verdict
+        ("TOKENS_SPENT: " + "1" * 5000, None),  # past int()'s digit limit
+        ("TOKENS_SPENT: -1200", None),  # negative is not made positive
+        ("TOKENS_SPENT: ~-5k", None),
+        ("TOKENS_SPENT: P1-2", 1),  # a hyphen inside a word is no minus sign
     ],
 )
 def test_token_numbers(line: str, expected: int | None) -> None:
@@ -137,6 +148,12 @@ def test_lookalike_keys_do_not_count() -> None:
         ("TYPE: verdict\nSTATUS: CLEAN\nFINDINGS_COUNT: several\nSUMMARY: x",
          ["FINDINGS_COUNT 'several' is not a number"]),
         ("TYPE: verdict\nSTATUS:\nSUMMARY:", ["missing STATUS:", "missing SUMMARY:"]),
+        ("TYPE: verdict\nSTATUS: CLEAN\nFINDINGS_COUNT: -2\nSUMMARY: x",
+         ["FINDINGS_COUNT '-2' is out of range (0 to 1,000,000)"]),
+        ("TYPE: verdict\nSTATUS: CLEAN\nFINDINGS_COUNT: 1000001\nSUMMARY: x",
+         ["FINDINGS_COUNT '1000001' is out of range (0 to 1,000,000)"]),
+        ("TYPE: verdict\nSTATUS: CLEAN\nFINDINGS_COUNT: " + "7" * 300 + "\nSUMMARY: x",
+         [f"FINDINGS_COUNT '{'7' * 300}' is out of range (0 to 1,000,000)"]),
     ],
 )
 def test_bad_headers_list_every_problem(text: str, problems: list[str]) -> None:
@@ -259,12 +276,11 @@ MB = 1_000_000
     pytest.param(lambda: "FILES_CHANGED:\n" + "".join(f"- f{i}.py\n" for i in range(MB // 9)),
                  id="many-file-bullets"),
 ])
-def test_a_1mb_message_parses_in_linear_time(body) -> None:
+def test_a_1mb_hostile_message_parses(body) -> None:
+    """Shapes that make a backtracking regex quadratic. No timing here (tests never assert on
+    it): a regression shows up as this test hanging, and `benchmarks/` measures speed."""
     import contextlib
-    import time
 
     text = "TYPE: verdict\nSTATUS: CLEAN\nSUMMARY: ok\n" + body()
-    started = time.perf_counter()
     with contextlib.suppress(VerdictParseError):
         parse_header(text)
-    assert time.perf_counter() - started < 2.0

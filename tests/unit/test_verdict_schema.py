@@ -18,7 +18,8 @@ VALID = {
     "type": "verdict", "status": "NEEDS_ATTENTION", "model": "sonnet", "tokens_spent": 1200,
     "tokens_source": "measured", "files_changed": ["a.py"], "findings_count": 2,
     "summary": "two issues", "detail_path": ".clavain/verdicts/clavain-fd-quality.md",
-    "agent": "clavain:fd-quality", "session_id": "s1", "timestamp": "2026-01-31T12:00:00Z",
+    "agent": "clavain:fd-quality", "agent_id": "a1f3", "session_id": "s1",
+    "timestamp": "2026-01-31T12:00:00.123Z",
 }
 
 
@@ -61,6 +62,9 @@ BAD_CASES = [
     {"agent": ""},
     {"agent": None},
     {"session_id": 5},
+    {"agent_id": ""},
+    {"agent_id": 5},
+    {"agent_id": "a" * 201},
     {"timestamp": "yesterday"},
     {"timestamp": "2026-01-31T12:00:00Z\n"},
     {"extra": 1},
@@ -92,6 +96,7 @@ def test_all_three_default_the_same_fields(optional: str) -> None:
     "status": st.sampled_from([*verdict_files.ALL_STATUSES, "OK"]),
     "summary": st.text(max_size=5), "agent": st.text(max_size=3),
     "tokens_spent": st.none() | st.integers(-2, 2),
+    "agent_id": st.none() | st.text(max_size=2) | st.integers(0, 1),
     "files_changed": st.lists(st.text(max_size=2), max_size=2),
     "timestamp": st.sampled_from(["2026-01-31T12:00:00Z", "2026-01-31"]),
 }))

@@ -1,4 +1,7 @@
-"""`clavain verdicts ls|summary|attention|clean|show AGENT|parse FILE|-`."""
+"""`clavain verdicts ls|summary|attention|clean|show AGENT [--dispatch ID]|parse FILE|-`.
+
+Every dispatch of an agent keeps its own verdict: `ls` lists them all, `summary`, `attention`
+and `show AGENT` use the latest of each agent (`clavain.verdicts.summary`)."""
 
 from __future__ import annotations
 
@@ -17,15 +20,17 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_json_flag(parent)
     sub = parent.add_subparsers(dest="verdicts_command", metavar="SUBCOMMAND")
     for name, help_text, handler in (
-        ("ls", "one row per verdict: STATUS, AGENT, TOKENS, SUMMARY", _ls),
-        ("summary", "the compact summary a sprint reads (counts, one line each)", _summary),
-        ("attention", "verdicts that need a look, with their detail paths", _attention),
+        ("ls", "every dispatch's verdict: STATUS, AGENT, DISPATCH, TOKENS, SUMMARY", _ls),
+        ("summary", "the compact summary a sprint reads (latest verdict per agent, one line "
+                    "each)", _summary),
+        ("attention", "latest verdicts that need a look, with their detail paths", _attention),
         ("clean", "remove every verdict and detail file", _clean),
     ):
         _sub_json_flag(add_command(sub, name, help_text, handler))
-    show = add_command(sub, "show", "one agent's verdict (clavain:fd-quality or fd-quality)",
-                       _show)
+    show = add_command(sub, "show", "an agent's latest verdict (clavain:fd-quality or "
+                       "fd-quality), or the one of --dispatch ID", _show)
     show.add_argument("agent", metavar="AGENT")
+    show.add_argument("--dispatch", metavar="ID", help="the dispatch id `verdicts ls` shows")
     _sub_json_flag(show)
     parse = add_command(sub, "parse", "parse the verdict header at the end of FILE (- = stdin)",
                         _parse)
@@ -54,42 +59,44 @@ def _all() -> list[dict[str, Any]]:
 
 
 def _ls(args: argparse.Namespace) -> int:
-    from clavain.verdicts import files as verdict_files
+    from clavain.verdicts.summary import ls_rows
 
     found = _all()
     if args.json:
         emit_json(found)
     elif found:
-        print_table(verdict_files.summary_rows(found), ["status", "agent", "tokens", "summary"])
+        print_table(ls_rows(found), ["status", "agent", "dispatch", "tokens", "summary"])
     else:
         print("no verdicts yet")
     return 0
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from clavain.verdicts import files as verdict_files
+    from clavain.verdicts import summary
 
     found = _all()
     if args.json:
-        emit_json({"counts": verdict_files.count_by_status(found),
-                   "total_tokens": verdict_files.total_tokens(found),
-                   "attention": verdict_files.get_attention(found),
-                   "verdicts": verdict_files.summary_rows(found)})
+        emit_json(summary.summary_json(found))
     else:
-        print(verdict_files.render_summary(found))
+        print(summary.render_summary(found))
     return 0
 
 
 def _attention(args: argparse.Namespace) -> int:
-    from clavain.verdicts import files as verdict_files
+    from clavain.verdicts.summary import get_attention, older_attention
 
-    rows = verdict_files.get_attention(_all())
+    found = _all()
+    rows, older = get_attention(found), older_attention(found)
     if args.json:
-        emit_json(rows)
-    elif rows:
-        print_table(rows, ["status", "agent", "detail_path", "summary"])
+        emit_json({"attention": rows, "older_attention": older})
+        return 0
+    if rows:
+        print_table(rows, ["status", "agent", "detail_path", "dispatch", "summary"])
     else:
         print("nothing needs attention")
+    if older:
+        print(f"(+{older} earlier attention verdict{'s' if older != 1 else ''} of agents "
+              "dispatched again since; `clavain verdicts ls` lists every dispatch)")
     return 0
 
 
@@ -113,16 +120,21 @@ def _show(args: argparse.Namespace) -> int:
 
     try:
         verdict_files.safe_agent_name(args.agent)
+        if args.dispatch is not None:
+            verdict_files.safe_dispatch(args.dispatch)
     except ValueError as exc:
-        raise ClavainError(f"{exc}; `clavain verdicts ls` lists the agents") from exc
+        raise ClavainError(f"{exc}; `clavain verdicts ls` lists the agents and dispatches") \
+            from exc
     try:
-        found = verdict_files.read(_folder(), args.agent)
+        found = verdict_files.read(_folder(), args.agent, args.dispatch)
     except LookupError as exc:
-        raise ClavainError(f"{exc}; `clavain verdicts ls` lists the agents") from exc
+        raise ClavainError(f"{exc}; `clavain verdicts ls` lists the agents and dispatches") \
+            from exc
     except ValueError as exc:
         raise ClavainError(f"invalid verdict file {exc}; rerun the agent or "
                            "`clavain verdicts clean`") from exc
-    verdict = Verdict.model_validate(found).model_dump()
+    dispatch = found.pop(verdict_files.DISPATCH)
+    verdict = Verdict.model_validate(found).model_dump() | {verdict_files.DISPATCH: dispatch}
     if args.json:
         emit_json(verdict)
     else:

@@ -25,18 +25,33 @@ def module_name(event: str) -> str:
                    for i, c in enumerate(event))
 
 
+def payload_cwd(payload: object) -> str:
+    """The folder a hook works from. The payload's `cwd` only if it is text naming an existing
+    folder (a number, a list, a 5,000-character or missing path must neither lose the verdict
+    and the log line nor make a hook create folders there); else CLAUDE_PROJECT_DIR if it is
+    one; else this process's own cwd."""
+    cwd = payload.get("cwd") if isinstance(payload, dict) else None
+    if isinstance(cwd, str) and cwd and os.path.isdir(cwd):  # isdir: False on any OSError
+        return cwd
+    project = os.environ.get("CLAUDE_PROJECT_DIR")
+    if project and os.path.isdir(project):
+        return project
+    return os.getcwd()
+
+
 def log_failure(event: str, problem: str, payload: object = None) -> None:
-    """Append one line to the project's hooks.log; never raises."""
+    """Append one line to the project's hooks.log, never through a symlink planted in the
+    state folder; never raises."""
     try:
         from clavain.clock import utc_stamp
+        from clavain.fsutil import open_inside
         from clavain.paths import StatePaths
+        from clavain.textio import scrub
 
-        cwd = payload.get("cwd") if isinstance(payload, dict) else None
-        log = StatePaths.discover(cwd).hooks_log
-        log.parent.mkdir(parents=True, exist_ok=True)
+        state = StatePaths.discover(payload_cwd(payload))
         line = f"{utc_stamp()} {event or '-'} {problem}".replace("\n", " | ")[:2000]
-        with open(log, "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
+        with open_inside(state.root, state.hooks_log, "ab") as handle:
+            handle.write(scrub(line).encode("utf-8") + b"\n")
     except Exception:  # logging must not become the failure
         pass
 
@@ -52,13 +67,22 @@ def _trace(event: str, started: float) -> None:
         handle.write(json.dumps(record) + "\n")
 
 
-def dispatch(event: str, raw: str) -> str | None:
+def read_payload(raw: bytes) -> dict[str, object]:
+    """The host's JSON object from stdin bytes, by the one decoding rule (a BOM is dropped;
+    bad UTF-8, bad or absurdly nested JSON raise BadText)."""
+    from clavain.textio import decode, load_json
+
+    text = decode(raw, "stdin", lenient=False)
+    payload = load_json(text, "stdin") if text.strip() else None
+    if not isinstance(payload, dict):
+        raise ValueError(f"stdin is not a JSON object ({type(payload).__name__})")
+    return payload
+
+
+def dispatch(event: str, payload: dict[str, object]) -> str | None:
     """The text to print for one hook call, or None. Raises on anything unexpected."""
     if event not in EVENTS:
         raise LookupError(f"unknown hook event {event!r}")
-    payload = json.loads(raw) if raw.strip() else None
-    if not isinstance(payload, dict):
-        raise ValueError(f"stdin is not a JSON object ({type(payload).__name__})")
     handler = importlib.import_module(f"clavain.hooks.{module_name(event)}")
     output = handler.handle(payload)
     return json.dumps(output) if output else None
@@ -68,17 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     args = sys.argv[1:] if argv is None else argv
     event = args[0] if args else ""
-    raw = ""
+    payload = None
     try:
-        raw = sys.stdin.read()
-        text = dispatch(event, raw)
+        payload = read_payload(sys.stdin.buffer.read())
+        text = dispatch(event, payload)
         if text:
             sys.stdout.write(text)
             sys.stdout.flush()
+    # BaseException: a handler's SystemExit or a KeyboardInterrupt must not reach the host
+    # either (its exit code would become the hook's).
     except BaseException as exc:
-        payload = None
-        with contextlib.suppress(Exception):
-            payload = json.loads(raw)
         log_failure(event, f"{type(exc).__name__}: {exc}", payload)
     with contextlib.suppress(Exception):
         _trace(event, started)

@@ -1,23 +1,30 @@
-"""SubagentStop: turn a Clavain agent's final answer into `.clavain/verdicts/<agent>.json` + `.md`.
+"""SubagentStop: turn a Clavain agent's final answer into
+`.clavain/verdicts/<agent>--<dispatch>.md` + `.json` (the dispatch is the host's `agent_id`).
 
 Only this plugin's agents (`clavain:<name>`, or `clavain:<folder>:<name>` as Claude Code names
 agents kept in sub-folders) are recorded, as `clavain:<name>`; every other agent is ignored. The
 header is parsed from `last_assistant_message`, TOKENS_SPENT is replaced by what the agent's
 transcript measures, and an agent whose Output Contract owes a header but sent none (or a broken
-one) gets an ERROR verdict. Stdlib only; the dispatcher turns any exception into a log line.
+one) gets an ERROR verdict.
+
+No hostile payload may lose an owed verdict: odd ids are dropped, the answer is scrubbed, a
+failure while building the verdict becomes an ERROR verdict naming it, and everything that went
+wrong on one call is ONE line in hooks.log. Stdlib only.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
 from typing import Any
 
-from clavain.hooks import log_failure
+from clavain.hooks import log_failure, payload_cwd
 from clavain.paths import StatePaths, plugin_root
 from clavain.project import ensure_state
+from clavain.textio import scrub
 from clavain.verdicts import files as verdict_files
 from clavain.verdicts.parser import VerdictParseError, parse_header
 
@@ -52,20 +59,26 @@ def owes_verdict(name: str, folder: str | None = None, root: Path | None = None)
     return False
 
 
-def _inside(project: Path, candidate: str) -> Path | None:
-    """The existing file `candidate` names, if it lies inside the project; else None."""
-    try:
-        path = (project / candidate).resolve()
-        path.relative_to(project.resolve())
-    except (ValueError, OSError):
+def _agent_detail(state: StatePaths, candidate: str) -> Path | None:
+    """The existing file an agent's DETAIL_PATH names, if it lies inside the project and not
+    in the verdicts folder (whose files belong to dispatches: a stale or another run's answer
+    must not stand beside this verdict); else None."""
+    try:  # RuntimeError: a symlink loop (Python < 3.13)
+        path = (state.project / candidate).resolve()
+        project, verdicts = state.project.resolve(), state.verdicts.resolve()
+    except (ValueError, OSError, RuntimeError):
         return None
-    return path if path.is_file() else None
+    if not path.is_relative_to(project) or path.is_relative_to(verdicts):
+        return None
+    fits = len(path.relative_to(project).as_posix()) <= verdict_files.MAX_PATH_CHARS
+    # os.path: False on every OSError (pathlib raises ENAMETOOLONG).
+    return path if fits and os.path.isfile(path) else None
 
 
 def _relative(project: Path, path: Path) -> str:
     try:
         return path.resolve().relative_to(project.resolve()).as_posix()
-    except ValueError:
+    except (ValueError, RuntimeError):
         return str(path)
 
 
@@ -96,21 +109,25 @@ def _wait_for_transcript(path: Path, message: str) -> bool:
     return True
 
 
-def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str) -> None:
+def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str,
+             notes: list[str]) -> None:
     """Replace reported tokens (and a missing model) with what the transcript shows."""
     transcript = payload.get("agent_transcript_path")
-    if not isinstance(transcript, str) or not transcript or not Path(transcript).is_file():
+    if transcript is None or transcript == "":
+        return
+    if not isinstance(transcript, str) or not os.path.isfile(transcript):
+        notes.append(f"agent_transcript_path {_short(transcript)} is no readable file; "
+                     "keeping the reported tokens")
         return
     if not _wait_for_transcript(Path(transcript), message):
-        log_failure("SubagentStop", f"transcript {transcript} lacks the final message after "
-                    f"{TRANSCRIPT_WAIT_SECONDS:g}s; measuring what is there", payload)
+        notes.append(f"transcript {_short(transcript)} lacks the final message after "
+                     f"{TRANSCRIPT_WAIT_SECONDS:g}s; measured what is there")
     from clavain.verdicts.transcript import transcript_usage
 
     try:
         usage = transcript_usage(Path(transcript))
     except OSError as exc:
-        log_failure("SubagentStop", f"transcript unreadable, keeping reported tokens: {exc}",
-                    payload)
+        notes.append(f"transcript unreadable, keeping the reported tokens: {exc}")
         return
     if usage.messages:
         verdict["tokens_spent"] = usage.total
@@ -119,51 +136,94 @@ def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str) -> 
             verdict["model"] = usage.main_model[: verdict_files.MAX_MODEL_CHARS]
 
 
-def record(payload: dict[str, Any], *, root: Path | None = None) -> Path | None:
-    """Write the verdict for this SubagentStop; the JSON file's path, or None when ignored."""
-    found = plugin_agent(payload.get("agent_type"))
-    if found is None:
+def _short(value: object) -> str:
+    """A payload value as a log line can carry it."""
+    text = repr(value)
+    return text if len(text) <= 120 else text[:119] + "…"
+
+
+def _text_id(payload: dict[str, Any], key: str, notes: list[str]) -> str | None:
+    """An optional id from the payload: text of 1-200 characters, else dropped (and noted)
+    rather than failing the verdict."""
+    value = payload.get(key)
+    if value is None or value == "":
         return None
-    name, folder = found
-    # One name per agent whatever the host's namespacing: `clavain:fd-quality`.
-    agent = verdict_files.PLUGIN_PREFIX + name
-    message = payload.get("last_assistant_message")
-    message = message if isinstance(message, str) else ""
-    session_id = payload.get("session_id")
-    session_id = session_id if isinstance(session_id, str) and session_id else None
+    if isinstance(value, str) and len(value) <= verdict_files.MAX_AGENT_CHARS:
+        return scrub(value)
+    notes.append(f"{key} {_short(value)} dropped: not text of 1-"
+                 f"{verdict_files.MAX_AGENT_CHARS} characters")
+    return None
+
+
+def _verdict(message: str, agent: str, found: tuple[str, str | None], ids: dict[str, Any],
+             root: Path | None) -> dict[str, Any] | None:
+    """The verdict for this answer, or None for an agent that owes none and sent none."""
     try:
         fields = parse_header(message)
     except VerdictParseError as exc:
-        if not owes_verdict(name, folder, root):
+        if not owes_verdict(*found, root):
             return None
         no_header = exc.problems[0].startswith(NO_HEADER_SUMMARY)
         reason = NO_HEADER_SUMMARY if no_header else f"bad verdict header: {exc}"
-        verdict = verdict_files.error_verdict(agent, reason, session_id=session_id)
-    else:
-        try:
-            verdict = verdict_files.build(fields, agent=agent, session_id=session_id)
-        except ValueError as exc:  # parsed, but out of the schema's bounds (e.g. a huge MODEL)
-            verdict = verdict_files.error_verdict(agent, f"bad verdict header: {exc}",
-                                             session_id=session_id)
+        return verdict_files.error_verdict(agent, reason, **ids)
+    try:
+        return verdict_files.build(fields, agent=agent, **ids)
+    except ValueError as exc:  # parsed, but out of the schema's bounds (e.g. a huge MODEL)
+        return verdict_files.error_verdict(agent, f"bad verdict header: {exc}", **ids)
 
-    state = ensure_state(StatePaths.discover(payload.get("cwd") or None))
-    project = state.project
-    _measure(payload, verdict, message)
+
+def record(payload: dict[str, Any], *, root: Path | None = None,
+           notes: list[str] | None = None) -> Path | None:
+    """Write the verdict for this SubagentStop; the JSON file's path, or None when ignored.
+    What went wrong without stopping the verdict is appended to `notes`."""
+    notes = [] if notes is None else notes
+    found = plugin_agent(payload.get("agent_type"))
+    if found is None:
+        return None
+    # One name per agent whatever the host's namespacing: `clavain:fd-quality`.
+    agent = verdict_files.PLUGIN_PREFIX + found[0]
+    message = payload.get("last_assistant_message")
+    message = scrub(message) if isinstance(message, str) else ""
+    ids = {"agent_id": _text_id(payload, "agent_id", notes),
+           "session_id": _text_id(payload, "session_id", notes)}
+    try:
+        verdict = _verdict(message, agent, found, ids, root)
+    except Exception as exc:  # a bug here must not lose an owed verdict
+        notes.append(f"building the verdict failed, recorded as ERROR: "
+                     f"{type(exc).__name__}: {exc}")
+        verdict = verdict_files.error_verdict(
+            agent, f"verdict not built: {type(exc).__name__}: {exc}", **ids)
+    if verdict is None:
+        return None
+
+    cwd = payload_cwd(payload)
+    if payload.get("cwd") not in (None, "", cwd):
+        notes.append(f"payload cwd {_short(payload.get('cwd'))} is no existing folder; "
+                     f"used {cwd}")
+    state = ensure_state(StatePaths.discover(cwd))
+    try:
+        _measure(payload, verdict, message, notes)
+    except Exception as exc:  # measuring is a bonus; the verdict is owed
+        notes.append(f"tokens not measured: {type(exc).__name__}: {exc}")
+    dispatch = verdict_files.dispatch_for(state.verdicts, agent, ids["agent_id"])
     claimed = verdict.get("detail_path")
-    existing = _inside(project, claimed) if claimed else None
-    own_files = {verdict_files.verdict_path(state.verdicts, agent, suffix).resolve()
-                 for suffix in (".md", ".json")}
-    # The agent's own file counts only if it is not our `<agent>.md` (left over from an earlier
-    # run, to be replaced by this answer) or `<agent>.json` (the verdict this call overwrites).
-    if existing is None or existing in own_files:
-        detail = verdict_files.write_detail(state.verdicts, agent,
-                                       message or "(the agent sent no final message)")
-        verdict["detail_path"] = _relative(project, detail)
-    else:
-        verdict["detail_path"] = _relative(project, existing)
-    return verdict_files.write(state.verdicts, verdict)
+    detail = _agent_detail(state, claimed) if claimed else None
+    if detail is None:
+        # The answer first, the verdict naming it last: a crash between the two leaves an
+        # orphan .md, never a verdict beside another run's answer.
+        detail = verdict_files.write_detail(state.verdicts, agent, dispatch,
+                                            message or "(the agent sent no final message)",
+                                            inside=state.root)
+    verdict["detail_path"] = _relative(state.project, detail)
+    return verdict_files.write(state.verdicts, verdict, dispatch, inside=state.root)
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
-    record(payload)
+    notes: list[str] = []
+    try:
+        record(payload, notes=notes)
+    except Exception as exc:
+        notes.append(f"{type(exc).__name__}: {exc}")
+    if notes:
+        log_failure("SubagentStop", "; ".join(notes), payload)
     return None

@@ -46,7 +46,7 @@ _ONE_LINE: dict[str, Any] = {"not": {"pattern": r"[\r\n]"}}
 
 
 class Verdict(BaseModel):
-    """One agent's result, as written to `.clavain/verdicts/<agent>.json`."""
+    """One dispatch's result, as written to `.clavain/verdicts/<agent>--<dispatch>.json`."""
 
     model_config = ConfigDict(
         extra="forbid", strict=True, title="Verdict",
@@ -78,11 +78,16 @@ class Verdict(BaseModel):
     agent: str = Field(
         min_length=1, max_length=MAX_AGENT_CHARS,
         description="agent type, e.g. clavain:fd-quality")
+    agent_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_AGENT_CHARS,
+        description="the host's id of this dispatch (SubagentStop agent_id); null when it "
+                    "sent none (the file name then carries a generated dispatch id)")
     session_id: str | None = Field(
         default=None, min_length=1, max_length=MAX_AGENT_CHARS,
         description="Claude Code session that ran the agent")
     timestamp: str = Field(
-        pattern=TIMESTAMP_PATTERN, description="when the verdict was recorded (ISO 8601)",
+        pattern=TIMESTAMP_PATTERN,
+        description="when the verdict was recorded (ISO 8601, UTC, milliseconds)",
         json_schema_extra=_ONE_LINE)
 
     @field_validator("summary")

@@ -1,23 +1,32 @@
-"""Verdict files in `.clavain/verdicts/`: `<agent>.json` (the verdict) + `<agent>.md` (detail).
+"""Verdict files in `.clavain/verdicts/`, one pair per dispatch of an agent:
+`<agent>--<dispatch>.json` (the verdict) + `<agent>--<dispatch>.md` (the agent's whole answer).
+
+The dispatch is the host's `agent_id` (made file-safe), or a generated unique id when the host
+sent none; two runs of the same agent never share a pair, so a NEEDS_ATTENTION cannot vanish
+under a later CLEAN. Old single-pair files (`<agent>.json`, no dispatch) are still read.
+The `.md` is written before the `.json` that names it: a crash in between leaves an orphan
+`.md`, never a verdict beside another run's answer.
 
 Stdlib only: the SubagentStop hook writes them, and `clavain verdicts summary` must work before
 the plugin venv exists. `validate` mirrors the pydantic model in `clavain.models.verdict` (the
-source of `schemas/verdict.schema.json`); tests check that the two agree.
-
-A sprint reads `render_summary` (one short line per verdict, detail paths only where attention
-is needed), never the agents' raw answers.
+source of `schemas/verdict.schema.json`); tests check that the two agree. Every function takes
+the verdicts folder as a parameter (a sprint may archive one folder and start another).
+`clavain.verdicts.summary` turns what `parse_all` reads into what a sprint reads.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from clavain.clock import utc_stamp
+from clavain.clock import now_iso
 from clavain.fsutil import write_atomic, write_json_atomic
+from clavain.textio import scrub
 from clavain.verdicts.parser import (
     IMPLEMENTATION_STATUSES,
     STATUSES_BY_TYPE,
@@ -33,39 +42,69 @@ OK_STATUSES = ("CLEAN", "COMPLETE")
 ATTENTION_STATUSES = tuple(s for s in ALL_STATUSES if s not in OK_STATUSES)
 TOKENS_SOURCES = ("measured", "reported")
 FIELDS = ("type", "status", "model", "tokens_spent", "tokens_source", "files_changed",
-          "findings_count", "summary", "detail_path", "agent", "session_id", "timestamp")
+          "findings_count", "summary", "detail_path", "agent", "agent_id", "session_id",
+          "timestamp")
 REQUIRED_FIELDS = ("type", "status", "summary", "agent", "timestamp")
 DEFAULTS: dict[str, Any] = {"model": None, "tokens_spent": None, "tokens_source": "reported",
                             "files_changed": [], "findings_count": 0, "detail_path": None,
-                            "session_id": None}
+                            "agent_id": None, "session_id": None}
 TIMESTAMP_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
 MAX_NAME_CHARS = 100
 MAX_AGENT_CHARS = 200
 MAX_MODEL_CHARS = 100
 MAX_PATH_CHARS = 1000
-COMPACT_SUMMARY_CHARS = 60
+# Between the agent's and the dispatch's part of a file name. Safe names never hold two dashes
+# in a row, so a name splits back unambiguously.
+DISPATCH_SEPARATOR = "--"
+# What `parse_all` and `read` add to each verdict: the dispatch its file name carries (None for
+# an old single-pair file). Not a verdict field.
+DISPATCH = "dispatch"
 
 _UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+_STAMP_PARTS = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
+                          r"(?:Z|([+-])(\d{2}):(\d{2}))")
+
+
+def _safe_name(text: object, what: str) -> str:
+    if not isinstance(text, str) or "\x00" in text:
+        raise ValueError(f"{what} must be text without NUL characters")
+    name = _UNSAFE_NAME_CHARS.sub("-", text.strip())
+    name = re.sub(r"\.{2,}", ".", name)
+    name = re.sub(r"-{2,}", "-", name).strip(".-")
+    if not name:
+        raise ValueError(f"{what} {text!r} has no usable characters")
+    if len(name) > MAX_NAME_CHARS:
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+        name = name[: MAX_NAME_CHARS - 11].rstrip(".-") + "-" + digest
+    return name
 
 
 def safe_agent_name(agent: str) -> str:
-    """A file name for `agent` that cannot leave the verdicts folder.
+    """A file name part for `agent` that cannot leave the verdicts folder.
 
     `clavain:fd-quality` → `clavain-fd-quality`; separators, `..` and other characters are
     neutralised; NUL or nothing usable left → ValueError; over-long names are cut and made
     unique with a hash of the original.
     """
-    if not isinstance(agent, str) or "\x00" in agent:
-        raise ValueError("agent name must be text without NUL characters")
-    name = _UNSAFE_NAME_CHARS.sub("-", agent.strip())
-    name = re.sub(r"\.{2,}", ".", name)
-    name = re.sub(r"-{2,}", "-", name).strip(".-")
-    if not name:
-        raise ValueError(f"agent name {agent!r} has no usable characters")
-    if len(name) > MAX_NAME_CHARS:
-        digest = hashlib.sha256(agent.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-        name = name[: MAX_NAME_CHARS - 11].rstrip(".-") + "-" + digest
-    return name
+    return _safe_name(agent, "agent name")
+
+
+def safe_dispatch(dispatch: str) -> str:
+    """The file name part for a dispatch id (the same rule as agent names)."""
+    return _safe_name(dispatch, "dispatch id")
+
+
+def new_dispatch_id() -> str:
+    """A unique dispatch id when the host sent no agent_id: UTC time to the millisecond (sorts
+    as text) and random hex (`20261121T203000123Z-9f2c1a0b`)."""
+    return re.sub(r"[-:.]", "", now_iso()) + "-" + os.urandom(4).hex()
+
+
+def split_name(stem: str) -> tuple[str, str | None]:
+    """`clavain-fd-quality--a1` → ("clavain-fd-quality", "a1"); an old `clavain-fd-quality`
+    → ("clavain-fd-quality", None)."""
+    agent, separator, dispatch = stem.partition(DISPATCH_SEPARATOR)
+    return agent, (dispatch if separator else None)
 
 
 def display_name(agent: str) -> str:
@@ -121,6 +160,7 @@ def validate(verdict: Any) -> list[str]:
     _check_text(problems, verdict, "detail_path", MAX_PATH_CHARS, nullable=True)
     if "agent" in verdict:
         _check_text(problems, verdict, "agent", MAX_AGENT_CHARS, nullable=False)
+    _check_text(problems, verdict, "agent_id", MAX_AGENT_CHARS, nullable=True)
     _check_text(problems, verdict, "session_id", MAX_AGENT_CHARS, nullable=True)
     stamp = verdict.get("timestamp")
     if "timestamp" in verdict and not (isinstance(stamp, str)
@@ -129,12 +169,14 @@ def validate(verdict: Any) -> list[str]:
     return problems
 
 
-def build(fields: dict[str, Any], *, agent: str, session_id: str | None = None,
-          tokens_source: str = "reported", timestamp: str | None = None) -> dict[str, Any]:
+def build(fields: dict[str, Any], *, agent: str, agent_id: str | None = None,
+          session_id: str | None = None, tokens_source: str = "reported",
+          timestamp: str | None = None) -> dict[str, Any]:
     """A complete verdict (every field, in schema order) from parsed header fields.
     Raises ValueError when the result would not validate."""
-    verdict = {**DEFAULTS, **fields, "agent": agent, "session_id": session_id,
-               "tokens_source": tokens_source, "timestamp": timestamp or utc_stamp()}
+    verdict = {**DEFAULTS, **fields, "agent": agent, "agent_id": agent_id,
+               "session_id": session_id, "tokens_source": tokens_source,
+               "timestamp": timestamp or now_iso()}
     verdict = {key: verdict.get(key) for key in FIELDS}
     problems = validate(verdict)
     if problems:
@@ -142,52 +184,120 @@ def build(fields: dict[str, Any], *, agent: str, session_id: str | None = None,
     return verdict
 
 
-def error_verdict(agent: str, summary: str, *, session_id: str | None = None) -> dict[str, Any]:
+def error_verdict(agent: str, summary: str, *, agent_id: str | None = None,
+                  session_id: str | None = None) -> dict[str, Any]:
     """What is recorded when an agent that owes a header sent none (or a broken one)."""
-    one_line = " ".join(summary.split())
+    one_line = " ".join(scrub(summary).split()) or "error"
     if len(one_line) > SUMMARY_MAX_CHARS:
         one_line = one_line[: SUMMARY_MAX_CHARS - 1] + "…"
     return build({"type": "verdict", "status": "ERROR", "summary": one_line},
-                 agent=agent, session_id=session_id)
+                 agent=agent, agent_id=agent_id, session_id=session_id)
 
 
-def verdict_path(folder: Path, agent: str, suffix: str = ".json") -> Path:
-    path = folder / f"{safe_agent_name(agent)}{suffix}"
-    if path.parent != folder:  # defence in depth: safe_agent_name never yields a separator
+def verdict_path(folder: Path, agent: str, dispatch: str | None,
+                 suffix: str = ".json") -> Path:
+    """`<folder>/<agent>--<dispatch><suffix>`; dispatch None names an old single-pair file."""
+    name = safe_agent_name(agent)
+    if dispatch is not None:
+        name += DISPATCH_SEPARATOR + safe_dispatch(dispatch)
+    path = folder / f"{name}{suffix}"
+    if path.parent != folder:  # defence in depth: safe names never hold a separator
         raise ValueError(f"agent name {agent!r} escapes {folder}")
     return path
 
 
-def write(folder: Path, verdict: dict[str, Any]) -> Path:
-    """Validate and atomically write `<agent>.json`; returns its path."""
+def dispatch_for(folder: Path, agent: str, agent_id: object) -> str:
+    """This dispatch's id: the host's agent_id made file-safe (the same agent_id again, e.g. a
+    repeated SubagentStop, is the same dispatch and replaces its pair), or a generated id when
+    there is none, or when another agent_id that sanitises alike already owns that pair."""
+    if isinstance(agent_id, str):
+        try:
+            dispatch = safe_dispatch(agent_id)
+        except ValueError:
+            return new_dispatch_id()
+        path = verdict_path(folder, agent, dispatch)
+        if not os.path.lexists(path):
+            return dispatch
+        try:
+            if _load(path).get("agent_id") == agent_id:
+                return dispatch
+        except ValueError:
+            pass
+    return new_dispatch_id()
+
+
+def write(folder: Path, verdict: dict[str, Any], dispatch: str | None = None, *,
+          inside: Path | None = None) -> Path:
+    """Validate and atomically write `<agent>--<dispatch>.json`; returns its path. Without a
+    dispatch, `dispatch_for` picks one. Every folder below `inside` (default: the folder's
+    parent, the state folder) must be real: a planted symlink is never written through."""
     problems = validate(verdict)
     if problems:
         raise ValueError("; ".join(problems))
-    path = verdict_path(folder, verdict["agent"])
-    write_json_atomic(path, {key: verdict.get(key, DEFAULTS.get(key)) for key in FIELDS})
+    if dispatch is None:
+        dispatch = dispatch_for(folder, verdict["agent"], verdict.get("agent_id"))
+    path = verdict_path(folder, verdict["agent"], dispatch)
+    write_json_atomic(path, {key: verdict.get(key, DEFAULTS.get(key)) for key in FIELDS},
+                      inside=folder.parent if inside is None else inside)
     return path
 
 
-def write_detail(folder: Path, agent: str, text: str) -> Path:
-    path = verdict_path(folder, agent, ".md")
-    write_atomic(path, text if text.endswith("\n") else text + "\n")
+def write_detail(folder: Path, agent: str, dispatch: str, text: str, *,
+                 inside: Path | None = None) -> Path:
+    """The agent's whole answer, `<agent>--<dispatch>.md`; write it before the verdict."""
+    path = verdict_path(folder, agent, dispatch, ".md")
+    text = scrub(text)
+    write_atomic(path, text if text.endswith("\n") else text + "\n",
+                 inside=folder.parent if inside is None else inside)
     return path
 
 
-def _candidates(folder: Path, agent: str) -> list[Path]:
-    """`fd-quality` also finds `clavain-fd-quality.json`, so people can type the short name."""
-    paths = [verdict_path(folder, agent)]
+def _agent_files(folder: Path, agent: str) -> list[Path]:
+    """Every verdict file of `agent`, old single-pair ones included. `fd-quality` also finds
+    `clavain-fd-quality--*.json`, so people can type the short name."""
+    names = {safe_agent_name(agent)}
     if not agent.startswith(PLUGIN_PREFIX):
-        paths.append(verdict_path(folder, PLUGIN_PREFIX + agent))
-    return paths
+        names.add(safe_agent_name(PLUGIN_PREFIX + agent))
+    if not folder.is_dir():
+        return []
+    return sorted(path for path in folder.glob("*.json") if split_name(path.stem)[0] in names)
 
 
-def read(folder: Path, agent: str) -> dict[str, Any]:
-    """The verdict of `agent`. LookupError when there is none, ValueError when it is invalid."""
-    for path in _candidates(folder, agent):
-        if path.is_file():
-            return _load(path)
-    raise LookupError(f"no verdict for {agent!r} in {folder}")
+def read(folder: Path, agent: str, dispatch: str | None = None) -> dict[str, Any]:
+    """The latest verdict of `agent`, or the one of `dispatch`, with its `dispatch`.
+    LookupError when there is none; ValueError when one of the files it had to read is
+    invalid (a broken file is never skipped in favour of an older answer)."""
+    paths = _agent_files(folder, agent)
+    if dispatch is not None:
+        wanted = safe_dispatch(dispatch)
+        paths = [path for path in paths if split_name(path.stem)[1] == wanted]
+    if not paths:
+        which = f" dispatch {dispatch!r}" if dispatch is not None else ""
+        raise LookupError(f"no verdict for {agent!r}{which} in {folder}")
+    return max((_record(path) for path in paths), key=order_key)
+
+
+def _record(path: Path) -> dict[str, Any]:
+    return _load(path) | {DISPATCH: split_name(path.stem)[1]}
+
+
+def order_key(verdict: dict[str, Any]) -> tuple[datetime, str, str]:
+    """When a verdict was recorded, for "latest": its timestamp as a moment (offsets applied,
+    any number of fraction digits; an unreadable one sorts first), then the dispatch."""
+    match = _STAMP_PARTS.fullmatch(str(verdict.get("timestamp")))
+    moment = datetime.min.replace(tzinfo=timezone.utc)
+    fraction = ""
+    if match:
+        year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
+        sign = -1 if match[8] == "-" else 1
+        offset = timedelta(hours=int(match[9] or 0), minutes=int(match[10] or 0)) * sign
+        try:
+            moment = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc) \
+                - offset
+            fraction = (match[7] or "").ljust(12, "0")[:12]
+        except (ValueError, OverflowError):
+            pass
+    return moment, fraction, verdict.get(DISPATCH) or ""
 
 
 def _load(path: Path) -> dict[str, Any]:
@@ -218,64 +328,18 @@ def clean(folder: Path) -> int:
 
 
 def parse_all(folder: Path) -> list[dict[str, Any]]:
-    """Every verdict, ordered by agent. A broken file becomes an ERROR row naming it, so it
-    cannot be silently skipped."""
+    """Every verdict of every dispatch, each with its `dispatch`, ordered by agent and then
+    oldest first. A broken file becomes an ERROR row naming it, so it cannot be silently
+    skipped."""
     verdicts = []
     if folder.is_dir():
         for path in sorted(folder.glob("*.json")):
             try:
-                verdicts.append(_load(path))
+                verdicts.append(_record(path))
             except ValueError as exc:
+                agent, dispatch = split_name(path.stem)
                 # A legal file name can be longer than an agent name may be.
-                verdicts.append(error_verdict(path.stem[:MAX_AGENT_CHARS],
+                verdicts.append(error_verdict(agent[:MAX_AGENT_CHARS],
                                               f"unreadable verdict file: {exc}")
-                                | {"detail_path": str(path)})
-    return sorted(verdicts, key=lambda v: v["agent"])
-
-
-def count_by_status(verdicts: list[dict[str, Any]]) -> str:
-    """`3 CLEAN, 1 NEEDS_ATTENTION` (statuses in their canonical order; `no verdicts`)."""
-    counts = {status: 0 for status in ALL_STATUSES}
-    for verdict in verdicts:
-        counts[verdict["status"]] += 1
-    parts = [f"{n} {status}" for status, n in counts.items() if n]
-    return ", ".join(parts) if parts else "no verdicts"
-
-
-def get_attention(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The verdicts a sprint must look into, with their detail paths."""
-    return [{"agent": v["agent"], "status": v["status"], "summary": v["summary"],
-             "detail_path": v["detail_path"], "findings_count": v["findings_count"]}
-            for v in verdicts if v["status"] in ATTENTION_STATUSES]
-
-
-def total_tokens(verdicts: list[dict[str, Any]]) -> int:
-    return sum(v["tokens_spent"] or 0 for v in verdicts)
-
-
-def summary_rows(verdicts: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows for the people's table: STATUS, AGENT, TOKENS, SUMMARY."""
-    return [{"status": v["status"], "agent": v["agent"], "tokens": v["tokens_spent"],
-             "summary": v["summary"]} for v in verdicts]
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def render_summary(verdicts: list[dict[str, Any]]) -> str:
-    """The sprint-facing summary: a count line, then one short line per verdict; only verdicts
-    needing attention carry their detail path."""
-    if not verdicts:
-        return "Verdicts: none yet."
-    tokens = total_tokens(verdicts)
-    lines = [f"Verdicts: {count_by_status(verdicts)}" + (f"; {tokens:,} tokens" if tokens else "")]
-    # What needs a look comes first, so a reader can stop at the first CLEAN line.
-    ordered = sorted(verdicts, key=lambda v: v["status"] not in ATTENTION_STATUSES)
-    for verdict in ordered:
-        line = (f"{verdict['status']} {_clip(display_name(verdict['agent']), 32)}: "
-                f"{_clip(verdict['summary'], COMPACT_SUMMARY_CHARS)}")
-        if verdict["status"] in ATTENTION_STATUSES and verdict["detail_path"]:
-            line += f" → {verdict['detail_path']}"
-        lines.append(line)
-    return "\n".join(lines)
+                                | {"detail_path": str(path), DISPATCH: dispatch})
+    return sorted(verdicts, key=lambda v: (v["agent"], order_key(v)))

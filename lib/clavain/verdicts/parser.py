@@ -42,7 +42,14 @@ _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _BULLET_ITEM = re.compile(r"^(?:>\s*)*(?:[-*+•]|\d{1,3}[.)])\s+(?P<item>.+)$")
 _EMPHASIS = "*_`"
 _EMPTY_VALUES = {"", "-", "—", "none", "n/a", "na", "null", "nil", "[]", "()", "(none)"}
-_NUMBER = re.compile(r"(\d+(?:\.\d+)?)\s*([kKmM]\b)?")
+# A minus sign counts only where it starts a word: `P1-2` holds the number 1, `-2` is negative.
+_NUMBER = re.compile(r"(?:(?<!\w)(?P<minus>[-\u2212]))?(?P<whole>\d+)(?:\.(?P<fraction>\d+))?"
+                     r"\s*(?P<scale>[kKmM]\b)?")
+# More digits than any count can have: reported as this (out of every bound) rather than
+# converted (int() refuses > 4,300 digits, float() overflows).
+_MAX_DIGITS = 30
+TOKENS_SPENT_MAX = 10**15
+FINDINGS_COUNT_MAX = 10**6
 
 
 class VerdictParseError(ValueError):
@@ -144,14 +151,27 @@ def _pick_block(text: str) -> tuple[Block | None, list[Block]]:
 
 
 def _number(value: str) -> int | None:
-    """`1200`, `~1,200`, `1.2k`, `1200 (estimated)` → int; no digits → None."""
-    cleaned = value.replace(",", "").replace("_", "").replace("\u202f", "").replace(" ", " ")
+    """`1200`, `~1,200`, `1.5k`, `1200 (estimated)`, `-3` → int, exactly (integer arithmetic,
+    a fraction rounded half up); no digits → None."""
+    cleaned = value.replace(",", "").replace("_", "").replace("\u202f", "").replace("\u00a0", "")
     match = _NUMBER.search(cleaned)
     if not match:
         return None
-    number = float(match[1])
-    scale = {"k": 1_000, "m": 1_000_000}.get((match[2] or "").lower(), 1)
-    return round(number * scale)
+    whole, fraction = match["whole"].lstrip("0"), (match["fraction"] or "")[:_MAX_DIGITS]
+    sign = -1 if match["minus"] else 1
+    if len(whole) > _MAX_DIGITS:
+        return sign * 10**_MAX_DIGITS
+    scale = {"k": 1_000, "m": 1_000_000}.get((match["scale"] or "").lower(), 1)
+    denominator = 10 ** len(fraction)
+    quotient, remainder = divmod(int(whole + fraction or "0") * scale, denominator)
+    return sign * (quotient + (2 * remainder >= denominator))
+
+
+def _tokens(value: str) -> int | None:
+    """TOKENS_SPENT is optional and replaced by the measured count: a negative or absurd
+    figure is dropped rather than failing the verdict."""
+    tokens = _number(value)
+    return tokens if tokens is not None and 0 <= tokens <= TOKENS_SPENT_MAX else None
 
 
 def _file_list(value: str, items: list[str]) -> list[str]:
@@ -203,6 +223,9 @@ def parse_header(text: str) -> dict[str, Any]:
         findings = _number(values["FINDINGS_COUNT"])
         if findings is None:
             problems.append(f"FINDINGS_COUNT {values['FINDINGS_COUNT']!r} is not a number")
+        elif not 0 <= findings <= FINDINGS_COUNT_MAX:
+            problems.append(f"FINDINGS_COUNT {values['FINDINGS_COUNT']!r} is out of range "
+                            f"(0 to {FINDINGS_COUNT_MAX:,})")
     if problems and any(all(any(key == required and value for key, value, _ in other)
                             for required in REQUIRED_KEYS) for other in earlier):
         problems.append("only the last header counts (an earlier, complete one is ignored)")
@@ -218,7 +241,7 @@ def parse_header(text: str) -> dict[str, Any]:
         "type": kind,
         "status": status,
         "model": model if model.lower() not in _EMPTY_VALUES else None,
-        "tokens_spent": _number(values.get("TOKENS_SPENT", "")),
+        "tokens_spent": _tokens(values.get("TOKENS_SPENT", "")),
         "files_changed": _file_list(values.get("FILES_CHANGED", ""), items),
         "findings_count": findings,
         "summary": summary,
