@@ -1,0 +1,24 @@
+"""`clavain status [--json]`: where the work stands, on one screen."""
+
+from __future__ import annotations
+
+import argparse
+
+from clavain.cli._output import add_command, add_json_flag, emit_json
+from clavain.cli._state import open_for_read
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    status = add_command(commands, "status",
+                         "one screen: node counts, running, waiting, needs you, blocked, next, "
+                         "verdicts needing attention", _status)
+    add_json_flag(status)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from clavain import status
+
+    state, conn = open_for_read()
+    report = status.collect(conn, state)
+    emit_json(report) if args.json else print(status.render(report))
+    return 0
