@@ -84,7 +84,7 @@ def _get(args: argparse.Namespace) -> int:
     state, conn = open_existing()
     with closing(conn):
         kv.check_key(args.key)
-        kv.require_node(conn, node_id)
+        kv.require_owner(conn, node_id)
         entry = kv.get(conn, state, node_id, args.key)
     if entry is None:
         raise ClavainError(f"node {node_id!r} has no key {args.key!r}", exit_code=1)
@@ -136,7 +136,7 @@ def _ls(args: argparse.Namespace) -> int:
     _state, conn = open_existing()
     with closing(conn):
         if node_id is not None:
-            kv.require_node(conn, node_id)
+            kv.require_owner(conn, node_id)
         entries = kv.ls(conn, node_id, args.prefix)
     if args.json:
         emit_json(entries)

@@ -27,6 +27,7 @@ from clavain.errors import ClavainError
 from clavain.fsutil import UnsafePathError, real_folder, write_atomic
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
+from clavain.workgraph.nodes import require_node
 
 RUN_NAMESPACE = "__run__"
 HISTORY_KEEP = 5
@@ -47,12 +48,10 @@ def check_key(key: str) -> None:
         raise ClavainError(f"key {key!r} contains whitespace or control characters")
 
 
-def require_node(conn: sqlite3.Connection, node_id: str) -> None:
+def require_owner(conn: sqlite3.Connection, node_id: str) -> None:
     """A node id that exists, or the run namespace (which is no node)."""
     if node_id != RUN_NAMESPACE:
-        from clavain.workgraph.nodes import require_node as require_graph_node
-
-        require_graph_node(conn, node_id)
+        require_node(conn, node_id)
 
 
 def artifact_threshold(cfg: dict[str, Any]) -> int:
@@ -189,7 +188,7 @@ def put(
     check_write_allowed(node_id, writer_node, allow_cross_node)
     check_key(key)
     with transaction(conn):
-        require_node(conn, node_id)
+        require_owner(conn, node_id)
         return write(conn, state, node_id, key, value, run_id=run_id, attempt=attempt,
                      fingerprint=fingerprint)
 
