@@ -29,12 +29,12 @@ def register(commands: argparse._SubParsersAction) -> None:
         _sub_json_flag(add_command(sub, name, help_text, handler))
     show = add_command(sub, "show", "an agent's latest verdict (clavain:fd-quality or "
                        "fd-quality), or the one of --dispatch ID", _show)
-    show.add_argument("agent", metavar="AGENT")
+    show.add_argument("agent", metavar="AGENT", help="clavain:fd-quality or fd-quality")
     show.add_argument("--dispatch", metavar="ID", help="the dispatch id `verdicts ls` shows")
     _sub_json_flag(show)
     parse = add_command(sub, "parse", "parse the verdict header at the end of FILE (- = stdin)",
                         _parse)
-    parse.add_argument("file", metavar="FILE")
+    parse.add_argument("file", metavar="FILE", help="text ending in a verdict header (- = stdin)")
     _sub_json_flag(parse)
 
 
