@@ -75,6 +75,20 @@ def _state(state: StatePaths) -> dict[str, Any]:
                 str(state.root) + ("" if writable else " (not writable)"), path=str(state.root))
 
 
+def _config(state: StatePaths) -> dict[str, Any]:
+    from clavain import config
+    from clavain.errors import ClavainError
+
+    if not state.config.exists():
+        return _row("config", OK, "no .clavain/config.json (built-in defaults)")
+    try:
+        config.load(state.config)
+    except ClavainError as exc:
+        return _row("config", FAIL, str(exc), path=str(state.config))
+    return _row("config", OK, f"{state.config} matches schemas/config.schema.json",
+                path=str(state.config))
+
+
 def _schema(state: StatePaths) -> dict[str, Any]:
     latest = db.latest_version()
     current = db.schema_version(state.db)
@@ -91,7 +105,7 @@ def _schema(state: StatePaths) -> dict[str, Any]:
 def run(state: StatePaths | None = None) -> dict[str, Any]:
     state = state or StatePaths.discover()
     checks = [_python(), _venv(), _dependencies(), _claude(), _plugin_root(), _state(state),
-              _schema(state)]
+              _config(state), _schema(state)]
     healthy = all(row["status"] != FAIL for row in checks)
     return {"version": __version__, "healthy": healthy, "checks": checks}
 

@@ -1,9 +1,15 @@
+import json
+import math
 from pathlib import Path
 
+import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from clavain import config
 from clavain.errors import ClavainError
+from clavain.models import config as config_model
 
 
 def test_defaults_when_no_file(tmp_path: Path) -> None:
@@ -13,19 +19,73 @@ def test_defaults_when_no_file(tmp_path: Path) -> None:
 
 def test_user_file_merges_deeply(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
-    path.write_text('{"defaults": {"maxAttempts": 5}, "runners": {"claude": {"cmd": "x"}}}')
+    path.write_text('{"defaults": {"maxAttempts": 5}, "runners": {"codex": {"command": "x"}}}')
     cfg = config.load(path)
     assert config.get(cfg, "defaults.maxAttempts") == 5
     assert config.get(cfg, "defaults.verifyRunner") == "shellVerify"
-    assert config.get(cfg, "runners.claude.cmd") == "x"
-    assert config.get(cfg, "runners.nope.cmd", "fallback") == "fallback"
+    assert config.get(cfg, "runners.codex.command") == "x"
+    assert config.get(cfg, "runners.nope.command", "fallback") == "fallback"
     # Loading never mutates the shared defaults.
     assert config.get(config.DEFAULTS, "defaults.maxAttempts") == 3
 
 
-@pytest.mark.parametrize("text", ["{not json", "[1, 2]"])
-def test_broken_file_is_a_clear_error(tmp_path: Path, text: str) -> None:
+@pytest.mark.parametrize(("text", "message"), [
+    ("{not json", r"config\.json: not valid JSON"),
+    ("[1, 2]", r"config\.json: \(top level\): \[1, 2\] is not of type 'object'"),
+    ('{"defaults": 5}', r"config\.json: defaults: 5 is not of type 'object'"),
+    ('{"defaults": {"maxAttempts": "abc"}}',
+     r"defaults\.maxAttempts: 'abc' is not of type 'integer' \(allowed: type integer >= 1"),
+    ('{"defaults": {"maxAttempts": 0}}', r"defaults\.maxAttempts: 0 is less than the minimum"),
+    ('{"defaults": {"lockLeaseSeconds": -1}}', r"defaults\.lockLeaseSeconds: .*\(allowed: "
+                                               r"type number > 0\)"),
+    ('{"defaults": {"maxAttemps": 5}}', r"'maxAttemps' was unexpected.*allowed keys: .*"
+                                        r"maxAttempts"),
+    ('{"runners": {"codex": {}}}', r"runners\.codex: 'command' is a required property"),
+    ('{"defaults": {"snapshotMaxLagSeconds": NaN}}',
+     r"defaults\.snapshotMaxLagSeconds: not a finite number"),
+    ('\ufeff{"defaults": {"maxAttempts": true}}', r"True is not of type 'integer'"),
+])
+def test_a_bad_file_is_one_line_naming_the_path_and_what_is_allowed(
+        tmp_path: Path, text: str, message: str) -> None:
     path = tmp_path / "config.json"
-    path.write_text(text)
-    with pytest.raises(ClavainError, match=r"config\.json"):
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ClavainError, match=message) as raised:
         config.load(path)
+    assert "\n" not in str(raised.value)
+
+
+def test_the_model_the_schemas_and_the_defaults_agree() -> None:
+    text = config_model.render_schema()
+    assert config_model.REPO_SCHEMA.read_text() == text, (
+        "schemas/config.schema.json is stale: python -m clavain.models.config")
+    assert Path(config.SCHEMA_PATH).read_text() == text
+    assert config_model.Config().model_dump() == config.DEFAULTS
+
+
+_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 200) | st.floats(allow_nan=False,
+                                                                   allow_infinity=False)
+    | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner,
+                                                                max_size=3),
+    max_leaves=6)
+_keys = st.sampled_from([*config.DEFAULTS["defaults"], "bogus"])
+_configs = st.fixed_dictionaries({}, optional={
+    "defaults": st.dictionaries(_keys, _values | st.integers(-2, 200), max_size=4),
+    "runners": st.dictionaries(st.sampled_from(["a", "b"]), st.fixed_dictionaries(
+        {}, optional={"command": _values, "timeoutSeconds": _values, "x": _values}),
+        max_size=2),
+    "extra": _values})
+
+
+@settings(max_examples=300, deadline=None)
+@given(user=_configs | _values)
+def test_the_stdlib_checker_agrees_with_jsonschema(user) -> None:
+    schema = json.loads(Path(config.SCHEMA_PATH).read_text())
+    by_jsonschema = jsonschema.Draft202012Validator(schema).is_valid(user)
+    assert config._valid(user, schema, schema) == by_jsonschema
+
+
+def test_non_finite_numbers_are_refused_although_jsonschema_takes_them() -> None:
+    schema = json.loads(Path(config.SCHEMA_PATH).read_text())
+    assert not config._valid({"defaults": {"retryBackoffSeconds": math.inf}}, schema, schema)

@@ -10,17 +10,28 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import sqlite3
 import sys
+from typing import NoReturn
 
 from clavain import __version__
 from clavain.errors import ClavainError
+from clavain.textio import BadText
 
 # Imported lazily by handlers; a missing one means the plugin venv is not ready yet.
 THIRD_PARTY = {"pydantic", "pydantic_core", "jsonschema", "filelock"}
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """A bad argument is one line on stderr and exit 2, never the usage block: slash commands
+    run `clavain … $ARGUMENTS` before the prompt, and the usage text would land in it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"clavain: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="clavain",
         description="Clavain: checkpointed, verifiable agent work for Claude Code.",
     )
@@ -46,7 +57,33 @@ def _report(message: str, args: argparse.Namespace) -> None:
         print(f"clavain: error: {message}", file=sys.stderr)
 
 
+def _undecodable_argument(argv: list[str]) -> str | None:
+    """The one decoding rule for arguments: Python hands over bytes that are not UTF-8 as lone
+    surrogates, and one stored in the database breaks every later reader. The message names
+    the option the bad value belongs to."""
+    from clavain.textio import BadText, check
+
+    for index, arg in enumerate(argv):
+        option, equals, value = arg.partition("=")
+        previous = argv[index - 1] if index else ""
+        if arg.startswith("--"):
+            where, text = f"argument {option}", value if equals else arg
+        else:
+            where = f"argument {previous}" if previous.startswith("-") else f"argument {index + 1}"
+            text = arg
+        try:
+            check(text, where)
+        except BadText as exc:
+            return str(exc)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    problem = _undecodable_argument(argv)
+    if problem is not None:
+        print(f"clavain: error: {problem}", file=sys.stderr)
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = getattr(args, "handler", None)
@@ -58,6 +95,15 @@ def main(argv: list[str] | None = None) -> int:
     except ClavainError as exc:
         _report(str(exc), args)
         return exc.exit_code
+    except BadText as exc:
+        _report(str(exc), args)
+        return 2
+    except sqlite3.DatabaseError as exc:
+        from clavain.paths import StatePaths
+
+        _report(f"the state database {StatePaths.discover().db} is not a Clavain database or "
+                f"is damaged ({exc}); move it aside to start over", args)
+        return 1
     except ModuleNotFoundError as exc:
         if exc.name not in THIRD_PARTY:
             raise
@@ -69,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # broken state: a file where a folder goes, no permission, a symlink
+        where = f"{exc.filename}: " if exc.filename else ""
+        _report(f"{where}{exc.strerror or exc}", args)
+        return 1
     finally:
         _print_notices()
 

@@ -35,10 +35,13 @@ def _cell(value: Any, limit: int = CELL_MAX_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    """Left-aligned columns under upper-case headers, each cell at most CELL_MAX_CHARS long;
+def render_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str],
+                 unclipped: Sequence[str] = ()) -> str:
+    """Left-aligned columns under upper-case headers, each cell at most CELL_MAX_CHARS long
+    except in the `unclipped` columns (a last column of few rows, like doctor's details);
     empty input gives just the header."""
-    cells = [[_cell(row.get(col)) for col in columns] for row in rows]
+    cells = [[_cell(row.get(col), sys.maxsize if col in unclipped else CELL_MAX_CHARS)
+              for col in columns] for row in rows]
     headers = [col.upper() for col in columns]
     widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
@@ -46,8 +49,9 @@ def render_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> s
     return "\n".join(lines)
 
 
-def print_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str]) -> None:
-    print(render_table(list(rows), columns))
+def print_table(rows: Iterable[Mapping[str, Any]], columns: Sequence[str],
+                unclipped: Sequence[str] = ()) -> None:
+    print(render_table(list(rows), columns, unclipped))
 
 
 def add_command(

@@ -38,5 +38,5 @@ def _doctor(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(report)
     else:
-        print_table(report["checks"], ["check", "status", "detail"])
+        print_table(report["checks"], ["check", "status", "detail"], unclipped=["detail"])
     return 0 if report["healthy"] else 1

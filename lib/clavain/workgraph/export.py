@@ -128,11 +128,17 @@ def deferred_write(args: list[str]) -> None:
             time.sleep(max(0.0, float(delay)))
     except BlockingIOError:
         return  # another writer is already waiting
-    conn = connect(state.db)
     try:
-        write_snapshot(conn, state)
-    finally:
-        conn.close()
+        conn = connect(state.db)
+        try:
+            write_snapshot(conn, state)
+        finally:
+            conn.close()
+    except (OSError, sqlite3.Error) as exc:  # nobody to tell but the log; the next change retries
+        from clavain.clock import utc_stamp
+
+        with open_inside(state.root, state.logs / "snapshot.log", "ab") as log:
+            log.write(f"{utc_stamp()} deferred snapshot failed: {exc}\n".encode())
 
 
 @contextmanager

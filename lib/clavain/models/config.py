@@ -1,0 +1,86 @@
+"""`.clavain/config.json`: the source of `schemas/config.schema.json` and of the copy the package
+ships (`clavain/config.schema.json`, read by `clavain.config` without pydantic). Regenerate both
+with `python -m clavain.models.config`; a test fails when they drift from this model or from
+`clavain.config.DEFAULTS`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REPO_SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.json"
+PACKAGED_SCHEMA = Path(__file__).resolve().parents[1] / "config.schema.json"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Defaults(_Strict):
+    """Workgraph defaults."""
+
+    verifyRunner: str = Field("shellVerify", min_length=1,
+                              description="runner of verify nodes that name none")
+    maxAttempts: int = Field(3, ge=1, le=100, description="failed attempts before a node fails")
+    retryBackoffSeconds: float = Field(30, ge=0, description="wait after the first failure "
+                                                             "(doubles each time)")
+    retryBackoffMaxSeconds: float = Field(900, ge=0, description="longest retry wait")
+    lockLeaseSeconds: float = Field(3600, gt=0, description="a claim not renewed for this long "
+                                                            "is released as a failed attempt")
+    autoResetFailedMax: int = Field(0, ge=0, description="times the deadlock breaker may reopen "
+                                                         "one failed blocker (0: never)")
+    verifyTimeoutSeconds: float = Field(600, gt=0, description="per verify command")
+    kvInlineMaxBytes: int = Field(2048, ge=0, description="KV values up to this size are "
+                                                          "inlined in packets")
+    kvArtifactThresholdBytes: int = Field(16384, ge=0, description="larger KV values go to "
+                                                                   ".clavain/artifacts/")
+    maxEscalations: int = Field(2, ge=0, description="times one failed node is handed to an "
+                                                     "escalation before it is reported as "
+                                                     "blocking")
+    snapshotMaxLagSeconds: float = Field(1.0, ge=0, description="how far workgraph.json may lag "
+                                                                "the database (0: rewritten "
+                                                                "after every change)")
+
+
+class Runner(_Strict):
+    """A runner a node may name (`runner`), besides the built-in shellVerify and claude."""
+
+    command: list[str] | str = Field(description="argv (or one shell line) that runs a node")
+    timeoutSeconds: float | None = Field(None, gt=0, description="limit for one run")
+
+
+class Config(_Strict):
+    """`.clavain/config.json`; every key is optional."""
+
+    defaults: Defaults = Field(default_factory=Defaults)
+    runners: dict[str, Runner] = Field(default_factory=dict,
+                                       description="runners by name")
+
+
+def json_schema() -> dict[str, Any]:
+    schema = Config.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://github.com/clavain-dev/clavain/schemas/config.schema.json"
+    return schema
+
+
+def render_schema() -> str:
+    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+
+
+def write_schemas() -> list[Path]:
+    from clavain.fsutil import write_atomic
+
+    text = render_schema()
+    for path in (REPO_SCHEMA, PACKAGED_SCHEMA):
+        write_atomic(path, text)
+    return [REPO_SCHEMA, PACKAGED_SCHEMA]
+
+
+if __name__ == "__main__":
+    for written in write_schemas():
+        print(written)
