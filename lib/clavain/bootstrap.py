@@ -106,18 +106,21 @@ def _run(argv: list[str]) -> None:
 
 
 def start_install(data_dir: Path, plugin_root: Path) -> None:
-    """Run `install` in a detached process that outlives the hook."""
+    """Run `install` in a detached process that outlives the hook, isolated from the project:
+    `python -I` ignores PYTHONPATH, the user site and the current folder, and it runs in the
+    data folder, so a project's own `pathlib.py` or `subprocess.py` cannot break the installer
+    (and leave every SessionStart waiting for a venv that never comes)."""
     import subprocess
 
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / FAILED_MARKER).unlink(missing_ok=True)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(plugin_root / "lib"),
-                                                      env.get("PYTHONPATH")]))
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); "
+            "from pathlib import Path; from clavain.bootstrap import install; "
+            "install(Path(sys.argv[2]))")
     with open(data_dir / LOG_NAME, "ab") as log:
         subprocess.Popen(
-            [sys.executable, "-m", "clavain.bootstrap", str(data_dir)],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+            [sys.executable, "-I", "-c", code, str(plugin_root / "lib"), str(data_dir)],
+            cwd=data_dir, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
             start_new_session=True, close_fds=True,
         )
 
@@ -138,6 +141,3 @@ def ensure(data_dir: Path, plugin_root: Path, wait_seconds: float) -> str:
             return "installing"
         time.sleep(0.2)
 
-
-if __name__ == "__main__":
-    install(Path(sys.argv[1]))

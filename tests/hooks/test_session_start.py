@@ -32,7 +32,7 @@ def test_env_file_gets_path_fallback_only_when_bin_missing(run_hook, tmp_path: P
     assert env_file.read_text() == ""
     run_hook("SessionStart", payload_for("SessionStart", tmp_path),
              env={**base, "PATH": "/usr/bin:/bin"})
-    assert env_file.read_text() == f'export PATH="$PATH:{REPO / "bin"}"\n'
+    assert env_file.read_text() == f'export PATH="$PATH":\'{REPO / "bin"}\'\n'
 
 
 def test_env_file_exports_ready_venv_python(run_hook, tmp_path: Path) -> None:
@@ -47,8 +47,8 @@ def test_env_file_exports_ready_venv_python(run_hook, tmp_path: Path) -> None:
         "CLAUDE_PLUGIN_DATA": str(data), "PATH": f"{REPO / 'bin'}:/usr/bin:/bin",
         "CLAVAIN_BOOTSTRAP": "1", "CLAVAIN_PYTHON": "", "CLAVAIN_HOOK_TRACE": str(tmp_path / "t")})
     assert "systemMessage" not in json.loads(result.stdout)
-    assert env_file.read_text() == (f'export CLAVAIN_PLUGIN_DATA="{data}"\n'
-                                    f'export CLAVAIN_PYTHON="{venv / "bin" / "python"}"\n')
+    assert env_file.read_text() == (f"export CLAVAIN_PLUGIN_DATA='{data}'\n"
+                                    f"export CLAVAIN_PYTHON='{venv / 'bin' / 'python'}'\n")
     # The launcher picked the ready venv's interpreter for the hook itself.
     trace = json.loads((tmp_path / "t").read_text())
     assert trace["python"] == str(venv / "bin" / "python")
@@ -72,3 +72,28 @@ def test_bash_calls_find_the_venv_through_exported_data_dir(tmp_path: Path) -> N
     rows = {row["check"]: row for row in report["checks"]}
     assert rows["venv"]["status"] == "ok"
     assert rows["python"]["executable"] == str(venv / "bin" / "python")
+
+
+def test_env_file_lines_are_shell_quoted(run_hook, tmp_path: Path) -> None:
+    """The host sources the env file: a `$(…)`, a quote or a space in a path must round-trip
+    exactly and run nothing."""
+    import subprocess
+
+    hostile = tmp_path / "plug in's \"$(touch pwned)\" `touch pwned2` $HOME"
+    data = hostile / "data"
+    venv = bootstrap.venv_dir(data)
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(sys.executable)
+    (venv / bootstrap.READY_MARKER).write_text(bootstrap.wanted_key())
+    env_file = tmp_path / "env.sh"
+    run_hook("SessionStart", payload_for("SessionStart", tmp_path), env={
+        "CLAUDE_ENV_FILE": str(env_file), "CLAUDE_PLUGIN_ROOT": str(REPO),
+        "CLAUDE_PLUGIN_DATA": str(data), "PATH": "/usr/bin:/bin", "CLAVAIN_PYTHON": ""})
+    shown = subprocess.run(
+        ["bash", "-c", f'. {env_file} && printf "%s\\n" "$CLAVAIN_PLUGIN_DATA" '
+                       '"$CLAVAIN_PYTHON" "${PATH##*:}"'],
+        cwd=tmp_path, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.splitlines() == [str(data), str(venv / "bin" / "python"),
+                                         str(REPO / "bin")]
+    assert not (tmp_path / "pwned").exists() and not (tmp_path / "pwned2").exists()

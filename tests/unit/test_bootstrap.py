@@ -55,7 +55,10 @@ def _session_start(data: Path, project: Path, wait: str = "120") -> dict:
            "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PROJECT_DIR": str(project),
            "CLAVAIN_BOOTSTRAP_WAIT": wait, "PYTHONPATH": str(REPO / "lib")}
     payload = {"session_id": "s", "cwd": str(project), "source": "startup"}
-    result = subprocess.run([sys.executable, "-m", "clavain.hooks", "SessionStart"],
+    # As bin/clavain-hook runs it: `-c` with the current folder dropped from sys.path.
+    hook = ("import sys; sys.path = [p for p in sys.path if p]\n"
+            "from clavain.hooks import main; sys.exit(main())")
+    result = subprocess.run([sys.executable, "-c", hook, "SessionStart"],
                             input=json.dumps(payload), capture_output=True, text=True, env=env,
                             cwd=project, timeout=300)
     assert result.returncode == 0 and result.stderr == ""
@@ -66,7 +69,12 @@ def test_session_start_reports_failure_once_as_system_message(tmp_path: Path) ->
     data = tmp_path / "data"
     data.mkdir()
     bootstrap.venv_dir(data).write_text("in the way")
-    out = _session_start(data, tmp_path)
+    # The project's own modules named like the standard library's must not reach the detached
+    # installer (it used to run `-m clavain.bootstrap` in the project folder, crash on import,
+    # and leave the hook waiting out its whole wait for a result that never came).
+    for name in ("pathlib", "subprocess", "shutil", "json"):
+        (tmp_path / f"{name}.py").write_text("raise ImportError('the project shadows stdlib')\n")
+    out = _session_start(data, tmp_path, wait="60")
     assert out["systemMessage"].startswith("Clavain: installing its Python dependencies failed")
     assert out["hookSpecificOutput"]["additionalContext"]
 

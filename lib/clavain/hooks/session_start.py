@@ -51,13 +51,20 @@ def _env_file_lines() -> list[str]:
     lines = []
     bin_dir = plugin_root() / "bin"
     if str(bin_dir) not in os.environ.get("PATH", "").split(os.pathsep):
-        lines.append(f'export PATH="$PATH:{bin_dir}"')
+        lines.append(f'export PATH="$PATH":{shell_quote(str(bin_dir))}')
     data_dir = plugin_data_dir()
     if data_dir is not None:
-        lines.append(f'export CLAVAIN_PLUGIN_DATA="{data_dir}"')
+        lines.append(f"export CLAVAIN_PLUGIN_DATA={shell_quote(str(data_dir))}")
         if bootstrap.is_ready(data_dir):
-            lines.append(f'export CLAVAIN_PYTHON="{bootstrap.venv_python(data_dir)}"')
+            python = str(bootstrap.venv_python(data_dir))
+            lines.append(f"export CLAVAIN_PYTHON={shell_quote(python)}")
     return lines
+
+
+def shell_quote(value: str) -> str:
+    """`value` as one literal shell word: the host sources the env file, so a `$(…)`, a quote
+    or a space in a plugin path must neither run nor break (shlex costs an import)."""
+    return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
 def _write_env_file() -> None:

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import sys
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
+from clavain.errors import ClavainError
 from clavain.paths import StatePaths, plugin_root
 
 RUNNER_ENV_VARS = (
@@ -39,6 +43,22 @@ def parent_of(node: dict[str, Any]) -> str:
     return str(node.get("parent_id") or "")
 
 
+def clavain_bin() -> str:
+    """A `clavain` executable that exists: the plugin's launcher when this code runs from the
+    plugin (or a checkout), else the console script a pip install put beside this interpreter,
+    else the one on PATH."""
+    candidates = [plugin_root() / "bin" / "clavain", Path(sys.executable).parent / "clavain"]
+    for candidate in candidates:
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    found = shutil.which("clavain")
+    if found:
+        return found
+    raise ClavainError("no `clavain` executable found (neither the plugin's bin/clavain, nor a "
+                       f"console script beside {sys.executable}, nor one on PATH) for the "
+                       "runner to call back with")
+
+
 def runner_env(state: StatePaths, node: dict[str, Any], run_id: str) -> dict[str, str]:
     """`CLAVAIN_*` variables for running `node` in run `run_id`, to merge over `os.environ`.
 
@@ -54,5 +74,5 @@ def runner_env(state: StatePaths, node: dict[str, Any], run_id: str) -> dict[str
         # So a runner that changes directory still finds this project's config and artifacts.
         "CLAVAIN_STATE_DIR": str(state.root.resolve()),
         "CLAVAIN_PROJECT_DIR": str(state.project.resolve()),
-        "CLAVAIN_BIN": str(plugin_root() / "bin" / "clavain"),
+        "CLAVAIN_BIN": clavain_bin(),
     }
