@@ -101,12 +101,16 @@ def _read_value(args: argparse.Namespace) -> str:
 
 
 def _put(args: argparse.Namespace) -> int:
+    from clavain.errors import ClavainError
     from clavain.workgraph import kv
 
     node_id = _target(args, required=True)
     writer = _env("CLAVAIN_NODE_ID")
     # Check before reading stdin or touching the database: a refused write changes nothing.
-    kv.check_write_allowed(node_id, writer, args.allow_cross_node_write)
+    try:
+        kv.check_write_allowed(node_id, writer, args.allow_cross_node_write)
+    except ClavainError as exc:
+        raise ClavainError(f"{exc} (--allow-cross-node-write)") from None
     kv.check_key(args.key)
     value = _read_value(args)
     state, conn = open_existing()

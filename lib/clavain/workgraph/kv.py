@@ -41,7 +41,7 @@ _COLUMNS = ("node_id, key, value_text, artifact_path, artifact_sha256, fingerpri
 def check_key(key: str) -> None:
     """Keys are short dotted names (`out.summary`, `ctx.decisions`); reject what cannot be one."""
     if not key or not key.strip():
-        raise ClavainError("the key is empty; pass --key NAME (e.g. out.summary)")
+        raise ClavainError("the key is empty (keys look like out.summary)")
     if len(key) > MAX_KEY_LENGTH:
         raise ClavainError(f"key {key[:40]!r}… is longer than {MAX_KEY_LENGTH} characters")
     if any(ch.isspace() or ord(ch) < 32 for ch in key):
@@ -167,7 +167,7 @@ def check_write_allowed(node_id: str, writer_node: str | None, allow_cross_node:
         return
     raise ClavainError(
         f"node {writer_node!r} may write only its own keys or {RUN_NAMESPACE}, not node "
-        f"{node_id!r}; pass --allow-cross-node-write if this is intended"
+        f"{node_id!r} unless cross-node writes are allowed explicitly"
     )
 
 
