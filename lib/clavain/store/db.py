@@ -4,15 +4,22 @@ Conventions (docs/ARCHITECTURE.md): autocommit connection (`isolation_level=None
 `foreign_keys=ON`, a generous `busy_timeout`, every writer inside `BEGIN IMMEDIATE` so lock
 waits happen up front (where busy_timeout applies) instead of failing mid-transaction.
 
-This is on the path of hooks that run on every tool call, so it imports only `os` and
-`sqlite3` (no pathlib, contextlib or importlib.resources: together ~25 ms) and reads migration
-files only when the database is behind.
+This is on the path of hooks that run on every tool call, so it imports only `os` and the
+SQLite driver (no pathlib, contextlib or importlib.resources: together ~25 ms) and reads
+migration files only when the database is behind. The driver is the C module `_sqlite3` itself:
+the `sqlite3` package around it adds `datetime` and the DB-API adapters (~1.5 ms per process)
+for nothing Clavain uses; its classes and exceptions are the very same objects, so callers may
+keep catching `sqlite3.DatabaseError`.
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
+
+try:
+    import _sqlite3 as sqlite3
+except ImportError:  # an interpreter that only ships the package
+    import sqlite3  # type: ignore[no-redef]
 
 BUSY_TIMEOUT_MS = 30_000
 # Package data beside this module.
