@@ -6,11 +6,11 @@ with `python -m clavain.models.config`; a test fails when they drift from this m
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from clavain.models.schema_text import schema_text
 
 REPO_SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.json"
 PACKAGED_SCHEMA = Path(__file__).resolve().parents[1] / "config.schema.json"
@@ -61,15 +61,8 @@ class Config(_Strict):
                                        description="runners by name")
 
 
-def json_schema() -> dict[str, Any]:
-    schema = Config.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://github.com/clavain-dev/clavain/schemas/config.schema.json"
-    return schema
-
-
 def render_schema() -> str:
-    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+    return schema_text(Config, "config.schema.json")
 
 
 def write_schemas() -> list[Path]:

@@ -7,11 +7,12 @@ a test fails when they drift).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from clavain.models.schema_text import schema_text
 
 NODE_TYPES = ("plan", "epic", "task", "verify", "integrate", "final_verify")
 NODE_STATUSES = ("open", "in_progress", "done", "failed", "needs_human")
@@ -94,15 +95,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
 
 def json_schemas() -> dict[str, str]:
     """File name → schema text, exactly as committed under `schemas/`."""
-    out = {}
-    for name, model in SCHEMAS.items():
-        schema: dict[str, Any] = {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "$id": f"https://github.com/clavain-dev/clavain/schemas/{name}",
-            **model.model_json_schema(by_alias=True),
-        }
-        out[name] = json.dumps(schema, indent=2, sort_keys=True) + "\n"
-    return out
+    return {name: schema_text(model, name, by_alias=True) for name, model in SCHEMAS.items()}
 
 
 def write_schemas(folder: Path) -> list[Path]:

@@ -8,12 +8,12 @@ Regenerate the schema with `python -m clavain.models.verdict`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from clavain.models.schema_text import schema_text
 from clavain.verdicts.files import (
     MAX_AGENT_CHARS,
     MAX_MODEL_CHARS,
@@ -105,15 +105,8 @@ class Verdict(BaseModel):
         return self
 
 
-def verdict_json_schema() -> dict[str, Any]:
-    schema = Verdict.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["$id"] = "https://github.com/clavain-dev/clavain/schemas/verdict.schema.json"
-    return schema
-
-
 def render_schema() -> str:
-    return json.dumps(verdict_json_schema(), indent=2, sort_keys=True) + "\n"
+    return schema_text(Verdict, "verdict.schema.json")
 
 
 def write_schema(path: Path = SCHEMA_PATH) -> Path:
