@@ -66,7 +66,7 @@ def test_agent_may_write_its_own_node_and_the_run(conn, state) -> None:
 
 
 def test_cross_node_write_is_refused_and_writes_nothing(conn, state) -> None:
-    with pytest.raises(ClavainError, match="unless cross-node writes are allowed explicitly") as excinfo:
+    with pytest.raises(ClavainError, match="unless cross-node writes are allowed") as excinfo:
         kv.put(conn, state, "task-b", "out.summary", "overwritten", writer_node="task-a")
     assert excinfo.value.exit_code == 2
     assert "\n" not in str(excinfo.value)
