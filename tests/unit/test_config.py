@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clavain import config
+from clavain import config, schema_check
 from clavain.errors import ClavainError
 from clavain.models import config as config_model
 
@@ -58,7 +58,7 @@ def test_the_model_the_schemas_and_the_defaults_agree() -> None:
     text = config_model.render_schema()
     assert config_model.REPO_SCHEMA.read_text() == text, (
         "schemas/config.schema.json is stale: python -m clavain.models.config")
-    assert Path(config.SCHEMA_PATH).read_text() == text
+    assert Path(schema_check.SCHEMAS_DIR, "config.schema.json").read_text() == text
     assert config_model.Config().model_dump() == config.DEFAULTS
 
 
@@ -81,11 +81,11 @@ _configs = st.fixed_dictionaries({}, optional={
 @settings(max_examples=300, deadline=None)
 @given(user=_configs | _values)
 def test_the_stdlib_checker_agrees_with_jsonschema(user) -> None:
-    schema = json.loads(Path(config.SCHEMA_PATH).read_text())
+    schema = json.loads(Path(schema_check.SCHEMAS_DIR, "config.schema.json").read_text())
     by_jsonschema = jsonschema.Draft202012Validator(schema).is_valid(user)
-    assert config._valid(user, schema, schema) == by_jsonschema
+    assert schema_check.valid(user, schema, schema) == by_jsonschema
 
 
 def test_non_finite_numbers_are_refused_although_jsonschema_takes_them() -> None:
-    schema = json.loads(Path(config.SCHEMA_PATH).read_text())
-    assert not config._valid({"defaults": {"retryBackoffSeconds": math.inf}}, schema, schema)
+    schema = json.loads(Path(schema_check.SCHEMAS_DIR, "config.schema.json").read_text())
+    assert not schema_check.valid({"defaults": {"retryBackoffSeconds": math.inf}}, schema, schema)

@@ -1,6 +1,6 @@
 """`.clavain/config.json`: the source of `schemas/config.schema.json` and of the copy the package
-ships (`clavain/config.schema.json`, read by `clavain.config` without pydantic). Regenerate both
-with `python -m clavain.models.config`; a test fails when they drift from this model or from
+ships (`clavain/schemas/`, read by `clavain.config` without pydantic). Regenerate both with
+`python -m clavain.models.config`; a test fails when they drift from this model or from
 `clavain.config.DEFAULTS`.
 """
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from clavain.models.schema_text import schema_text
 
 REPO_SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.json"
-PACKAGED_SCHEMA = Path(__file__).resolve().parents[1] / "config.schema.json"
+PACKAGED_SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "config.schema.json"
 
 
 class _Strict(BaseModel):
