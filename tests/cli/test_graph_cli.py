@@ -42,7 +42,7 @@ def test_add_ls_show_next_apply_round_trip(run_cli, cli_json, project) -> None:
     table = run_cli("graph", "ls").stdout.splitlines()
     assert table[0].split()[:3] == ["ID", "TYPE", "STATUS"] and table[1].startswith("t1 ")
     assert cli_json("graph", "show", "t2")["runner"] == "claude"
-    assert "status:        open" in run_cli("graph", "show", "t1").stdout
+    assert "status:         open" in run_cli("graph", "show", "t1").stdout
 
     peek = cli_json("graph", "next")
     assert peek["node"]["id"] == "t1" and peek["node"]["status"] == "open"
@@ -107,9 +107,16 @@ def test_next_reports_a_deadlock_with_its_chain(run_cli, cli_json) -> None:
     assert report["deadlock"]["chains"][0]["chain"] == ["b", "a"]
     assert "b -> a" in report["message"]
     assert "b -> a" in run_cli("graph", "next").stderr
-    [blocker] = cli_json("graph", "deadlock")["deadlock"]["blockers"]
-    assert (blocker["id"], blocker["status"]) == ("a", "failed")
+    reported = run_cli("graph", "deadlock", "--json")
+    assert reported.returncode == 3  # like `graph next`: there is work that cannot run
+    [blocker] = json.loads(reported.stdout)["deadlock"]["blockers"]
+    assert (blocker["id"], blocker["status"], blocker["error"]) == ("a", "failed", "x")
     assert "its escalation is done without replacing it" in blocker["reason"]
+    assert blocker["fix"] == "clavain graph reset a"
+    assert "to unblock: clavain graph reset a" in run_cli("graph", "deadlock").stdout
+    off = run_cli("graph", "deadlock", "--auto-reset")
+    assert off.returncode == 3
+    assert "nothing reopened: auto-reset is off (defaults.autoResetFailedMax is 0)" in off.stdout
 
 
 def test_next_auto_resets_a_failed_blocker_when_configured(run_cli, cli_json, project) -> None:
@@ -252,3 +259,35 @@ def test_a_claim_pid_must_be_a_real_process_id(run_cli, project, pid) -> None:
     result = run_cli("graph", "next", "--claim", f"--pid={pid}")
     assert result.returncode == 2 and "--pid" in result.stderr, result.stderr
     assert _db_counts(project)[2] == 1  # no claim event
+
+
+def test_a_node_waiting_on_a_person_is_named_with_its_question(run_cli, cli_json) -> None:
+    cli_json("graph", "add", "--id", "t1", "--type", "task")
+    run_cli("graph", "apply", "t1", "--result", "-",
+            input='{"status":"checkpoint","summary":"?","question":"red or blue?"}')
+    step = json.loads(run_cli("graph", "next", "--json").stdout)
+    assert step["reason"] == "needs_human"
+    assert step["questions"] == [{"id": "t1", "question": "red or blue?"}]
+    reported = run_cli("graph", "deadlock", "--json")
+    [blocker] = json.loads(reported.stdout)["deadlock"]["blockers"]
+    assert (blocker["id"], blocker["status"], blocker["error"]) == ("t1", "needs_human",
+                                                                    "red or blue?")
+    assert blocker["fix"] == "clavain graph answer t1 --answer TEXT"
+
+
+def test_a_stale_lock_released_by_next_is_said_in_text_mode(run_cli, cli_json) -> None:
+    import subprocess
+    import sys
+
+    cli_json("graph", "add", "--id", "t", "--type", "task")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    cli_json("graph", "next", "--claim", "--run-id", "r1", "--pid", str(dead.pid))
+    step = run_cli("graph", "next")
+    assert "released the stale lock of t (counted as a failed attempt)" in step.stderr
+
+
+def test_argument_errors_are_json_when_json_was_asked_for(run_cli) -> None:
+    result = run_cli("graph", "next", "--json", "--bogus")
+    assert result.returncode == 2 and result.stderr == ""
+    assert json.loads(result.stdout)["error"].startswith("unrecognized arguments: --bogus")

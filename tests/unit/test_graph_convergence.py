@@ -46,7 +46,7 @@ def test_a_result_for_a_node_whose_dependency_is_open_is_refused(conn, state) ->
     graph.add_nodes(conn, state, [{"id": "a", "type": "task"},
                                   {"id": "b", "type": "task", "dependsOn": ["a"]}])
     before = _fingerprint(conn)
-    with pytest.raises(ClavainError, match="'b' waits on a that are not done"):
+    with pytest.raises(ClavainError, match="'b' waits on a, not done yet"):
         results.apply_result(conn, state, "b", OK)
     assert _fingerprint(conn) == before
     results.apply_result(conn, state, "a", OK)
@@ -316,3 +316,32 @@ def test_next_node_claims_under_the_run_id_rule(conn, state, monkeypatch) -> Non
     assert (first["node"]["id"], first["run_id"], first["claimed"]) == ("a", "from-env", True)
     explicit = schedule.next_node(conn, state, claim=True, run_id="given")
     assert (explicit["node"]["lock_run_id"], explicit["run_id"]) == ("given", "given")
+
+
+def test_an_escalation_may_follow_its_own_advice_and_reset_the_node(conn, state) -> None:
+    """Its text says `clavain graph reset X`; doing that must not keep it from finishing, and
+    X failing again is handed to it again."""
+    graph.add_nodes(conn, state, [{"id": "x", "type": "task", "retryPolicy": {"maxAttempts": 1}}])
+    _fail_for_good(conn, state, "x")
+    leases.claim_node(conn, "plan-escalate-x", run_id="planner")
+    graph.reset(conn, state, "x")
+    done = results.apply_result(conn, state, "plan-escalate-x",
+                                {"status": "success", "summary": "try x again"},
+                                run_id="planner")
+    assert done["to"] == "done"
+    assert schedule.next_node(conn, state)["node"]["id"] == "x"
+    again = _fail_for_good(conn, state, "x")
+    assert (again["escalation"], again["escalation_action"]) == ("plan-escalate-x", "reopened")
+
+
+def test_a_replacement_is_what_the_reused_check_reads(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t", "type": "task", "verify": ["true"],
+                                   "retryPolicy": {"maxAttempts": 1}}])
+    ensure_scaffolding(conn, state)
+    _fail_for_good(conn, state, "t")
+    results.apply_result(conn, state, "plan-escalate-t", {
+        "status": "success", "summary": "s",
+        "next": {"addNodes": [{"id": "t2", "type": "task", "verify": ["true"]}]}})
+    check = nodes.get_node(conn, "verify-t")
+    assert check["depends_on"] == ["t2"]
+    assert check["inputs"] == [{"node_id": "t2", "key": "out.summary", "as": "taskSummary"}]

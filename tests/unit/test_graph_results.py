@@ -105,6 +105,7 @@ def test_fail_retries_with_doubling_backoff_then_fails(conn, state) -> None:
     assert leases.select_next(conn, now=NOW) is None
     assert leases.select_next(conn, now=NOW + timedelta(seconds=31)) == "a"
     assert _kv(conn, state, "a", "err.summary") == "tests red"
+    assert _kv(conn, state, "a", "err.errors") == "tests red\nlint red"  # every problem kept
     second = results.apply_result(conn, state, "a", fail, now=NOW)
     assert second["blocked_until"] == clock.later_iso(60, NOW)
     third = results.apply_result(conn, state, "a", fail, now=NOW)
@@ -213,7 +214,8 @@ def test_permanent_failure_escalates_exactly_once(conn, state) -> None:
     esc = nodes.get_node(conn, "plan-escalate-a")
     assert esc["type"] == "plan" and esc["parent_id"] == "epic" and esc["depends_on"] == ["a"]
     assert {(i["node_id"], i["key"]) for i in esc["inputs"]} == {
-        ("a", "err.summary"), ("a", "out.last_stdout_path"), ("a", "out.last_result_path")}
+        ("a", "err.summary"), ("a", "err.errors"), ("a", "out.last_stdout_path"),
+        ("a", "out.last_result_path")}
     # The escalation runs although its dependency failed; ordinary dependents stay blocked.
     assert leases.select_next(conn) == "plan-escalate-a"
     assert nodes.get_node(conn, "after")["unmet_deps"] == 1

@@ -27,7 +27,13 @@ class OneLineParser(argparse.ArgumentParser):
     run `clavain … $ARGUMENTS` before the prompt, and the usage text would land in it."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"clavain: error: {message} (see `{self.prog} --help`)\n")
+        line = f"{message} (see `{self.prog} --help`)"
+        if "--json" in sys.argv[1:]:  # a tool asked for JSON: the error is JSON too
+            from clavain.cli._output import emit_json
+
+            emit_json({"error": line})
+            self.exit(2)
+        self.exit(2, f"clavain: error: {line}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:

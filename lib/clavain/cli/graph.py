@@ -93,7 +93,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("id", help="the node")
     add_json_flag(p)
 
-    p = add_command(sub, "deadlock", "report work that can never finish on its own", _deadlock)
+    p = add_command(sub, "deadlock", "report work that can never finish on its own "
+                    "(exit 3 when there is some)", _deadlock)
     p.add_argument("--auto-reset", action="store_true",
                    help="reopen failed blockers (at most defaults.autoResetFailedMax times)")
     add_json_flag(p)
@@ -115,10 +116,10 @@ def _print_node(node: dict[str, Any]) -> None:
                 "attempts", "escalations", "superseded_by", "blocked_until", "lock_run_id"):
         value = node.get(key)
         if value not in (None, "", [], 0) or (key == "attempts" and value == 0):
-            print(f"{key + ':':<15}{', '.join(value) if isinstance(value, list) else value}")
+            print(f"{key + ':':<16}{', '.join(value) if isinstance(value, list) else value}")
     for key in ("inputs", "acceptance", "verify", "ownership", "human_question"):
         if node.get(key):
-            print(f"{key + ':':<15}{json.dumps(node[key])}")
+            print(f"{key + ':':<16}{json.dumps(node[key])}")
 
 
 def _add(args: argparse.Namespace) -> int:
@@ -180,12 +181,19 @@ def _next(args: argparse.Namespace) -> int:
         raise ClavainError(f"--pid must be a positive process id, got {args.pid}")
     state, conn = open_for_read()  # nothing to claim without a database
     envelope = next_node(conn, state, claim=args.claim, run_id=args.run_id, pid=args.pid)
+    if not args.json:
+        for node_id in envelope["released"]:
+            print(f"released the stale lock of {node_id} (counted as a failed attempt)",
+                  file=sys.stderr)
+        for node_id in envelope["reset"]:
+            print(f"reopened {node_id} to break a deadlock (defaults.autoResetFailedMax)",
+                  file=sys.stderr)
     if args.json:
         emit_json(envelope)
     elif envelope["node"] is not None:
         _print_node(envelope["node"])
         if envelope["claimed"]:
-            print(f"{'run_id:':<15}{envelope['run_id']}")
+            print(f"{'run_id:':<16}{envelope['run_id']}")
     else:
         print(envelope["message"], file=sys.stderr)
     return 0 if envelope["node"] is not None else EXIT_NOTHING_RUNNABLE
@@ -278,8 +286,14 @@ def _deadlock(args: argparse.Namespace) -> int:
     else:
         if reset:
             print(f"reopened {', '.join(reset)}")
+        elif args.auto_reset and report:
+            limit = config.get(cfg, "defaults.autoResetFailedMax", 0)
+            why = ("auto-reset is off (defaults.autoResetFailedMax is 0)" if not limit else
+                   f"each failed blocker was reopened {limit} time(s) already "
+                   "(defaults.autoResetFailedMax)")
+            print(f"nothing reopened: {why}")
         print(deadlock.describe(report) if report else "no deadlock")
-    return 0
+    return EXIT_NOTHING_RUNNABLE if report else 0
 
 
 def _export(args: argparse.Namespace) -> int:

@@ -29,12 +29,17 @@ _UNMET_EDGES = """SELECT d.node_id, d.depends_on_id, dn.status
   ORDER BY d.node_id, d.depends_on_id"""
 
 
-# Failed nodes nothing will take care of: not replaced, and no escalation pending for them.
-_UNRESOLVED_FAILED = f"""SELECT n.id, n.escalations, e.status AS escalation_status
+# Failed nodes nothing will take care of: not replaced, and no escalation pending for them;
+# with the error they failed with.
+_UNRESOLVED_FAILED = f"""SELECT n.id, n.escalations, e.status AS escalation_status,
+    (SELECT value_text FROM kv_latest k WHERE k.node_id = n.id AND k.key = 'err.summary')
+      AS error
   FROM nodes n LEFT JOIN nodes e ON e.id = '{ESCALATION_PREFIX}' || n.id
   WHERE n.status = 'failed' AND n.superseded_by IS NULL
     AND (e.id IS NULL OR e.status NOT IN ({', '.join(repr(s) for s in PENDING)}))
   ORDER BY n.id"""
+_WAITING_ON_PEOPLE = """SELECT id, json_extract(human_question_json, '$.question') AS question
+  FROM nodes WHERE status = 'needs_human' ORDER BY id"""
 
 
 def _is_live(conn: sqlite3.Connection) -> bool:
@@ -69,11 +74,12 @@ def blocking_chain(node_id: str, unmet: dict[str, list[str]],
 def _failed_reason(row: sqlite3.Row, limit: int) -> str:
     if row["id"].startswith(ESCALATION_PREFIX):
         return "an escalation that failed for good (escalations are not escalated)"
+    used = f"{row['escalations']} of {limit} escalations used"
     if row["escalation_status"] is None:
-        return (f"failed for good; not escalated ({row['escalations']} of {limit} "
-                "escalations used)")
+        return ("failed for good; escalation is off (defaults.maxEscalations is 0)" if limit == 0
+                else f"failed for good; not escalated ({used})")
     return (f"failed for good; its escalation is {row['escalation_status']} without replacing "
-            f"it ({row['escalations']} of {limit} escalations used)")
+            f"it ({used})")
 
 
 def detect(conn: sqlite3.Connection, cfg: dict[str, Any] | None = None) -> dict[str, Any] | None:
@@ -81,45 +87,58 @@ def detect(conn: sqlite3.Connection, cfg: dict[str, Any] | None = None) -> dict[
     if _is_live(conn):
         return None
     limit = int(config_mod.get(cfg or config_mod.DEFAULTS, "defaults.maxEscalations", 2))
-    failed = {row["id"]: _failed_reason(row, limit)
-              for row in conn.execute(_UNRESOLVED_FAILED).fetchall()}
+    blockers: dict[str, dict[str, Any]] = {}
+    for row in conn.execute(_UNRESOLVED_FAILED).fetchall():
+        blockers[row["id"]] = {"id": row["id"], "status": "failed",
+                               "reason": _failed_reason(row, limit), "error": row["error"],
+                               "fix": f"clavain graph reset {row['id']}"}
+    for row in conn.execute(_WAITING_ON_PEOPLE).fetchall():
+        blockers[row["id"]] = {"id": row["id"], "status": "needs_human",
+                               "reason": "waits for a person's answer", "error": row["question"],
+                               "fix": f"clavain graph answer {row['id']} --answer TEXT"}
     edges = conn.execute(_UNMET_EDGES).fetchall()
-    if not edges and not failed:
+    if not edges and not blockers:
         return None
     unmet: dict[str, list[str]] = {}
-    status: dict[str, str] = {node_id: "failed" for node_id in failed}
+    status = {node_id: blocker["status"] for node_id, blocker in blockers.items()}
     for row in edges:
         unmet.setdefault(row["node_id"], []).append(row["depends_on_id"])
         status.setdefault(row["depends_on_id"], row["status"])
     memo: dict[str, list[str]] = {}
     chains = [blocking_chain(n, unmet, memo) for n in sorted(unmet)]
-    blockers = sorted({c[-1] for c in chains} | set(failed))
+    for chain in chains:  # a blocker found only at a chain's end (a dependency cycle)
+        blockers.setdefault(chain[-1], {"id": chain[-1], "status": status.get(chain[-1]),
+                                        "reason": f"is {status.get(chain[-1])}",
+                                        "error": None, "fix": None})
     return {
         "deadlocked": True,
         "stuck": len(chains),
-        "blockers": [{"id": b, "status": status.get(b), "reason": failed.get(b) or _why(b, status)}
-                     for b in blockers],
+        "blockers": [blockers[b] for b in sorted(blockers)],
         "chains": [{"node": c[0], "chain": c, "blocker": c[-1],
                     "blocker_status": status.get(c[-1])} for c in chains[:SHOWN_CHAINS]],
     }
 
 
-def _why(node_id: str, status: dict[str, str]) -> str:
-    if status.get(node_id) == "needs_human":
-        return "waits for a person's answer"
-    return f"is {status.get(node_id)}"
-
-
 def describe(report: dict[str, Any]) -> str:
-    """One line for people."""
-    blockers = ", ".join(f"{b['id']} ({b['reason']})" for b in report["blockers"][:5])
-    more = len(report["blockers"]) - 5
-    line = f"deadlock: blocked by {blockers}" + (f" and {more} more" if more > 0 else "")
+    """One line for people: the blockers, why, and what unblocks the first."""
+    shown = report["blockers"][:5]
+    parts = []
+    for blocker in shown:
+        error = f"; error: {_clip(blocker['error'])}" if blocker["error"] else ""
+        parts.append(f"{blocker['id']} ({blocker['reason']}{error})")
+    more = len(report["blockers"]) - len(shown)
+    line = f"deadlock: blocked by {', '.join(parts)}" + (f" and {more} more" if more > 0 else "")
     if report["chains"]:
         first = report["chains"][0]
         line += (f"; {report['stuck']} open node(s) can never run, e.g. "
                  f"{' -> '.join(first['chain'])}")
-    return line
+    fix = next((b["fix"] for b in shown if b["fix"]), None)
+    return line + (f"; to unblock: {fix}" if fix else "")
+
+
+def _clip(text: str, limit: int = 120) -> str:
+    one_line = " ".join(str(text).split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
 
 
 def auto_reset(conn: sqlite3.Connection, state: StatePaths,

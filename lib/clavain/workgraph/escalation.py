@@ -18,6 +18,7 @@ Rules (events record every step):
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
@@ -45,14 +46,17 @@ def escalation_spec(node: dict[str, Any]) -> Any:
 
     failed = node["id"]
     inputs = [NodeInput.model_validate({"nodeId": failed, "key": key, "as": alias})
-              for key, alias in (("err.summary", "failure"), ("out.last_stdout_path", "stdout"),
+              for key, alias in (("err.summary", "failure"), ("err.errors", "errors"),
+                                 ("out.last_stdout_path", "stdout"),
                                  ("out.last_result_path", "result"))]
-    replace = ("they run again after them" if node["type"] in CHECK_TYPES
+    replace = (f"{failed} runs again after them" if node["type"] in CHECK_TYPES
                else f"they replace {failed}: its dependents wait on them instead")
+    attempts = node["attempts"]
     # model_construct: the id may exceed the user-facing id length; everything else is literal.
     return NodeSpec.model_construct(
         id=escalation_id(failed), type="plan",
-        title=f"Escalation: {failed} failed after {node['attempts']} attempts",
+        title=f"Escalation: {failed} failed after {attempts} attempt"
+              f"{'' if attempts == 1 else 's'}",
         dependsOn=[failed], parent=node["parent_id"], runner=None, inputs=inputs,
         ownership=[],
         acceptance=[
@@ -145,6 +149,8 @@ def take_over(conn: sqlite3.Connection, escalation: dict[str, Any], added: list[
         conn.executemany(
             "INSERT OR IGNORE INTO deps (node_id, depends_on_id, kind) VALUES (?, ?, ?)",
             [(dependent["node_id"], sink, dependent["kind"]) for sink in sinks])
+        if len(sinks) == 1:
+            _repoint_inputs(conn, dependent["node_id"], failed_id, sinks[0])
         record_event(conn, dependent["node_id"], None, None, at=at, run_id=run_id,
                      note=f"now waits on {', '.join(sinks)} instead of {failed_id} "
                           f"(replaced by {escalation['id']})")
@@ -154,3 +160,14 @@ def take_over(conn: sqlite3.Connection, escalation: dict[str, Any], added: list[
                  note=f"superseded by {escalation['id']}: replaced by {', '.join(sinks)}")
     return {"node": failed_id, "action": "replaced",
             "nodes": sinks, "repointed": [d["node_id"] for d in dependents]}
+
+
+def _repoint_inputs(conn: sqlite3.Connection, node_id: str, old: str, new: str) -> None:
+    """A dependent that read the failed node's keys (a verify node its `out.summary`) reads
+    the replacement's instead."""
+    row = conn.execute("SELECT inputs_json FROM nodes WHERE id = ?", (node_id,)).fetchone()
+    inputs = json.loads(row["inputs_json"])
+    changed = [{**ref, "node_id": new} if ref.get("node_id") == old else ref for ref in inputs]
+    if changed != inputs:
+        conn.execute("UPDATE nodes SET inputs_json = ? WHERE id = ?",
+                     (json.dumps(changed), node_id))

@@ -116,7 +116,11 @@ def _auto_kv(result: Any, stdout_path: str | None, result_path: str | None) -> d
     if result_path:
         values["out.last_result_path"] = str(result_path)
     if result.status in ("fail", "checkpoint"):
-        values["err.summary"] = result.summary or (result.errors[0] if result.errors else "")
+        error = result.summary or (result.errors[0] if result.errors else "")
+        if error:
+            values["err.summary"] = error
+        if result.errors:  # every problem the runner named, for the escalation to read
+            values["err.errors"] = "\n".join(result.errors)
     return values
 
 
@@ -149,8 +153,13 @@ def check_applicable(conn: sqlite3.Connection, node: dict[str, Any], run_id: str
                            f"node takes a result (reopen it first: clavain graph reset {node_id})")
     if node["unmet_deps"] > 0:
         waiting = unmet_dependencies(conn, node_id)
-        raise ClavainError(f"node {node_id!r} waits on {', '.join(waiting) or 'dependencies'} "
-                           "that are not done; it cannot be finished before them")
+        # A running escalation may reopen the node it took over (its own advice: reset it and
+        # try again); that must not keep the escalation from finishing.
+        if node["status"] == "in_progress":
+            waiting = [d for d in waiting if d != escalation.escalated_node(node_id)]
+        if waiting:
+            raise ClavainError(f"node {node_id!r} waits on {', '.join(waiting)}, not done yet; "
+                               "it cannot be finished before its dependencies")
     holder = node["lock_run_id"]
     if holder and holder != run_id:
         raise ClavainError(f"node {node_id!r} is claimed by run {holder!r}, not {run_id!r}")

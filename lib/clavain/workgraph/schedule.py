@@ -68,7 +68,7 @@ def idle_reason(conn: sqlite3.Connection, *, cfg: dict[str, Any] | None = None,
     if running:
         shown = ", ".join(f"{r['id']} (run {r['lock_run_id']})" for r in running[:SHOWN])
         return {"reason": "running", "running": [r["id"] for r in running],
-                "message": f"nothing to start; {len(running)} node(s) in progress: {shown}"}
+                "message": f"{len(running)} node(s) in progress: {shown}"}
     waiting = conn.execute(
         "SELECT id, blocked_until FROM nodes WHERE status = 'open' AND unmet_deps = 0 "
         "AND lock_run_id IS NULL AND blocked_until > ? ORDER BY blocked_until, id",
@@ -87,6 +87,7 @@ def idle_reason(conn: sqlite3.Connection, *, cfg: dict[str, Any] | None = None,
     if humans and not failed:
         first = humans[0]
         return {"reason": "needs_human", "nodes": [r["id"] for r in humans],
+                "questions": [{"id": r["id"], "question": r["q"]} for r in humans],
                 "deadlock": report,
                 "message": f"{first['id']} waits for a person's answer: {first['q'] or '?'} "
                            f"(clavain graph answer {first['id']} --answer TEXT)"}
