@@ -14,13 +14,16 @@ from clavain.paths import StatePaths
 from clavain.workgraph import deadlock, leases, schedule
 from clavain.workgraph.nodes import get_node
 
-STATUS_ORDER = ("done", "in_progress", "open", "needs_human", "failed")
+# `replaced`: failed, then replaced by what its escalation added (it blocks nothing).
+STATUS_ORDER = ("done", "in_progress", "open", "needs_human", "failed", "replaced")
 SHOWN = 5
 
 
 def _workgraph(conn: sqlite3.Connection, cfg: dict[str, Any]) -> dict[str, Any]:
     at = now_iso()
-    counts = dict(conn.execute("SELECT status, count(*) FROM nodes GROUP BY status").fetchall())
+    counts = dict(conn.execute(
+        "SELECT CASE WHEN superseded_by IS NOT NULL THEN 'replaced' ELSE status END, count(*) "
+        "FROM nodes GROUP BY 1").fetchall())
     lease = float(config_mod.get(cfg, "defaults.lockLeaseSeconds", 3600))
     stale = {node_id: reason for node_id, _run, reason in
              leases.stale_locks(conn, lease_seconds=lease)}
@@ -37,13 +40,20 @@ def _workgraph(conn: sqlite3.Connection, cfg: dict[str, Any]) -> dict[str, Any]:
                                     "AS question FROM nodes WHERE status = 'needs_human' "
                                     "ORDER BY id")]
     report = deadlock.detect(conn, cfg)
-    ready = leases.select_next(conn)
-    upcoming = ({"node": ready, "title": get_node(conn, ready)["title"]} if ready
-                else {"node": None, **schedule.idle_reason(conn, cfg=cfg)})
+    ready = get_node(conn, leases.select_next(conn) or "")
+    upcoming = ({"node": ready["id"], "title": ready["title"], "attempts": ready["attempts"],
+                 "last_error": _last_error(conn, ready["id"]) if ready["attempts"] else None}
+                if ready else {"node": None, **schedule.idle_reason(conn, cfg=cfg)})
     return {"nodes": sum(counts.values()),
             "counts": {s: counts.get(s, 0) for s in STATUS_ORDER},
             "running": running, "waiting": waiting, "needs_human": humans,
             "blocked": (report or {}).get("blockers", []), "next": upcoming}
+
+
+def _last_error(conn: sqlite3.Connection, node_id: str) -> str | None:
+    row = conn.execute("SELECT value_text FROM kv_latest WHERE node_id = ? AND key = "
+                       "'err.summary'", (node_id,)).fetchone()
+    return row["value_text"] if row else None
 
 
 def collect(conn: sqlite3.Connection, state: StatePaths) -> dict[str, Any]:
@@ -55,6 +65,11 @@ def collect(conn: sqlite3.Connection, state: StatePaths) -> dict[str, Any]:
     return {"workgraph": _workgraph(conn, cfg),
             "verdicts": {"counts": summary.count_by_status(found),
                          "attention": summary.get_attention(found)}}
+
+
+def _clip(text: str, limit: int = 100) -> str:
+    one_line = " ".join(text.split())
+    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
 
 
 def _more(items: list[Any]) -> str:
@@ -71,7 +86,8 @@ def render(report: dict[str, Any]) -> str:
     else:
         lines.append("Workgraph  no nodes yet (clavain graph import PLAN.json)")
     for item in graph["running"][:SHOWN]:
-        stale = f" — stale: {item['stale']}" if item["stale"] else ""
+        stale = (f" — stale: {item['stale']}; `clavain graph next` releases it" if item["stale"]
+                 else "")
         lines.append(f"Running    {item['id']} (run {item['run_id']}, since {item['since']})"
                      f"{stale}")
     if graph["running"]:
@@ -88,7 +104,9 @@ def render(report: dict[str, Any]) -> str:
     upcoming = graph["next"]
     if upcoming["node"]:
         title = f" — {upcoming['title']}" if upcoming["title"] else ""
-        lines.append(f"Next       {upcoming['node']}{title}")
+        retry = (f" (after {upcoming['attempts']} failed attempt(s); last error: "
+                 f"{_clip(upcoming['last_error'] or '?')})" if upcoming["attempts"] else "")
+        lines.append(f"Next       {upcoming['node']}{title}{retry}")
     elif graph["nodes"]:
         lines.append(f"Next       nothing to start: {upcoming['message']}")
     counts = ", ".join(f"{n} {s}" for s, n in verdicts["counts"].items())

@@ -44,15 +44,17 @@ def test_status_shows_running_waiting_needs_you_blocked_next_and_verdicts(
     report = cli_json("status")
     graph_part = report["workgraph"]
     assert graph_part["counts"] == {"done": 0, "in_progress": 2, "open": 3, "needs_human": 1,
-                                    "failed": 1}
+                                    "failed": 1, "replaced": 0}
     running = {r["id"]: r for r in graph_part["running"]}
     assert running["run-me"]["stale"] is None and "is gone" in running["crashed"]["stale"]
     assert [w["id"] for w in graph_part["waiting"]] == ["retry-me"]
     assert graph_part["needs_human"] == [{"id": "ask-me", "question": "Which port?"}]
-    assert graph_part["next"] == {"node": "ready", "title": "the next one"}
+    assert graph_part["next"] == {"node": "ready", "title": "the next one", "attempts": 0,
+                                  "last_error": None}
     assert report["verdicts"]["counts"] == {"NEEDS_ATTENTION": 1}
     screen = run_cli("status").stdout
     for expected in ("Running    run-me (run r1", "stale: lock holder pid",
+                     "`clavain graph next` releases it",
                      "Waiting    retry-me until", "Needs you  ask-me: Which port?",
                      "Next       ready — the next one",
                      "Verdicts   1 NEEDS_ATTENTION",
@@ -80,3 +82,28 @@ def test_status_in_an_empty_project_creates_nothing(run_cli, project: Path) -> N
     assert result.stdout.splitlines() == ["Workgraph  no nodes yet (clavain graph import "
                                           "PLAN.json)", "Verdicts   none yet"]
     assert not (project / ".clavain").exists()
+
+
+def test_status_shows_a_replaced_node_and_why_the_next_one_retries(run_cli, cli_json) -> None:
+    cli_json("graph", "import", "-", input=json.dumps({"nodes": [
+        {"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 1}},
+        {"id": "b", "type": "task", "dependsOn": ["a"], "retryPolicy": {"maxAttempts": 3}}]}))
+    run_cli("graph", "apply", "a", "--result", "-", input='{"status":"fail","summary":"x"}')
+    run_cli("graph", "apply", "plan-escalate-a", "--result", "-", input=json.dumps(
+        {"status": "success", "summary": "split",
+         "next": {"addNodes": [{"id": "a2", "type": "epic"}]}}))
+    counts = cli_json("status")["workgraph"]["counts"]
+    assert (counts["failed"], counts["replaced"]) == (0, 1)
+    run_cli("graph", "apply", "a2", "--result", "-", input='{"status":"success","summary":"ok"}')
+    from clavain.paths import StatePaths
+    from clavain.store import db
+
+    state = StatePaths.discover()
+    conn = db.connect(state.db)
+    conn.execute("UPDATE nodes SET attempts = 1 WHERE id = 'b'")
+    conn.execute("INSERT INTO kv_latest (node_id, key, value_text, updated_at) VALUES "
+                 "('b', 'err.summary', 'tests red: test_login', 'now')")
+    conn.close()
+    screen = run_cli("status").stdout
+    assert "Next       b (after 1 failed attempt(s); last error: tests red: test_login)" in screen
+    assert "1 replaced" in screen
