@@ -345,3 +345,49 @@ def test_a_replacement_is_what_the_reused_check_reads(conn, state) -> None:
     check = nodes.get_node(conn, "verify-t")
     assert check["depends_on"] == ["t2"]
     assert check["inputs"] == [{"node_id": "t2", "key": "out.summary", "as": "taskSummary"}]
+
+
+def test_nodes_an_escalation_added_on_an_earlier_attempt_still_replace(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 1}},
+                                  {"id": "b", "type": "task", "dependsOn": ["a"]}])
+    _fail_for_good(conn, state, "a")
+    with_fix = {"next": {"addNodes": [{"id": "fix-a", "type": "task"}]}}
+    asked = results.apply_result(conn, state, "plan-escalate-a", {
+        "status": "checkpoint", "summary": "?", "question": "ok?", **with_fix})
+    assert asked["added"] == ["fix-a"] and asked["replaced"] is None
+    graph.answer(conn, state, "plan-escalate-a", "yes")
+    done = results.apply_result(conn, state, "plan-escalate-a",
+                                {"status": "success", "summary": "go", **with_fix})
+    assert done["added"] == [] and done["replaced"]["nodes"] == ["fix-a"]
+    assert nodes.get_node(conn, "b")["depends_on"] == ["fix-a"]
+
+
+def test_resetting_a_failed_node_closes_its_unclaimed_escalation(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 1}}])
+    _fail_for_good(conn, state, "a")
+    graph.reset(conn, state, "a")
+    assert nodes.get_node(conn, "plan-escalate-a")["status"] == "done"
+    results.apply_result(conn, state, "a", OK)
+    # No planner runs for a node that already succeeded: the graph is finished.
+    assert schedule.next_node(conn, state)["reason"] == "all_done"
+
+
+def test_a_replaced_node_cannot_be_reset(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 1}}])
+    _fail_for_good(conn, state, "a")
+    results.apply_result(conn, state, "plan-escalate-a", {
+        "status": "success", "summary": "s",
+        "next": {"addNodes": [{"id": "a2", "type": "task"}]}})
+    with pytest.raises(ClavainError, match="'a' was replaced by what plan-escalate-a added"):
+        graph.reset(conn, state, "a")
+
+
+def test_what_comes_after_a_plan_waits_for_the_plans_work(conn, state) -> None:
+    """A plan's dependents wait for what it added, also when it is an escalation's sink."""
+    graph.add_nodes(conn, state, [{"id": "p", "type": "plan"},
+                                  {"id": "after", "type": "task", "dependsOn": ["p"]}])
+    results.apply_result(conn, state, "p", {"status": "success", "summary": "s", "next": {
+        "addNodes": [{"id": "t1", "type": "task"},
+                     {"id": "t2", "type": "task", "dependsOn": ["t1"]}]}})
+    assert sorted(nodes.get_node(conn, "after")["depends_on"]) == ["p", "t2"]
+    assert leases.select_next(conn) == "t1"

@@ -221,8 +221,9 @@ def test_permanent_failure_escalates_exactly_once(conn, state) -> None:
     assert nodes.get_node(conn, "after")["unmet_deps"] == 1
     graph.reset(conn, state, "a")
     again = _fail_for_good(conn, state, "a")
-    # Still pending: the one escalation sees the new failure; no second one is made.
-    assert again["to"] == "failed" and again["escalation_action"] == "pending"
+    # The reset closed the unclaimed escalation (a ran again first); the new failure reopens
+    # the same one: never a second escalation node.
+    assert again["to"] == "failed" and again["escalation_action"] == "reopened"
     count = conn.execute("SELECT count(*) FROM nodes WHERE id LIKE 'plan-escalate-%'").fetchone()
     assert count[0] == 1
 

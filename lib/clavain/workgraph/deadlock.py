@@ -15,7 +15,7 @@ from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
-from clavain.workgraph.escalation import ESCALATION_PREFIX, PENDING
+from clavain.workgraph.escalation import ESCALATION_PREFIX, PENDING, close_pending
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.nodes import reopen
 
@@ -161,6 +161,7 @@ def auto_reset(conn: sqlite3.Connection, state: StatePaths,
                 continue
             reopen(conn, blocker["id"], "failed", at=at, auto=True,
                    note=f"auto-reset {row['auto_resets'] + 1}/{limit} to break a deadlock")
+            close_pending(conn, blocker["id"], at=at, why="was reopened to break a deadlock")
             reopened.append(blocker["id"])
     if reopened:
         after_commit(conn, state, cfg)

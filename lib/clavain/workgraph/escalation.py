@@ -12,8 +12,13 @@ Rules (events record every step):
   re-pointed to the added nodes that nothing else in the batch depends on, and the failed node
   is marked `superseded_by` (it blocks nothing any more); for a check (verify, integrate,
   final_verify) the check is still wanted, so it is reopened to run again after those nodes.
+  Everything the escalation added counts, on any of its attempts.
 - An escalation that succeeds without adding nodes leaves the decision to whoever reset the
   node (its text recommends `clavain graph reset`); if nobody does, the node is a blocker.
+- A failed node reopened by hand (or by the deadlock breaker) closes its escalation while no
+  planner has claimed it: the node runs again first, and a new failure reopens the escalation.
+- Any plan that succeeds with added nodes makes its dependents wait for them too (`expand`):
+  what comes after a plan comes after the plan's work.
 """
 
 from __future__ import annotations
@@ -113,6 +118,76 @@ def _reaches(conn: sqlite3.Connection, start: str, target: str) -> bool:
         (start, target)).fetchone() is not None
 
 
+def children(conn: sqlite3.Connection, node_id: str) -> list[str]:
+    """The nodes `node_id` added, over all its attempts (not the verify nodes scaffolding gave
+    them, which share their parent)."""
+    return [row[0] for row in conn.execute(
+        "SELECT id FROM nodes WHERE parent_id = ? AND verifies IS NULL ORDER BY id", (node_id,))]
+
+
+def close_pending(conn: sqlite3.Connection, node_id: str, *, at: str, why: str) -> str | None:
+    """Close `node_id`'s escalation when no planner holds it yet (the node itself runs again);
+    returns its id when closed. SQL only."""
+    target = escalation_id(node_id)
+    closed = conn.execute(
+        "UPDATE nodes SET status = 'done', completed_at = ?, updated_at = ? WHERE id = ? "
+        "AND status IN ('open', 'needs_human') AND lock_run_id IS NULL RETURNING status",
+        (at, at, target)).fetchall()
+    if not closed:
+        return None
+    record_event(conn, target, None, "done", at=at,
+                 note=f"closed: {node_id} {why}; it is reopened if {node_id} fails again")
+    return target
+
+
+def after_success(conn: sqlite3.Connection, node: dict[str, Any], *, at: str,
+                  run_id: str | None) -> dict[str, Any] | None:
+    """What a succeeding node's added work takes over: the failed node (an escalation) or the
+    plan's place before its dependents (a plan or epic). SQL only."""
+    added = children(conn, node["id"])
+    if not added:
+        return None
+    if escalated_node(node["id"]) is not None:
+        return take_over(conn, node, added, at=at, run_id=run_id)
+    if node["type"] in ("plan", "epic"):
+        return expand(conn, node, added, at=at, run_id=run_id)
+    return None
+
+
+def expand(conn: sqlite3.Connection, plan: dict[str, Any], added: list[str], *, at: str,
+           run_id: str | None) -> dict[str, Any] | None:
+    """The plan's dependents wait for the end of its added work as well. SQL only."""
+    sinks = _sinks(conn, added)
+    dependents = conn.execute(
+        f"SELECT node_id, kind FROM deps WHERE depends_on_id = ? AND node_id NOT IN "
+        f"({', '.join('?' * len(added))}) ORDER BY node_id", (plan["id"], *added)).fetchall()
+    waiting = []
+    for dependent in dependents:
+        new = [sink for sink in sinks if not conn.execute(
+            "SELECT 1 FROM deps WHERE node_id = ? AND depends_on_id = ?",
+            (dependent["node_id"], sink)).fetchone()]
+        if not new:
+            continue
+        _refuse_cycles(conn, new, dependent["node_id"], plan["id"])
+        conn.executemany(
+            "INSERT INTO deps (node_id, depends_on_id, kind) VALUES (?, ?, ?)",
+            [(dependent["node_id"], sink, dependent["kind"]) for sink in new])
+        record_event(conn, dependent["node_id"], None, None, at=at, run_id=run_id,
+                     note=f"also waits on {', '.join(new)} (added by {plan['id']})")
+        waiting.append(dependent["node_id"])
+    return {"node": plan["id"], "action": "expanded", "nodes": sinks,
+            "repointed": waiting} if waiting else None
+
+
+def _refuse_cycles(conn: sqlite3.Connection, sinks: list[str], dependent: str,
+                   replaced: str) -> None:
+    for sink in sinks:
+        if _reaches(conn, sink, dependent):
+            raise ClavainError(f"added node {sink!r} depends on {dependent!r}, which waits on "
+                               f"{replaced!r} and would then wait on {sink!r}: a cycle; drop "
+                               "that dependency")
+
+
 def take_over(conn: sqlite3.Connection, escalation: dict[str, Any], added: list[str], *,
               at: str, run_id: str | None) -> dict[str, Any] | None:
     """Let what a successful escalation added replace (or precede) the failed node; None when
@@ -121,8 +196,8 @@ def take_over(conn: sqlite3.Connection, escalation: dict[str, Any], added: list[
     if failed_id is None or not added:
         return None
     failed = get_node(conn, failed_id)
-    if failed is None or failed["status"] != "failed":
-        return None  # reset by hand meanwhile: it runs again on its own
+    if failed is None or failed["status"] != "failed" or failed["superseded_by"]:
+        return None  # reset by hand meanwhile (it runs again on its own), or replaced already
     sinks = _sinks(conn, added)
     if failed["type"] in CHECK_TYPES:
         for sink in sinks:
@@ -138,11 +213,7 @@ def take_over(conn: sqlite3.Connection, escalation: dict[str, Any], added: list[
         "SELECT node_id, kind FROM deps WHERE depends_on_id = ? AND node_id <> ? "
         "ORDER BY node_id", (failed_id, escalation["id"])).fetchall()
     for dependent in dependents:
-        for sink in sinks:
-            if _reaches(conn, sink, dependent["node_id"]):
-                raise ClavainError(f"added node {sink!r} depends on {dependent['node_id']!r}, "
-                                   f"which waits on {failed_id!r} and would then wait on "
-                                   f"{sink!r}: a cycle; drop that dependency")
+        _refuse_cycles(conn, sinks, dependent["node_id"], failed_id)
     for dependent in dependents:
         conn.execute("DELETE FROM deps WHERE node_id = ? AND depends_on_id = ?",
                      (dependent["node_id"], failed_id))

@@ -97,11 +97,19 @@ def answer(conn: sqlite3.Connection, state: StatePaths, node_id: str,
 
 
 def reset(conn: sqlite3.Connection, state: StatePaths, node_id: str) -> dict[str, Any]:
-    """Reopen any node by hand (a failed one to retry, a done one to redo)."""
+    """Reopen any node by hand (a failed one to retry, a done one to redo). A failed node's
+    escalation that no planner holds yet is closed: the node runs again first."""
+    from clavain.workgraph.escalation import close_pending
+
     at = now_iso()
     with transaction(conn):
         node = require_node(conn, node_id)
+        if node["superseded_by"]:
+            raise ClavainError(f"node {node_id!r} was replaced by what {node['superseded_by']} "
+                               "added; reset those nodes instead")
         reopen(conn, node_id, node["status"], at=at, note=f"reset by hand (was {node['status']})")
+        if node["status"] == "failed":
+            close_pending(conn, node_id, at=at, why="was reset by hand")
         node = get_node(conn, node_id)
     after_commit(conn, state)
     return node

@@ -200,8 +200,8 @@ def record_result(conn: sqlite3.Connection, state: StatePaths, cfg: dict[str, An
         handed = escalation.hand_over(conn, cfg, {**node, "attempts": after["attempts"]},
                                       at=at, run_id=run_id)
     replaced = None
-    if after["status"] == "done" and added:
-        replaced = escalation.take_over(conn, node, added, at=at, run_id=run_id)
+    if after["status"] == "done":
+        replaced = escalation.after_success(conn, node, at=at, run_id=run_id)
     scaffolded = None
     if added and conn.execute(
             f"SELECT 1 FROM nodes WHERE type = 'task' AND id IN ({', '.join('?' * len(added))})"
