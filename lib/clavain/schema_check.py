@@ -43,13 +43,20 @@ _TYPES = {
 
 
 _KNOWN_KEYWORDS = frozenset({
-    "$ref", "anyOf", "type", "minimum", "maximum", "exclusiveMinimum", "minLength", "items",
-    "properties", "additionalProperties", "required", "default", "description", "title",
-    "$defs", "$schema", "$id"})
+    "$ref", "anyOf", "type", "minimum", "maximum", "exclusiveMinimum", "minLength", "maxLength",
+    "items", "minItems", "maxItems", "const", "enum", "properties", "additionalProperties",
+    "required", "default", "description", "title", "$defs", "$schema", "$id"})
+
+
+def _same(value: Any, expected: Any) -> bool:
+    """JSON equality: 1 and True are different values, 1 and 1.0 the same."""
+    if isinstance(value, bool) or isinstance(expected, bool):
+        return type(value) is type(expected) and value == expected
+    return value == expected
 
 
 def valid(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
-    """Whether `value` satisfies `schema`, for the keywords pydantic emits for the config model
+    """Whether `value` satisfies `schema`, for the keywords pydantic emits for Clavain's models
     (a test checks this agrees with jsonschema). An unknown keyword fails closed."""
     if "$ref" in schema:
         schema = root["$defs"][schema["$ref"].rsplit("/", 1)[-1]]
@@ -65,10 +72,18 @@ def valid(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
             return False
         if "exclusiveMinimum" in schema and value <= schema["exclusiveMinimum"]:
             return False
-    if isinstance(value, str) and len(value) < schema.get("minLength", 0):
+    if "const" in schema and not _same(value, schema["const"]):
         return False
-    if isinstance(value, list) and "items" in schema:
-        return all(valid(item, schema["items"], root) for item in value)
+    if "enum" in schema and not any(_same(value, option) for option in schema["enum"]):
+        return False
+    if isinstance(value, str) and not (schema.get("minLength", 0) <= len(value)
+                                       <= schema.get("maxLength", len(value))):
+        return False
+    if isinstance(value, list):
+        if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", len(value)):
+            return False
+        if "items" in schema and not all(valid(item, schema["items"], root) for item in value):
+            return False
     if isinstance(value, dict):
         if any(key not in value for key in schema.get("required", ())):
             return False

@@ -94,7 +94,8 @@ def test_clean_header_with_measured_tokens(run_hook, tmp_path: Path) -> None:
         "tokens_spent": 2 * 1100 + 30 + 50, "tokens_source": "measured", "files_changed": [],
         "findings_count": 0, "summary": "nothing to change",
         "detail_path": ".clavain/verdicts/clavain-fd-quality--a1.md",
-        "agent": "clavain:fd-quality", "agent_id": "a1", "session_id": "sess-1", "timestamp": "T"}
+        "agent": "clavain:fd-quality", "agent_id": "a1", "session_id": "sess-1",
+        "sprint_id": None, "timestamp": "T"}
     assert (tmp_path / verdict["detail_path"]).read_text() == CLEAN_MESSAGE
     assert "/.clavain/verdicts/" in (tmp_path / ".gitignore").read_text()
 

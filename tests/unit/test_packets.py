@@ -75,7 +75,7 @@ def test_small_inputs_are_inlined_and_large_ones_referenced(conn, state) -> None
     assert "use a POST form" in text
     assert "x" * 3000 not in text
     assert "plan-1 / out.log: large (3000 bytes)" in text
-    assert '"$CLAVAIN_BIN" kv get --node plan-1 --key out.log' in text
+    assert "`clavain kv get --node plan-1 --key out.log`" in text
     assert "plan-1 / out.missing: not written yet" in text
 
 

@@ -215,7 +215,26 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
                                             message or "(the agent sent no final message)",
                                             inside=state.root)
     verdict["detail_path"] = _relative(state.project, detail)
-    return verdict_files.write(state.verdicts, verdict, dispatch, inside=state.root)
+    verdict["sprint_id"] = _active_sprint(state, notes)
+    written = verdict_files.write(state.verdicts, verdict, dispatch, inside=state.root)
+    if found[0] == "executor":
+        from clavain.hooks import executor_result
+
+        executor_result.apply(payload, message, state.project, notes)
+    return written
+
+
+def _active_sprint(state: StatePaths, notes: list[str]) -> str | None:
+    """The active sprint's id, so the verdict is recorded under it (None outside a sprint)."""
+    from clavain.errors import ClavainError
+    from clavain.sprint.checkpoint import read
+
+    try:
+        active = read(state)
+    except (ClavainError, OSError) as exc:
+        notes.append(f"sprint checkpoint unreadable, verdict filed under no sprint: {exc}")
+        return None
+    return active["sprint_id"] if active else None
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any] | None:

@@ -85,6 +85,9 @@ class Verdict(BaseModel):
     session_id: str | None = Field(
         default=None, min_length=1, max_length=MAX_AGENT_CHARS,
         description="Claude Code session that ran the agent")
+    sprint_id: str | None = Field(
+        default=None, min_length=1, max_length=MAX_AGENT_CHARS,
+        description="the sprint active when the agent ran (its verdicts are archived with it)")
     timestamp: str = Field(
         pattern=TIMESTAMP_PATTERN,
         description="when the verdict was recorded (ISO 8601, UTC, milliseconds)",

@@ -43,11 +43,11 @@ ATTENTION_STATUSES = tuple(s for s in ALL_STATUSES if s not in OK_STATUSES)
 TOKENS_SOURCES = ("measured", "reported")
 FIELDS = ("type", "status", "model", "tokens_spent", "tokens_source", "files_changed",
           "findings_count", "summary", "detail_path", "agent", "agent_id", "session_id",
-          "timestamp")
+          "sprint_id", "timestamp")
 REQUIRED_FIELDS = ("type", "status", "summary", "agent", "timestamp")
 DEFAULTS: dict[str, Any] = {"model": None, "tokens_spent": None, "tokens_source": "reported",
                             "files_changed": [], "findings_count": 0, "detail_path": None,
-                            "agent_id": None, "session_id": None}
+                            "agent_id": None, "session_id": None, "sprint_id": None}
 TIMESTAMP_PATTERN = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
 MAX_NAME_CHARS = 100
 MAX_AGENT_CHARS = 200
@@ -162,6 +162,7 @@ def validate(verdict: Any) -> list[str]:
         _check_text(problems, verdict, "agent", MAX_AGENT_CHARS, nullable=False)
     _check_text(problems, verdict, "agent_id", MAX_AGENT_CHARS, nullable=True)
     _check_text(problems, verdict, "session_id", MAX_AGENT_CHARS, nullable=True)
+    _check_text(problems, verdict, "sprint_id", MAX_AGENT_CHARS, nullable=True)
     stamp = verdict.get("timestamp")
     if "timestamp" in verdict and not (isinstance(stamp, str)
                                        and re.fullmatch(TIMESTAMP_PATTERN, stamp)):

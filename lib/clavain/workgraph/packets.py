@@ -129,7 +129,7 @@ def _describe_value(node_id: str, key: str, exists: bool, text: str | None,
         return "\n\n" + _fenced(text) + "\n"
     where = "--run" if node_id == kv.RUN_NAMESPACE else f"--node {node_id}"
     kind = "artifact" if size is None else f"{size} bytes"
-    return f" large ({kind}), fetch with `\"$CLAVAIN_BIN\" kv get {where} --key {key}`"
+    return f" large ({kind}), fetch with `clavain kv get {where} --key {key}`"
 
 
 def inputs_section(conn: sqlite3.Connection, inputs: list[dict[str, Any]],
@@ -162,7 +162,7 @@ def context_section(conn: sqlite3.Connection, node: dict[str, Any], inline_max: 
     """Plan context: the chain of parents and the run's shared `ctx.*` keys."""
     if omitted:
         return ("## Plan context\n\nOmitted (thin packet); "
-                f"`\"$CLAVAIN_BIN\" kv ls --run --prefix {CONTEXT_PREFIX}` lists it.")
+                f"`clavain kv ls --run --prefix {CONTEXT_PREFIX}` lists it.")
     lines = ["## Plan context", ""]
     chain = _ancestors(conn, node["id"])
     if chain:
@@ -186,6 +186,8 @@ def build_packet(conn: sqlite3.Connection, state: StatePaths, node: dict[str, An
     omit_context = thin and role in THIN_ROLES
     values = {
         "NODE_ID": str(node["id"]),
+        # The run that holds the node: SubagentStop records an executor's result under it.
+        "RUN_ID": str(node.get("lock_run_id") or "(not claimed)"),
         "NODE_FIELDS": node_fields(node),
         "INPUTS": inputs_section(conn, list(node.get("inputs") or []), inline_max),
         "CONTEXT": context_section(conn, node, inline_max, omitted=omit_context),

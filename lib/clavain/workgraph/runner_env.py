@@ -23,6 +23,7 @@ RUNNER_ENV_VARS = (
     "CLAVAIN_STATE_DIR",
     "CLAVAIN_PROJECT_DIR",
     "CLAVAIN_BIN",
+    "PATH",
 )
 
 
@@ -65,6 +66,7 @@ def runner_env(state: StatePaths, node: dict[str, Any], run_id: str) -> dict[str
     Paths are absolute: the runner may change directory, and `CLAVAIN_DB` is also what makes
     `clavain kv` inside the runner open this database rather than rediscover one.
     """
+    executable = clavain_bin()
     return {
         "CLAVAIN_DB": str(state.db.resolve()),
         "CLAVAIN_NODE_ID": str(node["id"]),
@@ -74,5 +76,7 @@ def runner_env(state: StatePaths, node: dict[str, Any], run_id: str) -> dict[str
         # So a runner that changes directory still finds this project's config and artifacts.
         "CLAVAIN_STATE_DIR": str(state.root.resolve()),
         "CLAVAIN_PROJECT_DIR": str(state.project.resolve()),
-        "CLAVAIN_BIN": clavain_bin(),
+        "CLAVAIN_BIN": executable,
+        # Packets say `clavain …`, as in a Claude Code session.
+        "PATH": os.pathsep.join([os.path.dirname(executable), os.environ.get("PATH", "")]),
     }

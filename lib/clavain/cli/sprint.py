@@ -1,0 +1,205 @@
+"""`clavain sprint …`: the main flow. `/clavain:sprint` runs `clavain sprint start` (or `resume`)
+before its prompt; after each step the model runs `clavain sprint done STEP`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from clavain.cli._output import add_command, add_json_flag, emit_json
+
+STEP_HELP = ("brainstorm, strategy, plan, plan-review, execute, test, quality-gates, resolve, "
+             "ship")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    sprint = add_command(commands, "sprint", "a sprint: classify, route, checkpoint, resume",
+                         _no_subcommand)
+    sub = sprint.add_subparsers(dest="sprint_command", metavar="SUBCOMMAND")
+
+    p = add_command(sub, "classify", "how complex a request is (1-5) and why", _classify)
+    p.add_argument("text", nargs="+", help="the request")
+    p.add_argument("--files", type=int, default=0, metavar="N",
+                   help="how many files it touches, when known")
+    add_json_flag(p)
+
+    p = add_command(sub, "start", "start a sprint: classify, route, write the checkpoint",
+                    _start)
+    p.add_argument("text", nargs="*", help="the request (slash-command arguments arrive here)")
+    p.add_argument("--complexity", metavar="N", help="1-5, instead of the classifier's score")
+    p.add_argument("--skip-to", metavar="STEP", help=f"start at this step ({STEP_HELP})")
+    p.add_argument("--files", type=int, default=0, metavar="N",
+                   help="how many files it touches, when known")
+    p.add_argument("--resume", action="store_true",
+                   help="resume the active sprint instead (what /clavain:sprint --resume does)")
+    p.add_argument("--from-step", metavar="STEP", help="with --resume: restart at this step")
+    p.add_argument("--stdin", action="store_true",
+                   help="read the options and the request, verbatim, from stdin (how "
+                        "/clavain:sprint passes what the user typed)")
+    add_json_flag(p)
+
+    p = add_command(sub, "done", "record a finished step (plan: import the plan's tasks)", _done)
+    p.add_argument("step", metavar="STEP", help=STEP_HELP)
+    p.add_argument("--plan", metavar="PATH", help="the plan file the plan step wrote")
+    p.add_argument("--decision", metavar="TEXT", help="a key decision to remember (last 5)")
+    add_json_flag(p)
+
+    p = add_command(sub, "resume", "where the active sprint stands and what to do next",
+                    _resume)
+    p.add_argument("--from-step", metavar="STEP",
+                   help="restart at this step, whatever the checkpoint says")
+    add_json_flag(p)
+
+    p = add_command(sub, "status", "the active sprint's checkpoint", _status)
+    add_json_flag(p)
+
+    p = add_command(sub, "summary", "steps done, agents dispatched, verdicts, measured tokens",
+                    _summary)
+    add_json_flag(p)
+
+    p = add_command(sub, "abandon", "stop the active sprint and archive it", _abandon)
+    add_json_flag(p)
+
+
+def _no_subcommand(args: argparse.Namespace) -> int:
+    from clavain.errors import ClavainError
+
+    raise ClavainError("missing subcommand; `clavain sprint --help` lists them")
+
+
+def _state() -> Any:
+    from clavain.paths import StatePaths
+
+    return StatePaths.discover()
+
+
+def _classify(args: argparse.Namespace) -> int:
+    from clavain.sprint.complexity import classify
+
+    result = classify(" ".join(args.text), args.files)
+    if args.json:
+        emit_json(result)
+    else:
+        print(f"{result['score']}/5 ({result['label']})")
+        for reason in result["reasons"]:  # type: ignore[attr-defined]
+            print(f"- {reason}")
+    return 0
+
+
+def _start(args: argparse.Namespace) -> int:
+    from clavain.project import ensure_state
+    from clavain.sprint import lifecycle
+
+    if args.stdin:
+        from clavain.cli._input import read_input
+        from clavain.sprint.invocation import parse
+
+        typed = parse(read_input("-"))
+        args.text = [str(typed.pop("text"))]
+        for key, value in typed.items():
+            if value not in (None, False, 0):
+                setattr(args, key, value)
+    if args.resume:
+        return _print_resume(lifecycle.resume(_state(), from_step=args.from_step), args)
+    if args.from_step:
+        from clavain.errors import ClavainError
+
+        raise ClavainError("--from-step goes with --resume")
+    state = _state()
+    text = " ".join(args.text)
+    started = lifecycle.start(ensure_state(state) if text.strip() else state, text,
+                              complexity=args.complexity, skip_to=args.skip_to,
+                              file_count=args.files)
+    if args.json:
+        emit_json(started)
+        return 0
+    print(f"Sprint {started['sprint_id']}: {started['description']}")
+    print(started["routing"])
+    for reason in started["complexity_reasons"]:
+        print(f"  - {reason}")
+    print(f"Route: {' → '.join(started['route'])}")
+    print(f"Reviewers: {', '.join(started['reviewers'])} + goal check by "
+          f"{started['goal_check']}")
+    print(f"Next: {lifecycle.next_action(started)}")
+    return 0
+
+
+def _done(args: argparse.Namespace) -> int:
+    from clavain.sprint import lifecycle
+
+    report = lifecycle.done(_state(), args.step, plan_path=args.plan, decision=args.decision)
+    if args.json:
+        emit_json(report)
+        return 0
+    line = f"{args.step} done"
+    if report["imported"]:
+        line += f"; imported {len(report['imported'])} task(s) into the workgraph"
+    print(line)
+    if report["archived"]:
+        print(f"Sprint shipped; archived in {report['archived']}")
+    else:
+        print(f"Next: {lifecycle.next_action(report)}")
+    return 0
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from clavain.sprint import lifecycle
+
+    return _print_resume(lifecycle.resume(_state(), from_step=args.from_step), args)
+
+
+def _print_resume(report: dict[str, Any], args: argparse.Namespace) -> int:
+    if args.json:
+        emit_json(report)
+        return 0
+    step = report["current_step"]
+    completed = ", ".join(report["completed_steps"]) or "none"
+    print(f"Sprint {report['sprint_id']}: {report['description']}")
+    print(f"Resuming from step {report['step_number']} ({step}). Completed: [{completed}]"
+          if step else f"All steps done. Completed: [{completed}]")
+    if report["git_warning"]:
+        print(f"Warning: {report['git_warning']}")
+    counts = ", ".join(f"{n} {s}" for s, n in report["verdict_counts"].items())
+    print(f"Verdicts: {counts or 'none yet'}")
+    if report["plan_path"]:
+        print(f"Plan: {report['plan_path']}")
+    print(f"Next: {report['next_action']}")
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    from clavain.sprint import lifecycle
+
+    active = lifecycle.require_active(_state())
+    keys = ("sprint_id", "description", "complexity", "route", "completed_steps",
+            "current_step", "plan_path", "git_sha")
+    if args.json:
+        emit_json({key: active[key] for key in keys} | {
+            key: active[key] for key in active if key not in keys})
+        return 0
+    for key in keys:
+        value = active[key]
+        shown = ", ".join(value) if isinstance(value, list) else value
+        print(f"{key + ':':<17}{'' if shown is None else shown}")
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from clavain.sprint import lifecycle, summary
+
+    report = summary.summarize(_state(), lifecycle.require_active(_state()))
+    emit_json(report) if args.json else print(summary.render(report))
+    return 0
+
+
+def _abandon(args: argparse.Namespace) -> int:
+    from clavain.sprint import lifecycle
+
+    report = lifecycle.abandon(_state())
+    if args.json:
+        emit_json(report)
+    else:
+        print(f"Sprint {report['sprint_id']} abandoned; archived in {report['archived']}",
+              file=sys.stdout)
+    return 0

@@ -1,0 +1,66 @@
+"""`.clavain/checkpoint.json`, the active sprint: the source of `schemas/checkpoint.schema.json`
+and of the copy the package ships (`clavain/schemas/`), which `clavain.sprint.checkpoint` checks
+files against without pydantic (hooks read the checkpoint). Regenerate both with
+`python -m clavain.models.checkpoint`; a test fails when they drift.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from clavain.models.schema_text import schema_text
+
+REPO_SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "checkpoint.schema.json"
+PACKAGED_SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "checkpoint.schema.json"
+
+Step = Literal["brainstorm", "strategy", "plan", "plan-review", "execute", "test",
+               "quality-gates", "resolve", "ship"]
+
+
+class Checkpoint(BaseModel):
+    """Where the active sprint stands; rewritten atomically after every step."""
+
+    model_config = ConfigDict(extra="forbid", title="Checkpoint")
+
+    version: Literal[1] = Field(1, description="format version")
+    sprint_id: str = Field(min_length=1, max_length=100, description="sprint-<UTC>-<hex>")
+    description: str = Field(min_length=1, max_length=20_000,
+                             description="the request, as the user typed it")
+    complexity: int = Field(ge=1, le=5, description="1 trivial … 5 research")
+    complexity_label: str = Field(min_length=1, max_length=20)
+    complexity_overridden: bool = Field(description="set by the user, not classified")
+    complexity_reasons: list[str] = Field(description="the signals that set it")
+    route: list[Step] = Field(min_length=1, description="the steps this sprint runs, in order")
+    skipped: dict[str, str] = Field(description="steps not run, and why")
+    reviewers: list[str] = Field(description="agents the quality gates dispatch")
+    goal_check: str = Field(min_length=1, description="agent that checks the change against "
+                                                     "the request")
+    orchestration_model: str | None = Field(description="model recommended to run the sprint")
+    completed_steps: list[Step] = Field(description="done, in order, no duplicates")
+    current_step: Step | None = Field(description="the next step to run; null when shipped")
+    plan_path: str | None = Field(description="the plan file, once written")
+    decisions: list[str] = Field(max_length=5, description="the last five key decisions")
+    git_sha: str | None = Field(description="HEAD when the checkpoint was last written")
+    started_at: str = Field(min_length=1)
+    updated_at: str = Field(min_length=1)
+
+
+def render_schema() -> str:
+    return schema_text(Checkpoint, "checkpoint.schema.json")
+
+
+def write_schemas() -> list[Path]:
+    from clavain.fsutil import write_atomic
+
+    text = render_schema()
+    for path in (REPO_SCHEMA, PACKAGED_SCHEMA):
+        write_atomic(path, text)
+    return [REPO_SCHEMA, PACKAGED_SCHEMA]
+
+
+if __name__ == "__main__":
+    for written in write_schemas():
+        print(written)
