@@ -14,7 +14,12 @@ def now_iso(at: datetime | None = None) -> str:
 
 
 def later_iso(seconds: float, at: datetime | None = None) -> str:
-    return now_iso((at or datetime.now(timezone.utc)) + timedelta(seconds=seconds))
+    """`seconds` from now (or `at`); a wait past the calendar's end is the calendar's end."""
+    start = at or datetime.now(timezone.utc)
+    try:
+        return now_iso(start + timedelta(seconds=seconds))
+    except OverflowError:
+        return now_iso(datetime.max.replace(tzinfo=timezone.utc))
 
 
 def utc_stamp() -> str:

@@ -17,11 +17,14 @@ def _mode_for(path: Path) -> int:
     """The replaced file's permissions, or what a plain `open(..., "w")` would give: mkstemp's
     0600 would silently tighten a user's .gitignore or hide verdicts from their group."""
     try:
-        return path.stat().st_mode & 0o7777
+        info = os.lstat(path)
+        if not stat.S_ISLNK(info.st_mode):  # a planted symlink lends no mode (nor setuid)
+            return info.st_mode & 0o777
     except FileNotFoundError:
-        mask = os.umask(0)
-        os.umask(mask)
-        return 0o666 & ~mask
+        pass
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 class UnsafePathError(OSError):

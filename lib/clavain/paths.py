@@ -27,6 +27,7 @@ VOLATILE_PARTS = (
     "scratch/",
     "logs/",
     "*.lock",
+    "*.pending",
 )
 
 

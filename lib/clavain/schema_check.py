@@ -36,7 +36,9 @@ _TYPES = {
     "string": lambda v: isinstance(v, str),
     "boolean": lambda v: isinstance(v, bool),
     "null": lambda v: v is None,
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    # JSON Schema 2020-12: 3.0 is an integer too.
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
+    or (isinstance(v, float) and v.is_integer()),
     "number": lambda v: (isinstance(v, (int, float)) and not isinstance(v, bool)
                          and math.isfinite(v)),
 }

@@ -39,7 +39,7 @@ def _workgraph(conn: sqlite3.Connection, cfg: dict[str, Any]) -> dict[str, Any]:
               for r in conn.execute("SELECT id, json_extract(human_question_json, '$.question') "
                                     "AS question FROM nodes WHERE status = 'needs_human' "
                                     "ORDER BY id")]
-    report = deadlock.detect(conn, cfg)
+    blocked = sorted(deadlock.blockers(conn, cfg).values(), key=lambda b: b["id"])
     ready = get_node(conn, leases.select_next(conn) or "")
     upcoming = ({"node": ready["id"], "title": ready["title"], "attempts": ready["attempts"],
                  "last_error": _last_error(conn, ready["id"]) if ready["attempts"] else None}
@@ -47,7 +47,7 @@ def _workgraph(conn: sqlite3.Connection, cfg: dict[str, Any]) -> dict[str, Any]:
     return {"nodes": sum(counts.values()),
             "counts": {s: counts.get(s, 0) for s in STATUS_ORDER},
             "running": running, "waiting": waiting, "needs_human": humans,
-            "blocked": (report or {}).get("blockers", []), "next": upcoming}
+            "blocked": blocked, "next": upcoming}
 
 
 def _last_error(conn: sqlite3.Connection, node_id: str) -> str | None:
@@ -100,7 +100,8 @@ def render(report: dict[str, Any]) -> str:
                      f"(clavain graph answer {item['id']} --answer TEXT)")
     for item in graph["blocked"][:SHOWN]:
         if item["status"] == "failed":
-            lines.append(f"Blocked    {item['id']}: {item['reason']}")
+            error = f"; error: {_clip(item['error'])}" if item["error"] else ""
+            lines.append(f"Blocked    {item['id']}: {item['reason']}{error} ({item['fix']})")
     upcoming = graph["next"]
     if upcoming["node"]:
         title = f" — {upcoming['title']}" if upcoming["title"] else ""

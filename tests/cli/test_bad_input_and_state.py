@@ -181,3 +181,45 @@ def test_table_cells_are_cut_so_one_long_list_cannot_blow_up_the_output(run_cli,
     assert "(400) verify-t0000, verify-t0001" in integrate[0] and "…" in integrate[0]
     # The whole list stays available.
     assert len(cli_json("graph", "show", "integrate")["depends_on"]) == 400
+
+
+def test_values_out_of_range_are_one_line(run_cli, cli_json, project) -> None:
+    huge_pid = run_cli("graph", "next", "--claim", "--pid", "9" * 20)
+    assert huge_pid.returncode == 2 and "--pid must be a positive process id" in huge_pid.stderr
+    cli_json("graph", "add", "--id", "t", "--type", "task")
+    _config('{"defaults": {"retryBackoffSeconds": 1e12, "retryBackoffMaxSeconds": 1e13, '
+            '"maxAttempts": 3.0}}')(
+        project / ".clavain")  # schema-valid: 3.0 is an integer, the wait a long one
+    failed = run_cli("graph", "apply", "t", "--result", "-",
+                     input='{"status":"fail","summary":"x"}')
+    assert failed.returncode == 0, failed.stderr
+    assert "retry after 9999-12-31" in failed.stdout
+
+
+def test_a_verdict_file_with_a_lone_surrogate_is_an_error_row(run_cli, project) -> None:
+    folder = project / ".clavain" / "verdicts"
+    folder.mkdir(parents=True)
+    (folder / "clavain-fd-x--d1.json").write_text(
+        '{"type": "verdict", "status": "CLEAN", "summary": "bad \\ud800 text", '
+        '"agent": "clavain:fd-x", "timestamp": "2026-01-01T00:00:00Z"}')
+    for args in (("verdicts", "summary"), ("verdicts", "ls"), ("status",)):
+        result = run_cli(*args)
+        assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+        assert "ERROR" in result.stdout
+
+
+def test_a_busy_database_is_not_called_damaged(run_cli, cli_json, project) -> None:
+    import sqlite3 as sql
+
+    cli_json("graph", "add", "--id", "t", "--type", "task")
+    holder = sql.connect(project / ".clavain" / "state.sqlite", isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        result = run_cli("graph", "add", "--id", "u", "--type", "task",
+                         env={"CLAVAIN_BUSY_TIMEOUT_MS": "200"})
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert result.returncode == 1
+    assert "stayed busy (another clavain process holds it); try again" in result.stderr
+    assert "damaged" not in result.stderr

@@ -107,3 +107,17 @@ def test_status_shows_a_replaced_node_and_why_the_next_one_retries(run_cli, cli_
     screen = run_cli("status").stdout
     assert "Next       b (after 1 failed attempt(s); last error: tests red: test_login)" in screen
     assert "1 replaced" in screen
+
+
+def test_a_failed_node_is_named_while_other_work_still_runs(run_cli, cli_json,
+                                                            project: Path) -> None:
+    (project / ".clavain").mkdir()
+    (project / ".clavain" / "config.json").write_text('{"defaults": {"maxEscalations": 0}}')
+    cli_json("graph", "import", "-", input=json.dumps({"nodes": [
+        {"id": "x", "type": "task", "retryPolicy": {"maxAttempts": 1}},
+        {"id": "y", "type": "task", "dependsOn": ["x"]}, {"id": "other", "type": "task"}]}))
+    run_cli("graph", "apply", "x", "--result", "-", input='{"status":"fail","summary":"boom"}')
+    screen = run_cli("status").stdout
+    assert ("Blocked    x: failed for good; escalation is off (defaults.maxEscalations is 0); "
+            "error: boom (clavain graph reset x)") in screen
+    assert "Next       other" in screen

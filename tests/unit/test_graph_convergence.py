@@ -272,12 +272,14 @@ def test_a_failed_node_nothing_depends_on_is_still_reported(conn, state) -> None
     graph.add_nodes(conn, state, [{"id": "lonely", "type": "task",
                                    "retryPolicy": {"maxAttempts": 1}}])
     assert _fail_for_good(conn, state, "lonely")["escalation_action"] == "limit"
-    report = deadlock.detect(conn)
+    from clavain import config
+
+    report = deadlock.detect(conn, config.load(state.config))
     assert report is not None and report["stuck"] == 0
-    assert report["blockers"] == [{"id": "lonely", "status": "failed",
-                                   "reason": "failed for good; not escalated "
-                                             "(0 of 2 escalations used)"}] or \
-        report["blockers"][0]["id"] == "lonely"
+    assert report["blockers"] == [{
+        "id": "lonely", "status": "failed", "error": "broken",
+        "reason": "failed for good; escalation is off (defaults.maxEscalations is 0)",
+        "fix": "clavain graph reset lonely"}]
     assert schedule.next_node(conn, state)["reason"] == "deadlock"
 
 
@@ -391,3 +393,15 @@ def test_what_comes_after_a_plan_waits_for_the_plans_work(conn, state) -> None:
                      {"id": "t2", "type": "task", "dependsOn": ["t1"]}]}})
     assert sorted(nodes.get_node(conn, "after")["depends_on"]) == ["p", "t2"]
     assert leases.select_next(conn) == "t1"
+
+
+def test_a_claimed_node_whose_dependency_reopened_gives_its_claim_back(conn, state) -> None:
+    graph.add_nodes(conn, state, [{"id": "t1", "type": "task", "verify": ["true"]}])
+    ensure_scaffolding(conn, state)
+    conn.execute("UPDATE nodes SET status = 'done' WHERE id IN ('t1', 'verify-t1')")
+    leases.claim_node(conn, "integrate", run_id="r1")
+    graph.add_nodes(conn, state, [{"id": "t2", "type": "task", "verify": ["true"]}])
+    with pytest.raises(ClavainError, match=r"waits on verify-t2.*the claim was released"):
+        results.apply_result(conn, state, "integrate", OK, run_id="r1")
+    node = nodes.get_node(conn, "integrate")
+    assert (node["status"], node["lock_run_id"], node["attempts"]) == ("open", None, 0)

@@ -220,3 +220,35 @@ def test_state_dir_elsewhere_does_not_move_where_commands_run(
         conn.close()
     assert (project / "where.txt").read_text().strip() == str(project)
     assert not (tmp_path / "where.txt").exists()
+
+
+def test_a_long_verify_renews_its_lease(conn, state) -> None:
+    """A verify that runs longer than the lease is alive: another scheduling step must not
+    release it as stale (and then refuse its result)."""
+    state.config.write_text(json.dumps({"defaults": {"lockLeaseSeconds": 2}}))
+    node = _verify_node(conn, state, ["sleep 3.5; clavain graph next --json > next.json; true"])
+    report = run_verify(conn, state, node, run_id="long")
+    assert report["apply"]["to"] == "done"
+    seen = json.loads((state.project / "next.json").read_text())
+    assert seen["released"] == []
+
+
+def test_a_signal_while_the_result_is_recorded_waits_for_it(conn, state, monkeypatch) -> None:
+    import signal
+
+    from clavain.workgraph import verifier
+    from clavain.workgraph.shell import Interrupted
+
+    real_apply = verifier.apply_result
+
+    def apply_then_signalled(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # lands while recording: held, not lost
+        return real_apply(*args, **kwargs)
+
+    monkeypatch.setattr(verifier, "apply_result", apply_then_signalled)
+    node = _verify_node(conn, state, ["true"])
+    with pytest.raises(Interrupted) as stopped:
+        run_verify(conn, state, node, run_id="r-sig")
+    assert stopped.value.recorded and stopped.value.signum == signal.SIGTERM
+    assert nodes.get_node(conn, node)["status"] == "done"
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored

@@ -104,12 +104,25 @@ def main(argv: list[str] | None = None) -> int:
     except BadText as exc:
         _report(str(exc), args)
         return 2
+    except sqlite3.OperationalError as exc:
+        from clavain.paths import StatePaths
+
+        database = StatePaths.discover().db
+        if "locked" in str(exc) or "busy" in str(exc):
+            _report(f"the state database {database} stayed busy (another clavain process holds "
+                    f"it); try again", args)
+        else:
+            _report(f"the state database {database}: {exc}", args)
+        return 1
     except sqlite3.DatabaseError as exc:
         from clavain.paths import StatePaths
 
         _report(f"the state database {StatePaths.discover().db} is not a Clavain database or "
                 f"is damaged ({exc}); move it aside to start over", args)
         return 1
+    except OverflowError as exc:  # a number too large for SQLite or the calendar
+        _report(f"a value is out of range ({exc})", args)
+        return 2
     except ModuleNotFoundError as exc:
         if exc.name not in THIRD_PARTY:
             raise

@@ -27,8 +27,9 @@ def read_input(source: str, *, lenient: bool = False) -> str:
                 raw = handle.read()
     except OSError as exc:
         raise ClavainError(f"cannot read {source}: {exc.strerror}") from None
+    from clavain.textio import BadText, decode
+
     try:
-        return raw.decode("utf-8", errors="replace" if lenient else "strict")
-    except UnicodeDecodeError as exc:
-        where = "stdin" if source == "-" else source
-        raise ClavainError(f"{where}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
+        return decode(raw, "stdin" if source == "-" else source, lenient=lenient)
+    except BadText as exc:
+        raise ClavainError(str(exc)) from None

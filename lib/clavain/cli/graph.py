@@ -177,7 +177,7 @@ def _next(args: argparse.Namespace) -> int:
     from clavain.errors import ClavainError
     from clavain.workgraph.schedule import next_node
 
-    if args.pid is not None and args.pid <= 0:
+    if args.pid is not None and not 0 < args.pid < 2**31:
         raise ClavainError(f"--pid must be a positive process id, got {args.pid}")
     state, conn = open_for_read()  # nothing to claim without a database
     envelope = next_node(conn, state, claim=args.claim, run_id=args.run_id, pid=args.pid)
@@ -203,8 +203,8 @@ def _heartbeat(args: argparse.Namespace) -> int:
     from clavain.workgraph.leases import heartbeat
     from clavain.workgraph.runner_env import current_run_id
 
-    _state, conn = open_existing()
-    node = heartbeat(conn, args.id, run_id=current_run_id(args.run_id))
+    state, conn = open_existing()
+    node = heartbeat(conn, args.id, run_id=current_run_id(args.run_id), state=state)
     if args.json:
         emit_json(node)
     else:

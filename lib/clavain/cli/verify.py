@@ -24,7 +24,8 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from clavain.workgraph.verifier import Interrupted, result_line, run_verify
+    from clavain.workgraph.shell import Interrupted
+    from clavain.workgraph.verifier import result_line, run_verify
 
     state, conn = open_existing()
     with closing(conn):
@@ -32,8 +33,9 @@ def _verify(args: argparse.Namespace) -> int:
             report = run_verify(conn, state, args.node_id, apply=args.apply,
                                 timeout=args.timeout, run_id=args.run_id)
         except Interrupted as exc:
-            print(f"clavain: {exc}; the command's processes were stopped and the node "
-                  "released", file=sys.stderr)
+            what = ("the result was recorded first" if exc.recorded else
+                    "the command's processes were stopped and the node released")
+            print(f"clavain: {exc}; {what}", file=sys.stderr)
             return 128 + exc.signum
     result = report["result"]
     if args.json:

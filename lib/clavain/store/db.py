@@ -78,14 +78,23 @@ def migrate(conn: sqlite3.Connection) -> int:
     return current
 
 
+def busy_timeout_ms() -> int:
+    """How long a writer waits for another to finish: CLAVAIN_BUSY_TIMEOUT_MS, else 30 s."""
+    try:
+        return max(0, int(os.environ.get("CLAVAIN_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS)))
+    except ValueError:
+        return BUSY_TIMEOUT_MS
+
+
 def connect(path: str | os.PathLike[str], *, migrate_schema: bool = True) -> sqlite3.Connection:
     """Open (creating if needed) the state database with Clavain's pragmas applied."""
     db_path = os.fspath(path)
     if db_path != ":memory:":
         os.makedirs(os.path.dirname(os.path.abspath(db_path)), exist_ok=True)
-    conn = sqlite3.connect(db_path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    busy_ms = busy_timeout_ms()
+    conn = sqlite3.connect(db_path, isolation_level=None, timeout=busy_ms / 1000)
     conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")

@@ -128,6 +128,12 @@ def _check_text(problems: list[str], verdict: dict[str, Any], field: str, max_ch
 
 def validate(verdict: Any) -> list[str]:
     """Every way `verdict` breaks the verdict schema (empty list when it is valid)."""
+    try:  # a `\ud800` escape in a file decodes to a lone surrogate no reader can print
+        json.dumps(verdict, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return ["text holds a lone surrogate (not valid Unicode)"]
+    except (TypeError, ValueError):
+        pass  # reported field by field below
     if not isinstance(verdict, dict):
         return ["verdict must be a JSON object"]
     problems = [f"{key}: unknown field" for key in verdict if key not in FIELDS]

@@ -82,38 +82,48 @@ def _failed_reason(row: sqlite3.Row, limit: int) -> str:
             f"it ({used})")
 
 
+def blockers(conn: sqlite3.Connection, cfg: dict[str, Any] | None = None
+             ) -> dict[str, dict[str, Any]]:
+    """Every node nothing will move without outside help, whether or not other work can still
+    run: failed nodes neither replaced nor in the hands of a pending escalation, and nodes
+    waiting on a person. Each with why, its error or question, and the command that unblocks
+    it."""
+    limit = int(config_mod.get(cfg or config_mod.DEFAULTS, "defaults.maxEscalations", 2))
+    found: dict[str, dict[str, Any]] = {}
+    for row in conn.execute(_UNRESOLVED_FAILED).fetchall():
+        found[row["id"]] = {"id": row["id"], "status": "failed",
+                            "reason": _failed_reason(row, limit), "error": row["error"],
+                            "fix": f"clavain graph reset {row['id']}"}
+    for row in conn.execute(_WAITING_ON_PEOPLE).fetchall():
+        found[row["id"]] = {"id": row["id"], "status": "needs_human",
+                            "reason": "waits for a person's answer", "error": row["question"],
+                            "fix": f"clavain graph answer {row['id']} --answer TEXT"}
+    return found
+
+
 def detect(conn: sqlite3.Connection, cfg: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """None when the graph can still progress (or is finished); else the report."""
     if _is_live(conn):
         return None
-    limit = int(config_mod.get(cfg or config_mod.DEFAULTS, "defaults.maxEscalations", 2))
-    blockers: dict[str, dict[str, Any]] = {}
-    for row in conn.execute(_UNRESOLVED_FAILED).fetchall():
-        blockers[row["id"]] = {"id": row["id"], "status": "failed",
-                               "reason": _failed_reason(row, limit), "error": row["error"],
-                               "fix": f"clavain graph reset {row['id']}"}
-    for row in conn.execute(_WAITING_ON_PEOPLE).fetchall():
-        blockers[row["id"]] = {"id": row["id"], "status": "needs_human",
-                               "reason": "waits for a person's answer", "error": row["question"],
-                               "fix": f"clavain graph answer {row['id']} --answer TEXT"}
+    blockers_found = blockers(conn, cfg)
     edges = conn.execute(_UNMET_EDGES).fetchall()
-    if not edges and not blockers:
+    if not edges and not blockers_found:
         return None
     unmet: dict[str, list[str]] = {}
-    status = {node_id: blocker["status"] for node_id, blocker in blockers.items()}
+    status = {node_id: blocker["status"] for node_id, blocker in blockers_found.items()}
     for row in edges:
         unmet.setdefault(row["node_id"], []).append(row["depends_on_id"])
         status.setdefault(row["depends_on_id"], row["status"])
     memo: dict[str, list[str]] = {}
     chains = [blocking_chain(n, unmet, memo) for n in sorted(unmet)]
     for chain in chains:  # a blocker found only at a chain's end (a dependency cycle)
-        blockers.setdefault(chain[-1], {"id": chain[-1], "status": status.get(chain[-1]),
-                                        "reason": f"is {status.get(chain[-1])}",
-                                        "error": None, "fix": None})
+        blockers_found.setdefault(chain[-1], {"id": chain[-1], "status": status.get(chain[-1]),
+                                              "reason": f"is {status.get(chain[-1])}",
+                                              "error": None, "fix": None})
     return {
         "deadlocked": True,
         "stuck": len(chains),
-        "blockers": [blockers[b] for b in sorted(blockers)],
+        "blockers": [blockers_found[b] for b in sorted(blockers_found)],
         "chains": [{"node": c[0], "chain": c, "blocker": c[-1],
                     "blocker_status": status.get(c[-1])} for c in chains[:SHOWN_CHAINS]],
     }

@@ -80,7 +80,7 @@ def after_commit(conn: sqlite3.Connection, state: StatePaths,
         if lag <= 0 or not 0 <= age < lag or not _can_defer():
             write_snapshot(conn, state)
         elif not _writer_pending(state):
-            _start_deferred_writer(state, delay=lag - age)
+            _start_deferred_writer(state, due=time.time() - age + lag)
     except (OSError, sqlite3.Error, ValueError) as exc:
         notices.warn(f"{state.workgraph_json} was not refreshed ({exc}); the change is saved; "
                      "`clavain graph export` rewrites the snapshot")
@@ -102,15 +102,20 @@ def _writer_pending(state: StatePaths) -> bool:
         return True
 
 
-def _start_deferred_writer(state: StatePaths, *, delay: float) -> None:
+# What a deferred write takes after its wait (reading and replacing ~5 MB at 10k nodes), so it
+# lands by its deadline rather than after it.
+WRITE_SECONDS = 0.2
+
+
+def _start_deferred_writer(state: StatePaths, *, due: float) -> None:
     """A detached `python -I` (isolated: the project's own modules cannot shadow ours) that
-    writes the snapshot `delay` seconds from now."""
+    rewrites the snapshot by the wall-clock time `due`."""
     lib = str(Path(__file__).resolve().parents[2])
     code = ("import sys; sys.path.insert(0, sys.argv[1]); "
             "from clavain.workgraph.export import deferred_write; deferred_write(sys.argv[2:])")
     subprocess.Popen(
         [sys.executable, "-I", "-c", code, lib, str(state.root), str(state.project),
-         str(state.db), f"{delay:.3f}"],
+         str(state.db), f"{due:.3f}"],
         cwd=state.root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
 
@@ -121,11 +126,11 @@ def deferred_write(args: list[str]) -> None:
     starts its own writer or writes itself), then write."""
     from clavain.store.db import connect
 
-    root, project, db, delay = args
+    root, project, db, due = args
     state = StatePaths(root, project=project, db=db)
     try:
         with _file_lock(state, _PENDING_NAME, blocking=False):
-            time.sleep(max(0.0, float(delay)))
+            time.sleep(max(0.0, float(due) - time.time() - WRITE_SECONDS))
     except BlockingIOError:
         return  # another writer is already waiting
     try:

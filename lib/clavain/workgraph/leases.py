@@ -21,6 +21,7 @@ from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
+from clavain.workgraph.export import after_commit
 from clavain.workgraph.nodes import get_node, record_event
 from clavain.workgraph.results import record_result, runner_died
 
@@ -85,8 +86,9 @@ def _claim(conn: sqlite3.Connection, sql: str, extra: dict[str, Any], *, run_id:
 
 
 def heartbeat(conn: sqlite3.Connection, node_id: str, *, run_id: str,
-              now: datetime | None = None) -> dict[str, Any]:
-    """Renew the lease of a node `run_id` holds; an error names who holds it otherwise."""
+              state: StatePaths | None = None, now: datetime | None = None) -> dict[str, Any]:
+    """Renew the lease of a node `run_id` holds; an error names who holds it otherwise. With
+    `state`, the snapshot follows."""
     at = now_iso(now)
     with transaction(conn):
         renewed = conn.execute(
@@ -101,7 +103,10 @@ def heartbeat(conn: sqlite3.Connection, node_id: str, *, run_id: str,
                 f"node {node_id!r} is not held by run {run_id!r} "
                 + (f"(run {holder!r} holds it)" if holder else f"(it is {node['status']}, "
                    "not claimed: its lease ran out or it finished)"))
-        return get_node(conn, node_id)
+        node = get_node(conn, node_id)
+    if state is not None:
+        after_commit(conn, state)
+    return node
 
 
 def pid_alive(pid: int) -> bool:

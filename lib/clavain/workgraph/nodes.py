@@ -225,3 +225,17 @@ def reopen(conn: sqlite3.Connection, node_id: str, from_status: str, *, at: str,
         "auto_resets = auto_resets + ?, updated_at = ? WHERE id = ?",
         (1 if auto else 0, at, node_id))
     record_event(conn, node_id, from_status, "open", at=at, note=note)
+
+
+def release_claim(conn: sqlite3.Connection, node_id: str, run_id: str, *, at: str,
+                  why: str) -> bool:
+    """Give `run_id`'s claim on `node_id` back without spending an attempt (the runner was
+    stopped, or the node cannot finish yet). SQL only; False when the run held nothing."""
+    released = conn.execute(
+        "UPDATE nodes SET status = 'open', lock_run_id = NULL, lock_started_at = NULL, "
+        "lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, updated_at = ? "
+        "WHERE id = ? AND lock_run_id = ? RETURNING id", (at, node_id, run_id)).fetchall()
+    if released:
+        record_event(conn, node_id, "in_progress", "open", at=at, run_id=run_id,
+                     note=f"{why}; claim released, no attempt spent")
+    return bool(released)

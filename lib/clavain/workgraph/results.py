@@ -23,7 +23,13 @@ from clavain.store.db import transaction
 from clavain.textio import BadText, load_json
 from clavain.workgraph import escalation, kv
 from clavain.workgraph.export import after_commit
-from clavain.workgraph.nodes import get_node, insert_nodes, record_event, require_node
+from clavain.workgraph.nodes import (
+    get_node,
+    insert_nodes,
+    record_event,
+    release_claim,
+    require_node,
+)
 from clavain.workgraph.runner_env import current_run_id
 from clavain.workgraph.scaffold import scaffold_in_transaction
 
@@ -143,6 +149,10 @@ def unmet_dependencies(conn: sqlite3.Connection, node_id: str) -> list[str]:
         (node_id,))]
 
 
+class WaitingOnDependencies(ClavainError):
+    """The node's dependencies are not done (or were reopened after it was claimed)."""
+
+
 def check_applicable(conn: sqlite3.Connection, node: dict[str, Any], run_id: str) -> None:
     """Refuse a result that must not be recorded: the node finished (or waits on a person), a
     dependency is not done yet (nothing is done before its dependencies), or another run holds
@@ -158,8 +168,9 @@ def check_applicable(conn: sqlite3.Connection, node: dict[str, Any], run_id: str
         if node["status"] == "in_progress":
             waiting = [d for d in waiting if d != escalation.escalated_node(node_id)]
         if waiting:
-            raise ClavainError(f"node {node_id!r} waits on {', '.join(waiting)}, not done yet; "
-                               "it cannot be finished before its dependencies")
+            raise WaitingOnDependencies(
+                f"node {node_id!r} waits on {', '.join(waiting)}, not done yet; it cannot be "
+                "finished before its dependencies")
     holder = node["lock_run_id"]
     if holder and holder != run_id:
         raise ClavainError(f"node {node_id!r} is claimed by run {holder!r}, not {run_id!r}")
@@ -228,12 +239,25 @@ def apply_result(conn: sqlite3.Connection, state: StatePaths, node_id: str,
     run_id = current_run_id(run_id)
     cfg = config_mod.load(state.config)
     at = now_iso(now)
+    refused: WaitingOnDependencies | None = None
     with transaction(conn):
         node = require_node(conn, node_id)
-        check_applicable(conn, node, run_id)
-        outcome = record_result(conn, state, cfg, node, parsed, run_id=run_id, at=at, now=now,
-                                stdout_path=stdout_path, result_path=result_path)
+        try:
+            check_applicable(conn, node, run_id)
+        except WaitingOnDependencies as exc:
+            # Claimed, then a dependency reopened (a reset, new work scaffolded in front): the
+            # node cannot finish now and must not stay locked until its lease runs out.
+            if node["lock_run_id"] != run_id or not release_claim(
+                    conn, node_id, run_id, at=at, why="a dependency is not done any more"):
+                raise
+            refused = exc
+        else:
+            outcome = record_result(conn, state, cfg, node, parsed, run_id=run_id, at=at,
+                                    now=now, stdout_path=stdout_path, result_path=result_path)
     after_commit(conn, state, cfg)
+    if refused is not None:
+        raise ClavainError(f"{refused}; the claim was released, so it runs again once they are "
+                           "done")
     return outcome
 
 

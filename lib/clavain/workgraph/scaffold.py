@@ -156,13 +156,15 @@ def _gather_final_checks(conn: sqlite3.Connection, final_id: str, at: str) -> No
     """The final gate re-runs every task's checks after integration, so the shell verifier can
     run it like any verify node: its own commands first, then each verify node's, once each."""
     row = conn.execute("SELECT verify_json FROM nodes WHERE id = ?", (final_id,)).fetchone()
-    commands: list[str] = json.loads(row["verify_json"])
+    current: list[str] = json.loads(row["verify_json"])
+    gathered = dict.fromkeys(current)  # ordered, and a membership test in O(1)
     for (verify_json,) in conn.execute(
-            "SELECT verify_json FROM nodes WHERE type = 'verify' ORDER BY id"):
-        commands += [c for c in json.loads(verify_json) if c not in commands]
-    if commands != json.loads(row["verify_json"]):
+            "SELECT verify_json FROM nodes WHERE type = 'verify' AND verify_json <> '[]' "
+            "ORDER BY id"):
+        gathered.update(dict.fromkeys(json.loads(verify_json)))
+    if len(gathered) != len(current):
         conn.execute("UPDATE nodes SET verify_json = ?, updated_at = ? WHERE id = ?",
-                     (json.dumps(commands), at, final_id))
+                     (json.dumps(list(gathered)), at, final_id))
 
 
 def _reopen_finished_gates(conn: sqlite3.Connection, gates: list[sqlite3.Row],

@@ -15,6 +15,7 @@ ALTER TABLE nodes ADD COLUMN superseded_by TEXT;
 -- The task a scaffolded verify node checks. Its dependency may later be re-pointed to the nodes
 -- that replaced the task; the replacements still need verify nodes of their own.
 ALTER TABLE nodes ADD COLUMN verifies TEXT;
+CREATE INDEX nodes_verifies ON nodes (verifies) WHERE verifies IS NOT NULL;
 
 -- A node's question to a person is not the sprint checkpoint: name it for what it holds.
 ALTER TABLE nodes RENAME COLUMN checkpoint_json TO human_question_json;
@@ -45,3 +46,7 @@ UPDATE nodes SET human_question_json = json_object(
 UPDATE nodes SET verifies = json_extract(inputs_json, '$[0].node_id')
   WHERE type = 'verify' AND json_extract(inputs_json, '$[0].key') = 'out.summary'
     AND json_extract(inputs_json, '$[0].as') = 'taskSummary';
+
+-- Escalations the old code created count as one hand-over each.
+UPDATE nodes SET escalations = 1
+  WHERE EXISTS (SELECT 1 FROM nodes e WHERE e.id = 'plan-escalate-' || nodes.id);
