@@ -91,7 +91,7 @@ def _tool_input(tool: str, ctx: dict[str, str]) -> dict[str, Any]:
         return {"file_path": f"{ctx['project']}/src/new.py", "content": "x = 1\n" * 40}
     if tool == "Agent":
         return {"description": "Review the plan", "prompt": "Review docs/plan.md. " * 20,
-                "subagent_type": "clavain:plan-reviewer"}
+                "subagent_type": "clavain:reviewer"}
     return {"file_path": f"{ctx['project']}/README.md"}
 
 
@@ -138,7 +138,7 @@ def payload(event: str, matcher: str | None, ctx: dict[str, str]) -> dict[str, A
                     prompt_id="prompt_bench_0001")
     elif event in ("SubagentStart", "SubagentStop"):
         data.update(agent_id="a1b2c3d4e5",
-                    agent_type=_matcher_pick(matcher, "clavain:plan-reviewer"))
+                    agent_type=_matcher_pick(matcher, "clavain:reviewer"))
         if event == "SubagentStop":
             data.update(agent_transcript_path=ctx["agent_transcript"], stop_hook_active=False,
                         last_assistant_message=REVIEW_MESSAGE)

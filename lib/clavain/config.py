@@ -28,6 +28,7 @@ DEFAULTS: dict[str, Any] = {
         "snapshotMaxLagSeconds": 1.0,
     },
     "runners": {},
+    "session": {"contextMaxTokens": 500},
 }
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -71,6 +71,35 @@ def open_inside(root: Path, path: Path, mode: str = "ab") -> Any:
     return os.fdopen(fd, mode)
 
 
+def read_regular(path: Path, max_bytes: int) -> bytes | None:
+    """At most `max_bytes` of `path` if it is a regular file reached without following a
+    symlink at its last part; None when it is missing, a symlink, a FIFO (which would block the
+    reader) or anything else. For what hooks read from the state folder and show the model: a
+    planted link must not put another file in the context, nor a pipe hang the session."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except (OSError, ValueError):  # ValueError: a NUL in the path
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        chunks = []
+        left = max_bytes
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None) -> None:
     """Replace `path` with `data` so a reader sees the old file or the new one, never a torn one.
 

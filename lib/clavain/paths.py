@@ -132,6 +132,11 @@ class StatePaths:
         return self.root / "scratch"
 
     @property
+    def handoff_note(self) -> Path:
+        """What one session leaves the next; archived with the sprint."""
+        return self.scratch / "handoff.md"
+
+    @property
     def logs(self) -> Path:
         return self.root / "logs"
 

@@ -71,7 +71,7 @@ def bash(command: str, description: str = "Run a command") -> Block:
 
 
 def agent(subagent_type: str, prompt: str, description: str = "Run a subagent") -> Block:
-    """Shorthand for an Agent tool call, e.g. ``agent("clavain:plan-reviewer", "Review …")``."""
+    """Shorthand for an Agent tool call, e.g. ``agent("clavain:reviewer", "Lens: plan …")``."""
     return tool_use("Agent", {"description": description, "prompt": prompt,
                               "subagent_type": subagent_type})
 
@@ -201,6 +201,45 @@ def is_side_query(request: dict[str, Any]) -> bool:
 
 # ---------------------------------------------------------------------------------------------
 # The server
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string leaf of a JSON value: what the model reads of it."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def request_text(request: dict[str, Any]) -> str:
+    """Everything the model reads of a request, one string."""
+    return "\n".join(_strings(request.get("system")) + _strings(request.get("tools"))
+                     + _strings(request.get("messages")))
+
+
+def added_parts(bare: str, with_plugin: str) -> dict[str, str]:
+    """The lines a plugin added to a request's text (`request_text` without and with it),
+    grouped by what added them: 2.1.330 puts the SessionStart context, the agent listing
+    (`- clavain:<agent>: … (Tools: …)`) and the skill listing in one system message."""
+    import difflib
+
+    groups: dict[str, list[str]] = {"SessionStart context": [], "agent listing": [],
+                                    "skill/command listing": [], "other": []}
+    current = "other"
+    for line in difflib.ndiff(bare.splitlines(), with_plugin.splitlines()):
+        if not line.startswith("+ "):
+            current = "other"
+            continue
+        added = line[2:]
+        if "SessionStart hook additional context" in added:
+            current = "SessionStart context"
+        elif added.startswith("- clavain:"):
+            current = "agent listing" if "(Tools:" in added else "skill/command listing"
+        groups[current].append(added)
+    return {name: "\n".join(lines) for name, lines in groups.items()}
 
 
 @dataclass

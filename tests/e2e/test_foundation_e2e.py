@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from clavain import __version__
-from clavain.hooks.session_start import CONTEXT
 from tests.e2e.conftest import REPO, ClaudeRunner
 from tests.e2e.scripted_model import (
     assistant_turns,
@@ -39,12 +38,24 @@ def _one_bash_call(command: str, final: str = "done"):
     return script
 
 
+def _start_sprint(runner: ClaudeRunner) -> None:
+    import os
+    import subprocess
+    import sys
+
+    subprocess.run([str(REPO / "bin" / "clavain"), "sprint", "start", "--complexity", "2",
+                    "rename foo to bar"], check=True, capture_output=True,
+                   env={**os.environ, "CLAVAIN_PROJECT_DIR": str(runner.project),
+                        "CLAVAIN_PYTHON": sys.executable})
+
+
 def test_session_start_context_reaches_the_first_request(claude_runner: ClaudeRunner) -> None:
+    _start_sprint(claude_runner)
     run = claude_runner.run("say hello", lambda request: [text("hello")]).check()
     assert run.result_text == "hello"
     first = run.requests[0]
     assert "say hello" in user_texts(first)
-    contexts = [m for m in system_messages(first) if CONTEXT in m]
+    contexts = [m for m in system_messages(first) if "Clavain sprint" in m]
     assert contexts, f"SessionStart context missing from {system_messages(first)!r}"
     assert contexts[0].startswith("SessionStart hook additional context:")
     # Measured downstream: the run reports the tokens the scripted model said it used.
@@ -148,9 +159,10 @@ def test_fresh_home_installs_plugin_bootstraps_venv_and_runs_doctor(
     runs = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
     assert [r["event"] for r in runs].count("SessionStart") == 1, runs
 
+    _start_sprint(claude_runner)  # something for SessionStart to say
     second = claude_runner.run("hello again", lambda request: [text("hi")], plugin_dir=None,
                                env=env, timeout=180).check()
-    assert any(CONTEXT in m for m in system_messages(second.requests[0]))
+    assert any("Clavain sprint" in m for m in system_messages(second.requests[0]))
     runs = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
     session_starts = [r for r in runs if r["event"] == "SessionStart"]
     assert len(session_starts) == 2, runs

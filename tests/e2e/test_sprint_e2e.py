@@ -28,9 +28,8 @@ from tests.e2e.scripted_model import (
 
 pytestmark = pytest.mark.e2e
 
-EXECUTOR_BODY = "You implement exactly one task from a plan."
-QUALITY_BODY = "You review changed code for quality."
-CORRECTNESS_BODY = "You review changed code for correctness"
+EXECUTOR_BODY = "You change code for one job and prove it."
+REVIEWER_BODY = "You review through exactly one lens."
 RUN = "s1"
 
 PLAN = """mkdir -p docs && cat > docs/plan.md <<'PLAN'
@@ -82,10 +81,10 @@ def sprint_script(calls: list[str]):
             if assistant_turns(request) == 0:
                 return [bash("sed -i 's/\\bfoo\\b/bar/g' src/app.py", "Rename")]
             return [text(EXECUTOR_ANSWER)]
-        if is_subagent(request, QUALITY_BODY):
-            return [text(_review("quality"))]
-        if is_subagent(request, CORRECTNESS_BODY):
-            return [text(_review("correctness"))]
+        if is_subagent(request, REVIEWER_BODY):
+            lens = "quality" if "Lens: quality" in "\n".join(user_texts(request)) \
+                else "correctness"
+            return [text(_review(lens))]
         if assistant_turns(request) == 0:
             return say(bash(PLAN, "Write the plan and record the plan step"))
         last, seen = _latest(request), all_text(request)
@@ -110,8 +109,8 @@ def sprint_script(calls: list[str]):
             return say(bash(claim, "Claim the next node"))
         if "execute done" in last and "reviewers" not in calls:
             calls.append("reviewers")
-            return [agent("clavain:fd-quality", "Review the rename in src/app.py for quality."),
-                    agent("clavain:fd-correctness", "Review the rename for correctness.")]
+            return [agent("clavain:reviewer", "Lens: quality\nReview the rename in src/app.py."),
+                    agent("clavain:reviewer", "Lens: correctness\nReview the rename.")]
         if "quality-ok" in seen and "correctness-ok" in seen and \
                 "clavain sprint summary" not in calls:
             return say(bash("clavain sprint summary", "Sprint summary"))
@@ -158,8 +157,9 @@ def test_a_sprint_runs_then_resumes_in_a_new_session(claude_runner: ClaudeRunner
     verdicts = [json.loads(p.read_text())
                 for p in (project / ".clavain" / "verdicts").glob("*.json")]
     by_agent = {v["agent"]: v for v in verdicts}
-    assert {"clavain:fd-quality", "clavain:fd-correctness"} <= set(by_agent), verdicts
-    for name in ("clavain:fd-quality", "clavain:fd-correctness", "clavain:executor"):
+    lenses = {"clavain:reviewer/quality", "clavain:reviewer/correctness"}
+    assert lenses <= set(by_agent), verdicts
+    for name in (*lenses, "clavain:executor"):
         assert by_agent[name]["sprint_id"] == checkpoint["sprint_id"]
         assert by_agent[name]["tokens_source"] == "measured"
 

@@ -1,6 +1,6 @@
-"""Verdicts end to end: the real `claude` runs two of the plugin's review agents; their scripted
-answers end with verdict headers; the SubagentStop hook records them with measured tokens and
-the sprint-facing summary counts them."""
+"""Verdicts end to end: the real `claude` runs the plugin's reviewer twice, through two lenses;
+the scripted answers end with verdict headers; the SubagentStop hook records one verdict per
+lens with measured tokens and the sprint-facing summary counts them."""
 
 from __future__ import annotations
 
@@ -13,12 +13,19 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import REPO, ClaudeRunner
-from tests.e2e.scripted_model import agent, all_text, assistant_turns, bash, is_subagent, text
+from tests.e2e.scripted_model import (
+    agent,
+    all_text,
+    assistant_turns,
+    bash,
+    is_subagent,
+    text,
+    user_texts,
+)
 
 pytestmark = pytest.mark.e2e
 
-QUALITY_BODY = "You review changed code for quality."
-SAFETY_BODY = "You review changed code for safety"
+REVIEWER_BODY = "You review through exactly one lens."
 
 QUALITY_ANSWER = """Read README.md; nothing to change.
 
@@ -38,13 +45,12 @@ SAFETY_ANSWER = (
 
 def review_script(summary_calls: list[dict[str, Any]]):
     def script(request: dict[str, Any]):
-        if is_subagent(request, QUALITY_BODY):
-            return [text(QUALITY_ANSWER)]
-        if is_subagent(request, SAFETY_BODY):
-            return [text(SAFETY_ANSWER)]
+        if is_subagent(request, REVIEWER_BODY):
+            prompt = "\n".join(user_texts(request))
+            return [text(QUALITY_ANSWER if "Lens: quality" in prompt else SAFETY_ANSWER)]
         if assistant_turns(request) == 0:
-            return [agent("clavain:fd-quality", "Review README.md for quality."),
-                    agent("clavain:fd-safety", "Review README.md for safety.")]
+            return [agent("clavain:reviewer", "Lens: quality\nReview README.md."),
+                    agent("clavain:reviewer", "Lens: safety\nReview README.md.")]
         seen = all_text(request)
         if "quality-ok" in seen and "safety-flag" in seen and not summary_calls:
             call = bash("clavain verdicts summary", "Read the verdicts")
@@ -66,11 +72,11 @@ def test_review_agents_verdicts_are_recorded_with_measured_tokens(
     files = sorted(path.name for path in folder.iterdir())
     # One pair per dispatch: `<agent>--<the host's agent_id>.json` + `.md`.
     assert [name.split("--")[0] + name[name.rindex("."):] for name in files] == [
-        "clavain-fd-quality.json", "clavain-fd-quality.md",
-        "clavain-fd-safety.json", "clavain-fd-safety.md"], f"{files}\n{run}"
+        "clavain-reviewer-quality.json", "clavain-reviewer-quality.md",
+        "clavain-reviewer-safety.json", "clavain-reviewer-safety.md"], f"{files}\n{run}"
 
-    [quality_file] = folder.glob("clavain-fd-quality--*.json")
-    [safety_file] = folder.glob("clavain-fd-safety--*.json")
+    [quality_file] = folder.glob("clavain-reviewer-quality--*.json")
+    [safety_file] = folder.glob("clavain-reviewer-safety--*.json")
     quality = json.loads(quality_file.read_text())
     safety = json.loads(safety_file.read_text())
     for path, verdict in ((quality_file, quality), (safety_file, safety)):
@@ -86,16 +92,18 @@ def test_review_agents_verdicts_are_recorded_with_measured_tokens(
         assert verdict["tokens_spent"] != 1200  # the reported estimate was replaced
         assert verdict["session_id"] == run.output["session_id"]
     assert (run.project / safety["detail_path"]).read_text().strip() == SAFETY_ANSWER.strip()
-    # No MODEL line in either header: the model comes from the transcript, and shows that each
-    # agent's `model:` tier reached the host (fd-quality: sonnet, fd-safety: opus).
-    assert "sonnet" in quality["model"] and "opus" in safety["model"]
+    # No MODEL line in either header: the model comes from the transcript, and shows that the
+    # agent's `model:` tier reached the host.
+    assert "sonnet" in quality["model"] and "sonnet" in safety["model"]
+    assert (quality["agent"], safety["agent"]) == ("clavain:reviewer/quality",
+                                                   "clavain:reviewer/safety")
 
     # The model, inside the session, read the compact summary through the plugin's bin/.
     assert summary_calls, f"the reviewers' answers never reached the main thread\n{run}"
     in_session = run.tool_result(summary_calls[0]["id"])
     assert "1 CLEAN, 1 NEEDS_ATTENTION" in in_session
     assert safety["detail_path"] in in_session
-    assert "clavain-fd-quality--" not in in_session  # CLEAN verdicts carry no detail path
+    assert "clavain-reviewer-quality--" not in in_session  # CLEAN: no detail path
 
     after = _clavain(run.project, "verdicts", "summary")
     assert after.splitlines()[0].startswith("Verdicts: 1 CLEAN, 1 NEEDS_ATTENTION; ")
@@ -123,9 +131,11 @@ def test_verdicts_command_runs_the_cli_before_the_model_answers(
 
     verdict_files.write(claude_runner.project / ".clavain" / "verdicts", verdict_files.build(
         {"type": "verdict", "status": "NEEDS_ATTENTION", "summary": "needs-a-look",
-         "detail_path": ".clavain/verdicts/clavain-fd-safety.md"}, agent="clavain:fd-safety"))
+         "detail_path": ".clavain/verdicts/clavain-reviewer-safety.md"},
+        agent="clavain:reviewer/safety"))
     run = claude_runner.run("/clavain:verdicts attention", lambda request: [text("shown")])
     run.check()
     assert len(run.requests) == 1  # the output was already in the prompt: no tool round trip
     shown = all_text(run.requests[0])
-    assert "NEEDS_ATTENTION  clavain:fd-safety  .clavain/verdicts/clavain-fd-safety.md" in shown
+    assert ("NEEDS_ATTENTION  clavain:reviewer/safety  "
+            ".clavain/verdicts/clavain-reviewer-safety.md") in shown

@@ -29,8 +29,9 @@ def run_hook(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     def run(event: str, stdin: str | dict | None, *, env: dict[str, str] | None = None,
             cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         project = cwd or tmp_path
+        # CLAUDE_CONFIG_DIR: the developer's own plugin cache and transcripts stay out of it.
         full_env = dict(os.environ, CLAVAIN_PYTHON=sys.executable, CLAUDE_PROJECT_DIR=str(project),
-                        CLAVAIN_BOOTSTRAP="0")
+                        CLAVAIN_BOOTSTRAP="0", CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"))
         full_env.update(env or {})
         text = json.dumps(stdin) if isinstance(stdin, dict) else (stdin or "")
         return subprocess.run([str(REPO / "bin" / "clavain-hook"), event], input=text,
@@ -38,3 +39,11 @@ def run_hook(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
                               timeout=60)
 
     return run
+
+
+def start_sprint(project: Path) -> dict:
+    """An active sprint in `project`, so SessionStart has something to say."""
+    from clavain.paths import StatePaths
+    from clavain.sprint import lifecycle
+
+    return lifecycle.start(StatePaths.discover(project), "add OAuth login", complexity=2)

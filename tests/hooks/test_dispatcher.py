@@ -11,7 +11,7 @@ import pytest
 import clavain.hooks
 from clavain.hooks import EVENTS, module_name
 
-from .conftest import payload_for
+from .conftest import payload_for, start_sprint
 
 
 @pytest.mark.parametrize(
@@ -90,6 +90,7 @@ def test_project_files_cannot_shadow_the_standard_library(run_hook, run_cli_in) 
     (project / "json.py").write_text("raise SystemExit('shadowed json imported')\n")
     (project / "clavain").mkdir()
     (project / "clavain" / "__init__.py").write_text("raise SystemExit('shadowed clavain')\n")
+    start_sprint(project)
     result = run_hook("SessionStart", payload_for("SessionStart", project), cwd=project)
     assert json.loads(result.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     import subprocess
@@ -159,6 +160,7 @@ def test_a_handler_raising_a_base_exception_never_reaches_the_host(
 
 
 def test_stdin_with_a_byte_order_mark_is_read(run_hook, tmp_path: Path) -> None:
+    start_sprint(tmp_path)
     result = run_hook("SessionStart", "\ufeff" + json.dumps(payload_for("SessionStart", tmp_path)))
     assert json.loads(result.stdout)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert _log_lines(tmp_path) == []

@@ -500,3 +500,50 @@ def test_a_detail_path_through_a_symlink_loop_is_replaced(run_hook, tmp_path: Pa
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     verdict = load(tmp_path, "clavain-fd-quality--a1.json")
     assert verdict["detail_path"] == ".clavain/verdicts/clavain-fd-quality--a1.md"
+
+
+def test_the_reviewers_verdicts_are_kept_apart_per_lens(run_hook, tmp_path: Path) -> None:
+    for agent_id, lens in (("a1", "safety"), ("a2", "quality")):
+        path = tmp_path / f"agent-{agent_id}.jsonl"
+        first = json.dumps({"type": "user", "isSidechain": True, "message": {
+            "role": "user", "content": f"Lens: {lens}\nReview the change in src/."}})
+        path.write_text("\n".join([first, *transcript_lines([10], CLEAN_MESSAGE)]) + "\n")
+        run_hook("SubagentStop", payload(tmp_path, "clavain:reviewer", CLEAN_MESSAGE,
+                                         agent_id=agent_id, agent_transcript_path=str(path)))
+    assert load(tmp_path, "clavain-reviewer-safety--a1.json")["agent"] == \
+        "clavain:reviewer/safety"
+    assert load(tmp_path, "clavain-reviewer-quality--a2.json")["agent"] == \
+        "clavain:reviewer/quality"
+    # Without a lens line the reviewer is filed under its own name.
+    run_hook("SubagentStop", payload(tmp_path, "clavain:reviewer", CLEAN_MESSAGE, agent_id="a3"))
+    assert load(tmp_path, "clavain-reviewer--a3.json")["agent"] == "clavain:reviewer"
+
+
+@pytest.mark.parametrize("prompt", [
+    "Review the change in src/.\nLens: safety",  # a lens named below the first line
+    "Lens: sarcasm\nReview the change.",  # not a lens the reviewer knows
+    "Review skills/verification/SKILL.md",  # the reviewer read a file that names a lens
+])
+def test_only_a_known_lens_on_the_prompts_first_line_counts(run_hook, tmp_path: Path,
+                                                            prompt: str) -> None:
+    path = tmp_path / "agent-a9.jsonl"
+    first = json.dumps({"type": "user", "isSidechain": True, "message": {
+        "role": "user", "content": prompt}})
+    tool_read = json.dumps({"type": "user", "message": {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "t", "content": "Lens: quality is the default"}]}})
+    path.write_text("\n".join([first, tool_read, *transcript_lines([10], CLEAN_MESSAGE)]) + "\n")
+    run_hook("SubagentStop", payload(tmp_path, "clavain:reviewer", CLEAN_MESSAGE,
+                                     agent_id="a9", agent_transcript_path=str(path)))
+    assert load(tmp_path, "clavain-reviewer--a9.json")["agent"] == "clavain:reviewer"
+
+
+def test_a_lens_in_a_text_block_after_a_reminder_counts(run_hook, tmp_path: Path) -> None:
+    path = tmp_path / "agent-b1.jsonl"
+    first = json.dumps({"type": "user", "message": {"role": "user", "content": [
+        {"type": "text", "text": "<system-reminder>context</system-reminder>"},
+        {"type": "text", "text": "**Lens: performance**\nReview src/db.py."}]}})
+    path.write_text("\n".join([first, *transcript_lines([10], CLEAN_MESSAGE)]) + "\n")
+    run_hook("SubagentStop", payload(tmp_path, "clavain:reviewer", CLEAN_MESSAGE,
+                                     agent_id="b1", agent_transcript_path=str(path)))
+    assert load(tmp_path, "clavain-reviewer-performance--b1.json")["agent"] == \
+        "clavain:reviewer/performance"

@@ -62,7 +62,7 @@ def _session_start(data: Path, project: Path, wait: str = "120") -> dict:
                             input=json.dumps(payload), capture_output=True, text=True, env=env,
                             cwd=project, timeout=300)
     assert result.returncode == 0 and result.stderr == ""
-    return json.loads(result.stdout)
+    return json.loads(result.stdout) if result.stdout else {}
 
 
 def test_session_start_reports_failure_once_as_system_message(tmp_path: Path) -> None:
@@ -76,7 +76,7 @@ def test_session_start_reports_failure_once_as_system_message(tmp_path: Path) ->
         (tmp_path / f"{name}.py").write_text("raise ImportError('the project shadows stdlib')\n")
     out = _session_start(data, tmp_path, wait="60")
     assert out["systemMessage"].startswith("Clavain: installing its Python dependencies failed")
-    assert out["hookSpecificOutput"]["additionalContext"]
+    assert "hookSpecificOutput" not in out  # an idle project: nothing for the model
 
 
 @pytest.mark.slow

@@ -63,7 +63,7 @@ def test_start_classifies_routes_and_writes_a_valid_checkpoint(state: StatePaths
     assert document["skipped"] == {"brainstorm": "complexity 2", "strategy": "complexity 2",
                                    "plan-review": "complexity 2"}
     assert (document["complexity"], document["complexity_overridden"]) == (2, True)
-    assert document["reviewers"] == ["fd-quality", "fd-correctness"]
+    assert document["reviewers"] == ["quality", "correctness"]
     assert document["current_step"] == "plan" and document["completed_steps"] == []
     assert document["git_sha"] == subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=project, text=True, capture_output=True).stdout.strip()
@@ -74,7 +74,7 @@ def test_start_classifies_routes_and_writes_a_valid_checkpoint(state: StatePaths
 def test_routing_scales_with_complexity(state, score, steps, reviewers, model) -> None:
     started = lifecycle.start(state, "some work to route", complexity=str(score))
     assert len(started["route"]) == steps and len(started["reviewers"]) == reviewers
-    assert started["orchestration_model"] == model and started["goal_check"] == "plan-reviewer"
+    assert started["orchestration_model"] == model and started["goal_check"] == "goal"
 
 
 def test_skip_to_starts_later_and_bad_values_name_the_allowed_ones(state) -> None:
@@ -277,7 +277,7 @@ def test_the_checkpoint_schemas_match_the_model() -> None:
 VALID = {"version": 1, "sprint_id": "s", "description": "d", "complexity": 2,
          "complexity_label": "simple", "complexity_overridden": False,
          "complexity_reasons": ["r"], "route": ["plan"], "skipped": {}, "reviewers": [],
-         "goal_check": "plan-reviewer", "orchestration_model": None, "completed_steps": [],
+         "goal_check": "goal", "orchestration_model": None, "completed_steps": [],
          "current_step": "plan", "plan_path": None, "decisions": [], "git_sha": None,
          "started_at": "t", "updated_at": "t"}
 

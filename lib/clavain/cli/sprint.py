@@ -119,7 +119,7 @@ def _start(args: argparse.Namespace) -> int:
     for reason in started["complexity_reasons"]:
         print(f"  - {reason}")
     print(f"Route: {' → '.join(started['route'])}")
-    print(f"Reviewers: {', '.join(started['reviewers'])} + goal check by "
+    print(f"Review lenses (clavain:reviewer): {', '.join(started['reviewers'])} + "
           f"{started['goal_check']}")
     print(f"Next: {lifecycle.next_action(started)}")
     return 0

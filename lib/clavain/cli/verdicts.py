@@ -27,9 +27,9 @@ def register(commands: argparse._SubParsersAction) -> None:
         ("clean", "remove every verdict and detail file", _clean),
     ):
         _sub_json_flag(add_command(sub, name, help_text, handler))
-    show = add_command(sub, "show", "an agent's latest verdict (clavain:fd-quality or "
-                       "fd-quality), or the one of --dispatch ID", _show)
-    show.add_argument("agent", metavar="AGENT", help="clavain:fd-quality or fd-quality")
+    show = add_command(sub, "show", "an agent's latest verdict (clavain:reviewer/safety "
+                       "or reviewer/safety), or the one of --dispatch ID", _show)
+    show.add_argument("agent", metavar="AGENT", help="clavain:reviewer/safety or reviewer/safety")
     show.add_argument("--dispatch", metavar="ID", help="the dispatch id `verdicts ls` shows")
     _sub_json_flag(show)
     parse = add_command(sub, "parse", "parse the verdict header at the end of FILE (- = stdin)",

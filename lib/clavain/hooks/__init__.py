@@ -16,7 +16,7 @@ import sys
 import time
 
 # The events hooks/hooks.json registers; anything else is logged and ignored.
-EVENTS = ("SessionStart", "SubagentStop")
+EVENTS = ("SessionStart", "PreCompact", "Stop", "SubagentStop")
 
 
 def module_name(event: str) -> str:

@@ -1,5 +1,7 @@
-"""SessionStart: make sure the plugin venv exists (first run), expose `bin/` to Bash tool calls,
-and give the model a few lines of always-on context. Stdlib only."""
+"""SessionStart: make sure the plugin venv exists (first run), export what Bash tool calls need
+(`bin/` on the PATH, the venv, `CLAVAIN_COMPANIONS`), and put in the model's context only what
+it can act on (the active sprint or, after a compaction or resume, its recovery note; the
+handoff note; agents at work), capped; nothing at all when nothing is actionable. Stdlib only."""
 
 from __future__ import annotations
 
@@ -7,16 +9,13 @@ import os
 from pathlib import Path
 
 from clavain import bootstrap
-from clavain.paths import plugin_data_dir, plugin_root
+from clavain.paths import StatePaths, plugin_data_dir, plugin_root
 
 DEFAULT_BOOTSTRAP_WAIT_SECONDS = 45.0
 # hooks/hooks.json gives SessionStart 300 s; stop waiting well before the host kills the hook.
 MAX_BOOTSTRAP_WAIT_SECONDS = 280.0
 
-CONTEXT = (
-    "Clavain is active: the `clavain` CLI is on the Bash PATH (`clavain --help`); its state in "
-    "`.clavain/` is read and written through the CLI, not by hand."
-)
+RECOVERY_SOURCES = ("compact", "resume")
 
 
 def _bootstrap_message() -> str | None:
@@ -41,7 +40,7 @@ def _bootstrap_message() -> str | None:
             f"Hooks keep working without them; see {log} and run `clavain doctor`.")
 
 
-def _env_file_lines() -> list[str]:
+def _env_file_lines(payload: dict) -> list[str]:
     """Exports for later Bash tool calls, which get none of the hook's CLAUDE_PLUGIN_* variables.
 
     The host appends the plugin's bin/ to the Bash PATH itself (2.1.330); it is not on the hook's
@@ -58,6 +57,13 @@ def _env_file_lines() -> list[str]:
         if bootstrap.is_ready(data_dir):
             python = str(bootstrap.venv_python(data_dir))
             lines.append(f"export CLAVAIN_PYTHON={shell_quote(python)}")
+    from clavain.hooks import payload_cwd
+    from clavain.session.companions import detect
+    from clavain.session.inflight import config_dir
+
+    companions = detect(config_dir(), project=StatePaths.discover(payload_cwd(payload)).project)
+    if companions:
+        lines.append(f"export CLAVAIN_COMPANIONS={shell_quote(','.join(companions))}")
     return lines
 
 
@@ -67,20 +73,82 @@ def shell_quote(value: str) -> str:
     return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
-def _write_env_file() -> None:
+def _write_env_file(payload: dict) -> None:
     target = os.environ.get("CLAUDE_ENV_FILE")
-    lines = _env_file_lines()
+    lines = _env_file_lines(payload)
     if target and lines:
         with open(Path(target), "a", encoding="utf-8") as handle:
             handle.write("\n".join(lines) + "\n")
 
 
-def handle(payload: dict) -> dict:
-    message = _bootstrap_message()
-    _write_env_file()
-    output: dict = {
-        "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": CONTEXT}
+def max_context_tokens(state: StatePaths) -> int:
+    """CLAVAIN_CONTEXT_MAX_TOKENS, else `session.contextMaxTokens` in the config; a bad value
+    falls back to the default (the hook must still start the session)."""
+    from clavain.session.context import DEFAULT_MAX_TOKENS, MAX_TOKENS_CEILING
+
+    explicit = os.environ.get("CLAVAIN_CONTEXT_MAX_TOKENS")
+    if explicit:
+        try:
+            return min(max(0, int(explicit)), MAX_TOKENS_CEILING)
+        except ValueError:
+            return DEFAULT_MAX_TOKENS
+    from clavain import config
+    from clavain.errors import ClavainError
+
+    try:
+        return int(config.get(config.load(state.config), "session.contextMaxTokens",
+                              DEFAULT_MAX_TOKENS))
+    except ClavainError:
+        return DEFAULT_MAX_TOKENS
+
+
+def _sections(state: StatePaths, payload: dict) -> dict[str, str | list[str]]:
+    """Each section on its own: one that fails is logged and left out, not the whole context."""
+    from clavain.hooks import log_failure
+    from clavain.session import handoff, inflight, recovery
+
+    builders = {
+        "sprint": lambda: recovery.sprint_section(state),
+        "handoff": lambda: handoff.handoff_section(state),
+        "agents": lambda: inflight.agents_section(state.project, payload.get("transcript_path")),
     }
+    source = payload.get("source")
+    if source in RECOVERY_SOURCES:
+        session_id = payload.get("session_id")
+
+        def recovery_note() -> list[str]:
+            note = recovery.for_session(state, session_id if isinstance(session_id, str)
+                                        else None, source)
+            return recovery.alternatives(note) if note else []
+        builders["recovery"] = recovery_note
+    sections = {}
+    for name, build in builders.items():
+        try:
+            sections[name] = build()
+        except Exception as exc:
+            log_failure("SessionStart", f"{name} section: {type(exc).__name__}: {exc}", payload)
+    if sections.get("recovery"):
+        sections.pop("sprint", None)  # the recovery note holds the sprint's lines
+    return sections
+
+
+def context_text(payload: dict) -> str:
+    from clavain.hooks import payload_cwd
+    from clavain.session.context import fit
+
+    state = StatePaths.discover(payload_cwd(payload))
+    text, _dropped = fit(_sections(state, payload), max_context_tokens(state))
+    return text
+
+
+def handle(payload: dict) -> dict | None:
+    message = _bootstrap_message()
+    _write_env_file(payload)
+    output: dict = {}
+    text = context_text(payload)
+    if text:
+        output["hookSpecificOutput"] = {"hookEventName": "SessionStart",
+                                        "additionalContext": text}
     if message:
         output["systemMessage"] = message
-    return output
+    return output or None

@@ -35,8 +35,8 @@ NO_HEADER_SUMMARY = "no verdict header"
 
 def plugin_agent(agent_type: object) -> tuple[str, str | None] | None:
     """(name, folder) of one of this plugin's agents, else None. Claude Code 2.1.330 namespaces
-    agents by their folder: `clavain:review:fd-quality` → ("fd-quality", "review");
-    `clavain:fd-quality` → ("fd-quality", None)."""
+    agents by their folder: `clavain:review:reviewer` → ("reviewer", "review");
+    `clavain:reviewer` → ("reviewer", None)."""
     if not isinstance(agent_type, str) or not agent_type.startswith(verdict_files.PLUGIN_PREFIX):
         return None
     parts = agent_type[len(verdict_files.PLUGIN_PREFIX):].split(":")
@@ -180,8 +180,12 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
     found = plugin_agent(payload.get("agent_type"))
     if found is None:
         return None
-    # One name per agent whatever the host's namespacing: `clavain:fd-quality`.
+    # One name per agent whatever the host's namespacing: `clavain:executor`; the reviewer's
+    # verdicts are kept apart per lens: `clavain:reviewer/quality`.
     agent = verdict_files.PLUGIN_PREFIX + found[0]
+    lens = prompt_lens(payload.get("agent_transcript_path")) if found[0] == "reviewer" else None
+    if lens:
+        agent += f"/{lens}"
     message = payload.get("last_assistant_message")
     message = scrub(message) if isinstance(message, str) else ""
     ids = {"agent_id": _text_id(payload, "agent_id", notes),
@@ -222,6 +226,51 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
 
         executor_result.apply(payload, message, state.project, notes)
     return written
+
+
+_LENS = re.compile(r"\**Lens:?\**:?\s*`?([a-z][a-z-]{0,31})\b")
+_PROMPT_HEAD_BYTES = 64 * 1024
+
+
+def prompt_lens(transcript: object) -> str | None:
+    """The lens the reviewer's prompt names on its first line (`Lens: quality`): the first line
+    of the transcript's first user message, and only a lens the reviewer knows (a lens named
+    further down, or in a file the reviewer read, is not the dispatch's)."""
+    from clavain.sprint.route import LENSES
+
+    if not isinstance(transcript, str):
+        return None
+    try:
+        with open(transcript, "rb") as handle:
+            head = handle.read(_PROMPT_HEAD_BYTES)
+    except (OSError, ValueError):
+        return None
+    prompt = _first_user_text(head.decode("utf-8", "replace"))
+    first_line = next((line.strip() for line in prompt.splitlines() if line.strip()), "")
+    found = _LENS.match(first_line)
+    return found[1] if found and found[1] in LENSES else None
+
+
+def _first_user_text(head: str) -> str:
+    """The text of the first user message in the start of a transcript ('' if none): its
+    string content, or its first text block that is not a `<system-reminder>`-like insert."""
+    for line in head.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        message = entry.get("message") if isinstance(entry, dict) else None
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        for block in content if isinstance(content, list) else []:
+            text = block.get("text") if isinstance(block, dict) else None
+            if isinstance(text, str) and text.strip() and not text.lstrip().startswith("<"):
+                return text
+        return ""
+    return ""
 
 
 def _active_sprint(state: StatePaths, notes: list[str]) -> str | None:

@@ -35,8 +35,9 @@ class Checkpoint(BaseModel):
     complexity_reasons: list[str] = Field(description="the signals that set it")
     route: list[Step] = Field(min_length=1, description="the steps this sprint runs, in order")
     skipped: dict[str, str] = Field(description="steps not run, and why")
-    reviewers: list[str] = Field(description="agents the quality gates dispatch")
-    goal_check: str = Field(min_length=1, description="agent that checks the change against "
+    reviewers: list[str] = Field(description="the clavain:reviewer lenses the quality gates "
+                                             "dispatch")
+    goal_check: str = Field(min_length=1, description="the lens that checks the change against "
                                                      "the request")
     orchestration_model: str | None = Field(description="model recommended to run the sprint")
     completed_steps: list[Step] = Field(description="done, in order, no duplicates")

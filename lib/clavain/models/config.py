@@ -53,12 +53,20 @@ class Runner(_Strict):
     timeoutSeconds: float | None = Field(None, gt=0, description="limit for one run")
 
 
+class Session(_Strict):
+    """What Clavain adds to a session's context."""
+
+    contextMaxTokens: int = Field(500, ge=0, le=2000, description="cap on what SessionStart "
+                                  "injects (estimated high; whole sections dropped to fit)")
+
+
 class Config(_Strict):
     """`.clavain/config.json`; every key is optional."""
 
     defaults: Defaults = Field(default_factory=Defaults)
     runners: dict[str, Runner] = Field(default_factory=dict,
                                        description="runners by name")
+    session: Session = Field(default_factory=Session)
 
 
 def render_schema() -> str:

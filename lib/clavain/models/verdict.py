@@ -77,7 +77,7 @@ class Verdict(BaseModel):
         description="file with the full answer, relative to the project root")
     agent: str = Field(
         min_length=1, max_length=MAX_AGENT_CHARS,
-        description="agent type, e.g. clavain:fd-quality")
+        description="agent type, e.g. clavain:reviewer/safety")
     agent_id: str | None = Field(
         default=None, min_length=1, max_length=MAX_AGENT_CHARS,
         description="the host's id of this dispatch (SubagentStop agent_id); null when it "

@@ -87,8 +87,9 @@ def change(state: StatePaths, edit: Callable[[dict[str, Any] | None], dict[str, 
 
 
 def archive(state: StatePaths, checkpoint: dict[str, Any], outcome: str) -> str:
-    """Move the checkpoint (and the sprint's verdicts) under `.clavain/runs/<sprint>/`; the
-    sprint is no longer active. Returns the archive folder, relative to the project."""
+    """Move the checkpoint (and the sprint's verdicts and handoff note) under
+    `.clavain/runs/<sprint>/`; the sprint is no longer active. Returns the archive folder,
+    relative to the project."""
     folder = state.runs / checkpoint["sprint_id"]
     real_folder(state.root, folder)
     with _Locked(state):
@@ -96,6 +97,8 @@ def archive(state: StatePaths, checkpoint: dict[str, Any], outcome: str) -> str:
                      json.dumps({**checkpoint, "outcome": outcome, "archived_at": now_iso()},
                                 indent=2) + "\n", inside=state.root)
         move_verdicts(state, folder / "verdicts")
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(state.handoff_note, folder / state.handoff_note.name)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(state.sprint_checkpoint)
     return os.path.relpath(folder, state.project)

@@ -164,17 +164,18 @@ def resume(state: StatePaths, *, from_step: str | None = None) -> dict[str, Any]
             "verdict_counts": counts, "next_action": next_action(active)}
 
 
+# What each step does, and the guide (skills/<guide>/SKILL.md) to read for it.
 NEXT_ACTIONS = {
-    "brainstorm": "explore the request with the clavain:brainstorming skill",
-    "strategy": "choose the approach (clavain:brainstorming skill, strategy part)",
-    "plan": "write the plan with the clavain:writing-plans skill",
-    "plan-review": "dispatch clavain:plan-reviewer on the plan",
-    "execute": "run the plan's tasks with the clavain:executing-plans skill",
-    "test": "run the whole test suite (clavain:verification skill)",
-    "quality-gates": "dispatch the reviewers in parallel, then read `clavain verdicts summary` "
-                     "(clavain:verification skill)",
-    "resolve": "fix what the verdicts that need attention found",
-    "ship": "land the change with the clavain:landing-a-change skill",
+    "brainstorm": ("explore the request", "brainstorming"),
+    "strategy": ("choose the approach", "brainstorming"),
+    "plan": ("write the plan", "writing-plans"),
+    "plan-review": ("dispatch clavain:reviewer with `Lens: plan` on the plan", "verification"),
+    "execute": ("run the plan's tasks", "executing-plans"),
+    "test": ("run the whole test suite", "verification"),
+    "quality-gates": ("dispatch the review lenses in parallel, then read `clavain verdicts "
+                      "summary`", "verification"),
+    "resolve": ("fix what the verdicts that need attention found", None),
+    "ship": ("land the change", "landing-a-change"),
 }
 
 
@@ -182,5 +183,15 @@ def next_action(active: dict[str, Any]) -> str:
     step = active["current_step"]
     if step is None:
         return "the sprint is complete"
+    what, guide = NEXT_ACTIONS[step]
     record = f"clavain sprint done {step}" + (" --plan PATH" if step == "plan" else "")
-    return f"step {step}: {NEXT_ACTIONS[step]}; then `{record}`"
+    read = f" (guide: {guide_path(guide)})" if guide else ""
+    return f"step {step}: {what}{read}; then `{record}`"
+
+
+def guide_path(guide: str) -> str:
+    """Where a step's guide is: read as a file (the guides list no description in every
+    session's context; the sprint names the one it needs)."""
+    from clavain.paths import plugin_root
+
+    return str(plugin_root() / "skills" / guide / "SKILL.md")

@@ -1,12 +1,14 @@
 """Which steps a sprint runs and who reviews it, by complexity.
 
 | complexity | steps | reviewers | orchestration |
-| 1–2 | all but brainstorm, strategy, plan-review | fd-quality, fd-correctness | as is |
-| 3 | every step | + fd-architecture, fd-safety | as is |
-| 4–5 | every step | the full roster | the strongest model |
+| 1–2 | all but brainstorm, strategy, plan-review | quality, correctness | as is |
+| 3 | every step | + architecture, safety | as is |
+| 4–5 | every step | + performance, user-product | the strongest model |
 
-Quality gates always add one goal check (`plan-reviewer` on the change against the request and
-the plan's acceptance criteria): gates that only check tasks miss scope silently cut.
+Reviewers are lenses of the one `clavain:reviewer` agent (the prompt's first line names the
+lens). Quality gates always add one goal check (the `goal` lens: the change against the request
+and the plan's acceptance criteria): gates that only check tasks miss scope silently cut. The
+plan-review step uses the `plan` lens.
 """
 
 from __future__ import annotations
@@ -16,13 +18,16 @@ from clavain.errors import ClavainError
 STEPS = ("brainstorm", "strategy", "plan", "plan-review", "execute", "test", "quality-gates",
          "resolve", "ship")
 SKIPPED_WHEN_SIMPLE = ("brainstorm", "strategy", "plan-review")
+REVIEWER_AGENT = "clavain:reviewer"
 REVIEWERS = {
-    1: ("fd-quality", "fd-correctness"),
-    3: ("fd-quality", "fd-correctness", "fd-architecture", "fd-safety"),
-    4: ("fd-quality", "fd-correctness", "fd-architecture", "fd-safety", "fd-performance",
-        "fd-user-product"),
+    1: ("quality", "correctness"),
+    3: ("quality", "correctness", "architecture", "safety"),
+    4: ("quality", "correctness", "architecture", "safety", "performance", "user-product"),
 }
-GOAL_CHECK = "plan-reviewer"
+GOAL_CHECK = "goal"
+PLAN_REVIEW = "plan"
+# Every lens the reviewer agent knows (agents/review/reviewer.md).
+LENSES = (*REVIEWERS[4], PLAN_REVIEW, GOAL_CHECK)
 STRONGEST_MODEL = "opus"
 
 

@@ -134,12 +134,25 @@ class transaction:  # lower case: used like the function it replaced, `with tran
             self.conn.execute("ROLLBACK")
 
 
+def connect_readonly(path: str | os.PathLike[str], *, timeout_ms: int = 1000
+                     ) -> sqlite3.Connection:
+    """Open an existing database for reading only: never created, migrated or switched to WAL,
+    and a short wait for a writer (for what only shows the state, such as SessionStart)."""
+    from pathlib import Path  # lazily: the hot path opens read-write
+
+    uri = Path(os.fspath(path)).absolute().as_uri() + "?mode=ro"  # '?' or '#' in a path quoted
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout_ms / 1000)
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
+    return conn
+
+
 def schema_version(path: str | os.PathLike[str]) -> int | None:
     """The schema version of an existing database file, without creating or migrating it."""
     db_path = os.fspath(path)
     if not os.path.exists(db_path):
         return None
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = connect_readonly(db_path, timeout_ms=busy_timeout_ms())
     try:
         return conn.execute("PRAGMA user_version").fetchone()[0]
     finally:

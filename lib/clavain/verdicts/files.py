@@ -82,7 +82,7 @@ def _safe_name(text: object, what: str) -> str:
 def safe_agent_name(agent: str) -> str:
     """A file name part for `agent` that cannot leave the verdicts folder.
 
-    `clavain:fd-quality` → `clavain-fd-quality`; separators, `..` and other characters are
+    `clavain:reviewer/safety` → `clavain-reviewer-safety`; separators, `..` and other characters are
     neutralised; NUL or nothing usable left → ValueError; over-long names are cut and made
     unique with a hash of the original.
     """
@@ -101,14 +101,15 @@ def new_dispatch_id() -> str:
 
 
 def split_name(stem: str) -> tuple[str, str | None]:
-    """`clavain-fd-quality--a1` → ("clavain-fd-quality", "a1"); an old `clavain-fd-quality`
-    → ("clavain-fd-quality", None)."""
+    """`clavain-reviewer-safety--a1` → ("clavain-reviewer-safety", "a1"); an old
+    `clavain-reviewer-safety` → ("clavain-reviewer-safety", None)."""
     agent, separator, dispatch = stem.partition(DISPATCH_SEPARATOR)
     return agent, (dispatch if separator else None)
 
 
 def display_name(agent: str) -> str:
-    """`clavain:fd-quality` → `fd-quality` (this plugin's prefix is noise in a summary)."""
+    """`clavain:reviewer/safety` → `reviewer/safety` (this plugin's prefix is noise in a
+    summary)."""
     return agent[len(PLUGIN_PREFIX):] if agent.startswith(PLUGIN_PREFIX) else agent
 
 
@@ -260,8 +261,8 @@ def write_detail(folder: Path, agent: str, dispatch: str, text: str, *,
 
 
 def _agent_files(folder: Path, agent: str) -> list[Path]:
-    """Every verdict file of `agent`, old single-pair ones included. `fd-quality` also finds
-    `clavain-fd-quality--*.json`, so people can type the short name."""
+    """Every verdict file of `agent`, old single-pair ones included. `reviewer/safety` also
+    finds `clavain-reviewer-safety--*.json`, so people can type the short name."""
     names = {safe_agent_name(agent)}
     if not agent.startswith(PLUGIN_PREFIX):
         names.add(safe_agent_name(PLUGIN_PREFIX + agent))

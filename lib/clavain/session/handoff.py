@@ -1,0 +1,157 @@
+"""The handoff note, `.clavain/scratch/handoff.md`: what one session leaves the next.
+
+SessionStart shows its first lines; Stop asks for it once per session, only when a sprint is
+active and the working tree has uncommitted changes (the moment work would otherwise be lost
+between sessions). `sprint.checkpoint.archive` takes it when the sprint ships or is abandoned,
+so an old note never greets a later session. Stdlib only, and no `typing`: Stop runs after every
+turn of every session.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from clavain.paths import StatePaths
+
+ASKED_NAME = "handoff-asked"
+SHOWN_LINES = 40
+LINE_CHARS = 200
+MAX_READ_BYTES = 64 * 1024
+ASKED_MAX_BYTES = 1 << 20
+GIT_TIMEOUT_SECONDS = 5.0
+
+
+def handoff_section(state: StatePaths, now: float | None = None) -> str:
+    """The note's first lines (each whitespace-collapsed and clipped), with its age; '' when
+    there is none, it is empty, or it is not a regular file."""
+    from clavain.fsutil import read_regular
+
+    raw = read_regular(state.handoff_note, MAX_READ_BYTES)
+    if raw is None:
+        return ""
+    lines = [" ".join(line.split())[:LINE_CHARS]
+             for line in raw.decode("utf-8", "replace").splitlines()[:SHOWN_LINES]]
+    while lines and not lines[-1]:
+        lines.pop()
+    if not any(lines):
+        return ""
+    return (f"Handoff from the last session (.clavain/scratch/handoff.md, written "
+            f"{_age(state.handoff_note, now)}):\n" + "\n".join(lines))
+
+
+def _age(path: Path, now: float | None) -> str:
+    try:
+        seconds = max(0, (time.time() if now is None else now) - os.lstat(path).st_mtime)
+    except OSError:
+        return "at an unknown time"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)} {unit} ago"
+    return "just now"
+
+
+def tree_is_dirty(project: Path) -> bool:
+    """Uncommitted changes outside `.clavain/` and besides Clavain's own `.gitignore` block;
+    False outside a git repository or without git. `--no-optional-locks`: never take the
+    index lock from under the user's or an agent's git command."""
+    import subprocess  # only with a sprint active
+
+    try:
+        done = subprocess.run(
+            ["git", "--no-optional-locks", "status", "--porcelain", "-z", "--", ".",
+             ":(exclude).clavain"], cwd=project, capture_output=True,
+            timeout=GIT_TIMEOUT_SECONDS, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    if done.returncode != 0:
+        return False
+    paths = changed_paths(done.stdout)
+    if paths == [".gitignore"]:
+        return not only_clavain_block(project)
+    return bool(paths)
+
+
+def changed_paths(porcelain_z: bytes) -> list[str]:
+    """Paths of `git status --porcelain -z` (a rename's second, old path is skipped)."""
+    paths = []
+    fields = porcelain_z.split(b"\0")
+    index = 0
+    while index < len(fields):
+        entry = fields[index]
+        index += 1
+        if len(entry) < 4:
+            continue
+        paths.append(entry[3:].decode("utf-8", "replace"))
+        if b"R" in entry[:2] or b"C" in entry[:2]:
+            index += 1
+    return paths
+
+
+def only_clavain_block(project: Path) -> bool:
+    """True when `.gitignore` differs from HEAD's only by the block `clavain init` appends."""
+    import subprocess
+
+    from clavain.project import GITIGNORE_MARKER
+
+    try:
+        current = (project / ".gitignore").read_text(encoding="utf-8")
+        committed = subprocess.run(["git", "--no-optional-locks", "show", "HEAD:.gitignore"],
+                                   cwd=project, capture_output=True,
+                                   timeout=GIT_TIMEOUT_SECONDS, check=False)
+    except (OSError, UnicodeDecodeError, subprocess.SubprocessError):
+        return False
+    before = committed.stdout.decode("utf-8", "replace") if committed.returncode == 0 else ""
+    if GITIGNORE_MARKER not in current or GITIGNORE_MARKER in before:
+        return False
+    kept, skipping = [], False
+    for line in current.splitlines():
+        if line == GITIGNORE_MARKER:
+            skipping = True
+            continue
+        if skipping and line.startswith("/"):
+            continue
+        skipping = False
+        kept.append(line)
+    return "\n".join(kept).strip() == before.strip()
+
+
+def already_asked(state: StatePaths, session_id: str) -> bool:
+    from clavain.fsutil import read_regular
+
+    raw = read_regular(state.scratch / ASKED_NAME, ASKED_MAX_BYTES)
+    return raw is not None and session_id.encode("utf-8") in raw.splitlines()
+
+
+def mark_asked(state: StatePaths, session_id: str) -> None:
+    from clavain.fsutil import open_inside, real_folder
+
+    real_folder(state.root, state.scratch)
+    with open_inside(state.root, state.scratch / ASKED_NAME, "ab") as handle:
+        handle.write(session_id.encode("utf-8") + b"\n")
+
+
+def ask_for_handoff(state: StatePaths, payload: dict) -> str | None:
+    """The reason a Stop should be blocked with, or None to let the session stop. Asks at most
+    once per session: the first ask is recorded before it is returned."""
+    session_id = payload.get("session_id")
+    if payload.get("stop_hook_active") or not isinstance(session_id, str) or not session_id \
+            or len(session_id) > 200 or "\n" in session_id or "\r" in session_id \
+            or not state.sprint_checkpoint.is_file():
+        return None
+    from clavain.errors import ClavainError
+    from clavain.sprint import checkpoint
+
+    try:
+        active = checkpoint.read(state)
+    except ClavainError:
+        return None
+    if not active or active["current_step"] is None or already_asked(state, session_id) \
+            or not tree_is_dirty(state.project):
+        return None
+    mark_asked(state, session_id)
+    return (f"Clavain: sprint {active['sprint_id']} is at step {active['current_step']} and the "
+            "working tree has uncommitted changes. Before you stop, write a handoff note to "
+            ".clavain/scratch/handoff.md (at most 40 lines: what is done, what is next, what is "
+            "uncommitted and why); the next session starts from it. Asked once per session.")
