@@ -29,6 +29,9 @@ DEFAULTS: dict[str, Any] = {
     },
     "runners": {},
     "session": {"contextMaxTokens": 500},
+    "budgets": {"enabled": True, "profile": "strict", "scope": None, "maxCommands": None,
+                "maxTestRuns": None, "maxWebRequests": None, "maxTokens": None,
+                "maxCostUsd": None, "maxPatchRepeats": 2, "testPatterns": []},
 }
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -16,7 +16,8 @@ import sys
 import time
 
 # The events hooks/hooks.json registers; anything else is logged and ignored.
-EVENTS = ("SessionStart", "PreCompact", "Stop", "SubagentStop")
+EVENTS = ("SessionStart", "PreCompact", "Stop", "SubagentStop", "PreToolUse", "PostToolUse",
+          "PostToolUseFailure")
 
 
 def module_name(event: str) -> str:

@@ -7,6 +7,7 @@ ships (`clavain/schemas/`, read by `clavain.config` without pydantic). Regenerat
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -60,6 +61,24 @@ class Session(_Strict):
                                   "injects (estimated high; whole sections dropped to fit)")
 
 
+class Budgets(_Strict):
+    """Budgets and loop guards enforced in PreToolUse (`clavain.guards`). A limit left null
+    takes the profile × scope default (README, "Budgets")."""
+
+    enabled: bool = Field(True, description="false: count nothing, deny nothing")
+    profile: Literal["strict", "yolo", "smoke"] = Field("strict", description="how strict")
+    scope: Literal["tiny", "medium", "large"] | None = Field(
+        None, description="the job's size; an active sprint's complexity sets it")
+    maxCommands: int | None = Field(None, ge=0, description="Bash calls per run")
+    maxTestRuns: int | None = Field(None, ge=0, description="test commands per run")
+    maxWebRequests: int | None = Field(None, ge=0, description="WebFetch/WebSearch per run")
+    maxTokens: int | None = Field(None, ge=0, description="tokens per run (measured)")
+    maxCostUsd: float | None = Field(None, ge=0, description="dollars per run (measured)")
+    maxPatchRepeats: int = Field(2, ge=0, description="times one patch may be applied")
+    testPatterns: list[str] = Field(default_factory=list,
+                                    description="extra regexes for test commands")
+
+
 class Config(_Strict):
     """`.clavain/config.json`; every key is optional."""
 
@@ -67,6 +86,7 @@ class Config(_Strict):
     runners: dict[str, Runner] = Field(default_factory=dict,
                                        description="runners by name")
     session: Session = Field(default_factory=Session)
+    budgets: Budgets = Field(default_factory=Budgets)
 
 
 def render_schema() -> str:

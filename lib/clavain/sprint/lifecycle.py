@@ -121,6 +121,14 @@ def finish(state: StatePaths, active: dict[str, Any], *, outcome: str) -> str:
     summary = summarize(state, active)
     folder = store.archive(state, active, outcome)
     write_json_atomic(state.project / folder / "summary.json", summary, inside=state.root)
+    from clavain.fsutil import write_atomic
+    from clavain.sprint.summary import budget_report
+
+    report = budget_report(state, active["sprint_id"])
+    if report is not None:
+        from clavain.guards.report import render
+
+        write_atomic(state.project / folder / "report.md", render(report), inside=state.root)
     return folder
 
 

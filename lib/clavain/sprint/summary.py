@@ -18,16 +18,30 @@ def sprint_verdicts(state: StatePaths, active: dict[str, Any]) -> list[dict[str,
             if verdict.get("sprint_id") in (None, active["sprint_id"])]
 
 
+def budget_report(state: StatePaths, sprint_id: str) -> dict[str, Any] | None:
+    """The sprint's budget report (`clavain.guards.report`), or None when nothing was counted."""
+    from clavain.errors import ClavainError
+    from clavain.guards.report import project_report
+
+    try:
+        return project_report(state, f"sprint:{sprint_id}")
+    except ClavainError:
+        return None
+
+
 def summarize(state: StatePaths, active: dict[str, Any]) -> dict[str, Any]:
     from clavain.verdicts.summary import count_by_status, total_tokens
 
     found = sprint_verdicts(state, active)
+    budget = budget_report(state, active["sprint_id"])
     return {"sprint_id": active["sprint_id"], "description": active["description"],
             "complexity": active["complexity"],
             "steps_done": len([s for s in active["completed_steps"] if s in active["route"]]),
             "steps_total": len(active["route"]), "current_step": active["current_step"],
             "agents_dispatched": len(found), "verdict_counts": count_by_status(found),
-            "tokens_measured": total_tokens(found)}
+            "tokens_measured": total_tokens(found),
+            "budgets": budget["budgets"] if budget else [],
+            "cost_usd": budget["cost_usd"] if budget else None}
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -39,4 +53,14 @@ def render(summary: dict[str, Any]) -> str:
         f"- Agents dispatched: {summary['agents_dispatched']}",
         f"- Verdicts: {counts or 'none yet'}",
         f"- Tokens (measured): {summary['tokens_measured']:,}",
+        *([_budget_line(summary["budgets"])] if summary["budgets"] else []),
     ])
+
+
+def _budget_line(budgets: list[dict[str, Any]]) -> str:
+    return "- Budgets: " + ", ".join(
+        f"{b['budget']} {_amount(b['used'])}/{_amount(b['limit'])}" for b in budgets)
+
+
+def _amount(value: float | int) -> str:
+    return f"${value:.2f}" if isinstance(value, float) else f"{value:,}"

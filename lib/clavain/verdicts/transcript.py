@@ -39,6 +39,9 @@ class Usage:
     messages: int = 0
     usage_lines: int = 0
     models: dict[str, int] = field(default_factory=dict)
+    # model → [input, output, cache write 5 min, cache write 1 h, cache read]: what pricing needs
+    # (the host reports the 1-hour share of cache writes in usage.cache_creation).
+    per_model: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -60,8 +63,8 @@ class _Deduper:
     """Collects usage entries across one or more files, keeping one per API response."""
 
     def __init__(self) -> None:
-        # key → (counts, total, model)
-        self.entries: dict[object, tuple[tuple[int, ...], int, str | None]] = {}
+        # key → (counts, total, model, 1-hour cache writes)
+        self.entries: dict[object, tuple[tuple[int, ...], int, str | None, int]] = {}
         self._by_message: dict[str, tuple[tuple[str, str | None], bool]] = {}
         self._anonymous = 0
         self.usage_lines = 0
@@ -78,10 +81,13 @@ class _Deduper:
         model = model if isinstance(model, str) else None
         counts = _counts(usage)
         total = sum(counts)
+        split = usage.get("cache_creation")
+        hour = split.get("ephemeral_1h_input_tokens") if isinstance(split, dict) else None
+        write_1h = min(hour, counts[2]) if type(hour) is int and hour > 0 else 0
         message_id = message.get("id")
         if not isinstance(message_id, str):  # nothing to deduplicate on: a response of its own
             self._anonymous += 1
-            self.entries[self._anonymous] = (counts, total, model)
+            self.entries[self._anonymous] = (counts, total, model, write_1h)
             return
         request_id = record.get("requestId")
         request_id = request_id if isinstance(request_id, str) else None
@@ -96,18 +102,23 @@ class _Deduper:
             key = known[0]
         previous = self.entries.get(key)
         if previous is None or total > previous[1]:
-            self.entries[key] = (counts, total, model or (previous[2] if previous else None))
+            self.entries[key] = (counts, total, model or (previous[2] if previous else None),
+                                 write_1h)
         self._by_message.setdefault(message_id, (key, sidechain))
 
     def usage(self) -> Usage:
         result = Usage(usage_lines=self.usage_lines)
         sums = [0] * len(USAGE_FIELDS)
-        for counts, _, model in self.entries.values():
+        for counts, _, model, write_1h in self.entries.values():
             result.messages += 1
             for index, count in enumerate(counts):
                 sums[index] += count
             if model and model != "<synthetic>":
                 result.models[model] = result.models.get(model, 0) + 1
+            priced = result.per_model.setdefault(model or "unknown", [0, 0, 0, 0, 0])
+            for index, count in enumerate((counts[0], counts[1], counts[2] - write_1h, write_1h,
+                                           counts[3])):
+                priced[index] += count
         for key, value in zip(USAGE_FIELDS, sums, strict=True):
             setattr(result, key, value)
         return result

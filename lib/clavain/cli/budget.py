@@ -1,0 +1,67 @@
+"""`clavain budget status|reset` and `clavain report`: what a run spent of its budgets."""
+
+from __future__ import annotations
+
+import argparse
+
+from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    budget = add_command(commands, "budget", "budgets of the current run (status, reset)",
+                         lambda args: (budget.print_help(), 0)[1])
+    sub = budget.add_subparsers(dest="budget_command", metavar="COMMAND")
+    status = add_command(sub, "status", "each budget used of its limit, for the current run "
+                         "(the active sprint, else the last session)", _status)
+    status.add_argument("--run", metavar="RUN", help="another run (`sprint:<id>` or "
+                        "`session:<id>`)")
+    add_json_flag(status)
+    reset = add_command(sub, "reset", "forget the current run's counts (a person's decision "
+                        "to give it more room)", _reset)
+    reset.add_argument("--run", metavar="RUN", help="another run")
+    add_json_flag(reset)
+    report = add_command(commands, "report", "what a run spent: budgets, top commands, denied "
+                         "calls, repeated patches, tokens and cost", _report)
+    report.add_argument("--run", metavar="RUN", help="another run (default: the current one)")
+    add_json_flag(report)
+
+
+def _status(args: argparse.Namespace) -> int:
+    from clavain.guards.report import project_report
+    from clavain.paths import StatePaths
+
+    report = project_report(StatePaths.discover(), args.run)
+    if args.json:
+        emit_json({key: report[key] for key in ("run", "profile", "scope", "budgets")})
+        return 0
+    print(f"Run {report['run']} ({report['profile']}/{report['scope']})")
+    print_table([{"budget": b["budget"], "used": _amount(b["used"]),
+                  "limit": _amount(b["limit"]),
+                  "left": _amount(max(b["limit"] - b["used"], 0))} for b in report["budgets"]],
+                ["budget", "used", "limit", "left"])
+    return 0
+
+
+def _amount(value: float | int) -> str:
+    return f"${value:.2f}" if isinstance(value, float) else f"{value:,}"
+
+
+def _reset(args: argparse.Namespace) -> int:
+    from clavain.guards.report import project_reset
+    from clavain.paths import StatePaths
+
+    done = project_reset(StatePaths.discover(), args.run)
+    if args.json:
+        emit_json(done)
+    else:
+        print(f"Reset {done['run']}: {done['calls_removed']} call(s) forgotten")
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    from clavain.guards.report import project_report, render
+    from clavain.paths import StatePaths
+
+    report = project_report(StatePaths.discover(), args.run)
+    emit_json(report) if args.json else print(render(report), end="")
+    return 0

@@ -1,0 +1,235 @@
+"""The PreToolUse decision: count a tool call against its run's budgets, or deny it.
+
+One BEGIN IMMEDIATE transaction per call (parallel tool calls lose no count): the run's row is
+read, the limits and the loop guards are checked, and the call is recorded with its decision. A
+denied call counts nothing, so its retry is judged afresh. Loop guards:
+- the same patch (path + old + new text) applied more than `maxPatchRepeats` times is denied;
+  an edit that undoes an earlier one on the same file is flagged;
+- a test command that failed, run again with nothing changed since, is denied (yolo, smoke)
+  or flagged (strict);
+- an identical command repeated with no other change in between warns at the third run and is
+  denied at the fifth, within ten minutes.
+Stdlib only; callers pass the connection, the clock and the limits (`policy.resolve`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+
+from clavain.guards import commands
+from clavain.guards.policy import REPEAT_DENY, REPEAT_WARN, REPEAT_WINDOW_SECONDS, WARN_AT
+
+COUNTED_TOOLS = ("Bash", "WebFetch", "WebSearch", "Edit", "Write", "MultiEdit", "NotebookEdit",
+                 "Agent", "Task")
+EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
+SUBJECT_CHARS = 300
+RECENT_CALLS = 50
+BUDGETS = (("commands", "maxCommands", "Bash commands"),
+           ("test_runs", "maxTestRuns", "test runs"),
+           ("web_requests", "maxWebRequests", "web requests"),
+           ("tokens", "maxTokens", "tokens"),
+           ("cost_usd", "maxCostUsd", "dollars"))
+STOP = ("Stop here: do not retry this call or work around it. Return partial success (what is "
+        "done, what is left and why) or escalate to a person.")
+
+
+def describe(tool: str, tool_input: object, patterns: list) -> dict:
+    """What a call is: kind, subject, fingerprint (and the undo's), test parts, whether it may
+    change files."""
+    data = tool_input if isinstance(tool_input, dict) else {}
+
+    def text(key: str) -> str:
+        value = data.get(key)
+        return value if isinstance(value, str) else ""
+
+    call = {"tool": tool, "kind": "other", "subject": "", "fingerprint": None, "undo": None,
+            "tests": 0, "changed": False}
+    if tool == "Bash":
+        command = text("command")
+        tests = len(commands.test_parts(command, patterns))
+        call.update(kind="test" if tests else "command", subject=command, tests=tests,
+                    fingerprint=commands.fingerprint(command),
+                    changed=commands.may_change_files(command, patterns))
+    elif tool in ("WebFetch", "WebSearch"):
+        call.update(kind="web", subject=text("url") or text("query"))
+    elif tool in EDIT_TOOLS:
+        path = text("file_path") or text("notebook_path")
+        old, new = _edit_texts(tool, data)
+        call.update(kind="edit", subject=path, changed=True,
+                    fingerprint=commands.fingerprint(path, old, new),
+                    undo=commands.fingerprint(path, new, old))
+    elif tool in ("Agent", "Task"):
+        call.update(kind="agent", subject=text("subagent_type") or text("description"))
+    call["subject"] = call["subject"][:SUBJECT_CHARS]
+    return call
+
+
+def _edit_texts(tool: str, data: dict) -> tuple[str, str]:
+    def text(item: object, key: str) -> str:
+        value = item.get(key) if isinstance(item, dict) else None
+        return value if isinstance(value, str) else ""
+
+    if tool == "MultiEdit":
+        edits = data.get("edits") if isinstance(data.get("edits"), list) else []
+        return ("\n\0".join(text(e, "old_string") for e in edits),
+                "\n\0".join(text(e, "new_string") for e in edits))
+    if tool == "Write":
+        return "", text(data, "content")
+    if tool == "NotebookEdit":
+        return text(data, "cell_id"), text(data, "new_source")
+    return text(data, "old_string"), text(data, "new_string")
+
+
+def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dict,
+          problems: list[str], now: datetime | None = None, started: float | None = None
+          ) -> dict:
+    """{"decision": allow | warn | deny, "reason": text or None} for one tool call, recorded
+    with its counts (a denied call counts nothing) and, given the hook's `perf_counter` start,
+    the hook's own time. Runs its own transaction."""
+    from clavain.store.db import transaction
+
+    now = now or datetime.now(timezone.utc)
+    at = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    with transaction(conn):
+        conn.execute("INSERT OR IGNORE INTO budget_runs (run_key, started_at, updated_at) "
+                     "VALUES (?, ?, ?)", (run_key, at, at))
+        run = conn.execute("SELECT * FROM budget_runs WHERE run_key = ?", (run_key,)).fetchone()
+        warned = set(json.loads(run["warned_json"]))
+        denial = _denial(conn, run, call, limits, now)
+        notes = [] if denial else _loop_notes(conn, run, call, limits, now)
+        denial = denial or next((note for kind, note in notes if kind == "deny"), None)
+        warnings = [note for kind, note in notes if kind == "warn"]
+        if problems and "config" not in warned:
+            warned.add("config")
+            warnings.append("Clavain budget settings: " + "; ".join(problems))
+        if denial is None:
+            warnings += _count(conn, run, call, limits, warned, at)
+        decision = "deny" if denial else "warn" if warnings else "allow"
+        reason = denial or (" ".join(warnings) if warnings else None)
+        hook_ms = round((time.perf_counter() - started) * 1000, 3) if started else None
+        conn.execute(
+            "INSERT INTO budget_calls (run_key, at, session_id, tool, kind, subject, fingerprint,"
+            " changed, decision, reason, hook_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run_key, at, session_id, call["tool"], call["kind"], call["subject"],
+             call["fingerprint"], int(call["changed"]), decision, reason, hook_ms))
+        conn.execute("UPDATE budget_runs SET warned_json = ?, updated_at = ? WHERE run_key = ?",
+                     (json.dumps(sorted(warned)), at, run_key))
+    return {"decision": decision, "reason": reason}
+
+
+def _used(run, column: str) -> float:
+    return run[column] or 0
+
+
+def _denial(conn, run, call: dict, limits: dict, now: datetime) -> str | None:
+    where = f"({limits['profile']}/{limits['scope']}, run {run['run_key']})"
+    for column, key, label in BUDGETS[3:]:
+        if _used(run, column) >= limits[key]:
+            return (f"Clavain budget exhausted: {label} {_show(_used(run, column))} of "
+                    f"{_show(limits[key])} used {where}. {STOP}")
+    if call["kind"] in ("command", "test") and run["commands"] >= limits["maxCommands"]:
+        return (f"Clavain budget exhausted: Bash commands {run['commands']} of "
+                f"{limits['maxCommands']} used {where}. {STOP}")
+    if call["tests"] and run["test_runs"] + call["tests"] > limits["maxTestRuns"]:
+        return (f"Clavain budget exhausted: test runs {run['test_runs']} of "
+                f"{limits['maxTestRuns']} used {where}. {STOP}")
+    if call["kind"] == "web" and run["web_requests"] >= limits["maxWebRequests"]:
+        return (f"Clavain budget exhausted: web requests {run['web_requests']} of "
+                f"{limits['maxWebRequests']} used {where}. {STOP}")
+    return None
+
+
+def _show(value: float) -> str:
+    return f"${value:.2f}" if isinstance(value, float) else f"{value:,}"
+
+
+def _loop_notes(conn, run, call: dict, limits: dict, now: datetime) -> list[tuple[str, str]]:
+    notes: list[tuple[str, str]] = []
+    if call["kind"] == "edit":
+        applied = conn.execute(
+            "SELECT count(*) FROM budget_calls WHERE run_key = ? AND fingerprint = ? "
+            "AND decision != 'deny'", (run["run_key"], call["fingerprint"])).fetchone()[0]
+        if applied >= limits["maxPatchRepeats"]:
+            notes.append(("deny", f"Clavain loop guard: this same patch to {call['subject']} was "
+                                  f"already applied {applied} times: you are going in circles. "
+                                  f"{STOP}"))
+        elif conn.execute("SELECT 1 FROM budget_calls WHERE run_key = ? AND fingerprint = ? "
+                          "AND decision != 'deny' LIMIT 1",
+                          (run["run_key"], call["undo"])).fetchone():
+            notes.append(("warn", f"Clavain loop guard: this edit undoes an earlier one on "
+                                  f"{call['subject']} (edit/revert ping-pong). Decide which "
+                                  "version is right before editing again."))
+    if call["kind"] == "test":
+        red = conn.execute("SELECT changes_at FROM budget_red_tests WHERE run_key = ? AND "
+                           "fingerprint = ?", (run["run_key"], call["fingerprint"])).fetchone()
+        if red is not None and red["changes_at"] == run["changes"]:
+            note = ("Clavain loop guard: this test command failed and nothing has changed "
+                    "since; running it again will fail the same way.")
+            notes.append(("deny", f"{note} {STOP}") if limits["profile"] in ("yolo", "smoke")
+                         else ("warn", note + " Change something first."))
+    if call["kind"] in ("command", "test"):
+        repeats = _identical_in_a_row(conn, run["run_key"], call["fingerprint"], now)
+        if repeats + 1 >= REPEAT_DENY:
+            notes.append(("deny", f"Clavain loop guard: this exact command already ran {repeats} "
+                                  "times with nothing else changed in between. " + STOP))
+        elif repeats + 1 >= REPEAT_WARN:
+            notes.append(("warn", f"Clavain loop guard: this exact command already ran {repeats} "
+                                  "times with nothing else changed in between; a fifth run "
+                                  "is denied."))
+    return notes
+
+
+def _identical_in_a_row(conn, run_key: str, fingerprint: str, now: datetime) -> int:
+    """Earlier runs of the same command since the last call by something else that may have
+    changed files, within the window."""
+    since = (now - timedelta(seconds=REPEAT_WINDOW_SECONDS)).isoformat(timespec="milliseconds")
+    since = since.replace("+00:00", "Z")
+    repeats = 0
+    for row in conn.execute("SELECT fingerprint, changed, decision, at FROM budget_calls "
+                            "WHERE run_key = ? ORDER BY id DESC LIMIT ?",
+                            (run_key, RECENT_CALLS)):
+        if row["at"] < since:
+            break
+        if row["fingerprint"] == fingerprint:
+            repeats += row["decision"] != "deny"
+        elif row["changed"] and row["decision"] != "deny":
+            break
+    return repeats
+
+
+def _count(conn, run, call: dict, limits: dict, warned: set, at: str) -> list[str]:
+    """Count an allowed call; the warnings for budgets that just reached 80 %."""
+    counts = {"commands": int(call["kind"] in ("command", "test")), "test_runs": call["tests"],
+              "web_requests": int(call["kind"] == "web"), "changes": int(call["changed"])}
+    conn.execute("UPDATE budget_runs SET commands = commands + ?, test_runs = test_runs + ?, "
+                 "web_requests = web_requests + ?, changes = changes + ? WHERE run_key = ?",
+                 (*counts.values(), run["run_key"]))
+    warnings = []
+    for column, key, label in BUDGETS:
+        used = _used(run, column) + counts.get(column, 0)
+        if limits[key] and used >= WARN_AT * limits[key] and column not in warned:
+            warned.add(column)
+            warnings.append(f"Clavain budget: {label} {_show(used)} of {_show(limits[key])} used "
+                            f"(80 %); plan to finish or hand over before it runs out.")
+    return warnings
+
+
+def record_result(conn, *, run_key: str, call: dict, failed: bool) -> None:
+    """After a test command ran: remember it red (with the run's change count) or forget it."""
+    from clavain.store.db import transaction
+
+    if call["kind"] != "test":
+        return
+    with transaction(conn):
+        if failed:
+            conn.execute(
+                "INSERT INTO budget_red_tests (run_key, fingerprint, changes_at, at) "
+                "SELECT run_key, ?, changes, updated_at FROM budget_runs WHERE run_key = ? "
+                "ON CONFLICT (run_key, fingerprint) DO UPDATE SET "
+                "changes_at = excluded.changes_at, at = excluded.at",
+                (call["fingerprint"], run_key))
+        else:
+            conn.execute("DELETE FROM budget_red_tests WHERE run_key = ? AND fingerprint = ?",
+                         (run_key, call["fingerprint"]))

@@ -1,0 +1,130 @@
+"""Budgets at the hooks: which run a tool call belongs to, its limits, and the PreToolUse /
+PostToolUse steps the hooks (and the coming supervisor) call.
+
+Budgets apply where Clavain keeps state (a `.clavain/` folder): no session in another project
+gets a database it never asked for. The run is the active sprint (`sprint:<id>`, its complexity
+setting the scope), else the session (`session:<id>`), so one session's counts never reach
+another's. Anything that goes wrong is raised to the hook dispatcher, which logs it and lets
+the tool run: a broken budget never blocks work. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from clavain.paths import StatePaths
+
+CONFIG_MAX_BYTES = 1 << 20
+
+
+def run_context(state: StatePaths, session_id: object) -> dict:
+    """{"run_key", "limits", "problems", "patterns"} for calls in this project now."""
+    from clavain.guards import commands, policy
+
+    sprint_id, complexity = _active_sprint(state)
+    settings, problems = _budget_settings(state)
+    limits, more = policy.resolve(settings, os.environ, complexity)
+    session = session_id if isinstance(session_id, str) and session_id else "unknown"
+    return {"run_key": f"sprint:{sprint_id}" if sprint_id else f"session:{session[:200]}",
+            "limits": limits, "problems": problems + more,
+            "patterns": commands.compile_patterns(limits["testPatterns"])}
+
+
+def _active_sprint(state: StatePaths) -> tuple[str | None, object]:
+    """(sprint id, complexity) from the checkpoint, read without its schema check (this runs on
+    every tool call; a damaged checkpoint is `clavain sprint`'s to report, not a budget's)."""
+    try:
+        with open(state.sprint_checkpoint, "rb") as handle:
+            checkpoint = json.loads(handle.read(CONFIG_MAX_BYTES))
+    except (OSError, ValueError):
+        return None, None
+    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("sprint_id"), str):
+        return None, None
+    return checkpoint["sprint_id"], checkpoint.get("complexity")
+
+
+def _budget_settings(state: StatePaths) -> tuple[object, list[str]]:
+    try:
+        with open(state.config, "rb") as handle:
+            config = json.loads(handle.read(CONFIG_MAX_BYTES))
+    except FileNotFoundError:
+        return None, []
+    except (OSError, ValueError) as exc:
+        return None, [f"{state.config} is unreadable ({type(exc).__name__}); defaults used"]
+    budgets = config.get("budgets") if isinstance(config, dict) else None
+    if budgets is not None and not isinstance(budgets, dict):
+        return None, ["config.json: budgets must be an object; defaults used"]
+    return budgets, []
+
+
+def pre_tool_use(payload: dict) -> dict | None:
+    """The hook's output for one tool call: a denial, a warning in context, or None."""
+    from clavain.guards import budget
+    from clavain.hooks import payload_cwd
+
+    started = time.perf_counter()
+    tool = payload.get("tool_name")
+    if tool not in budget.COUNTED_TOOLS:
+        return None
+    state = StatePaths.discover(payload_cwd(payload))
+    if not state.root.is_dir():
+        return None
+    context = run_context(state, payload.get("session_id"))
+    if not context["limits"]["enabled"]:
+        return None
+    call = budget.describe(tool, payload.get("tool_input"), context["patterns"])
+    from clavain.store import db
+
+    conn = db.connect(state.db)
+    try:
+        result = budget.check(conn, run_key=context["run_key"],
+                              session_id=_text(payload.get("session_id")), call=call,
+                              limits=context["limits"], problems=context["problems"],
+                              started=started)
+    finally:
+        conn.close()
+    if result["decision"] == "deny":
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                       "permissionDecision": "deny",
+                                       "permissionDecisionReason": result["reason"]}}
+    if result["decision"] == "warn":
+        return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+                                       "additionalContext": result["reason"]}}
+    return None
+
+
+def post_tool_use(payload: dict, *, failed: bool) -> None:
+    """After a tool ran (async: the model is not waiting): remember a red or green test, and
+    measure the run's tokens and cost from the session's transcripts."""
+    from clavain.guards import budget, usage
+    from clavain.hooks import payload_cwd
+
+    state = StatePaths.discover(payload_cwd(payload))
+    if not state.root.is_dir() or not os.path.exists(state.db):
+        return
+    context = run_context(state, payload.get("session_id"))
+    if not context["limits"]["enabled"]:
+        return
+    from clavain.store import db
+
+    conn = db.connect(state.db)
+    try:
+        if payload.get("tool_name") == "Bash":
+            call = budget.describe("Bash", payload.get("tool_input"), context["patterns"])
+            budget.record_result(conn, run_key=context["run_key"], call=call,
+                                 failed=failed or _bash_failed(payload.get("tool_response")))
+        transcript = _text(payload.get("transcript_path"))
+        if transcript:
+            usage.measure(conn, run_key=context["run_key"], transcript=transcript)
+    finally:
+        conn.close()
+
+
+def _bash_failed(response: object) -> bool:
+    return isinstance(response, dict) and bool(response.get("interrupted"))
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None

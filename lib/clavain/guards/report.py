@@ -1,0 +1,145 @@
+"""What a run spent and where it went round in circles: budgets used of their limits, the most
+repeated commands, denied calls with their reasons, repeated patches, tokens and cost per
+model, and the PreToolUse hook's own time. `clavain report`, `clavain budget status`, the sprint
+summary and `.clavain/runs/<sprint>/report.md` all read it from here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from clavain.errors import ClavainError
+from clavain.guards.budget import BUDGETS
+
+TOP = 5
+
+
+def current_run(conn: Any, sprint_id: str | None) -> str | None:
+    """The active sprint's run, else the run touched last (None when there is none)."""
+    if sprint_id and conn.execute("SELECT 1 FROM budget_runs WHERE run_key = ?",
+                                  (f"sprint:{sprint_id}",)).fetchone():
+        return f"sprint:{sprint_id}"
+    row = conn.execute("SELECT run_key FROM budget_runs ORDER BY updated_at DESC, run_key "
+                       "LIMIT 1").fetchone()
+    return row["run_key"] if row else None
+
+
+def runs(conn: Any) -> list[str]:
+    return [row["run_key"] for row in conn.execute(
+        "SELECT run_key FROM budget_runs ORDER BY updated_at DESC, run_key")]
+
+
+def build(conn: Any, run_key: str, limits: dict) -> dict[str, Any]:
+    run = conn.execute("SELECT * FROM budget_runs WHERE run_key = ?", (run_key,)).fetchone()
+    if run is None:
+        known = ", ".join(runs(conn)[:5]) or "none yet"
+        raise ClavainError(f"no budget run {run_key!r} (runs: {known})")
+    budgets = [{"budget": label, "used": run[column], "limit": limits[key]}
+               for column, key, label in BUDGETS]
+    top = [{"command": r["subject"], "count": r["n"]} for r in conn.execute(
+        "SELECT subject, count(*) AS n FROM budget_calls WHERE run_key = ? AND kind IN "
+        "('command', 'test') GROUP BY fingerprint ORDER BY n DESC, max(id) DESC LIMIT ?",
+        (run_key, TOP))]
+    denied = [dict(r) for r in conn.execute(
+        "SELECT at, tool, subject, reason FROM budget_calls WHERE run_key = ? AND "
+        "decision = 'deny' ORDER BY id", (run_key,))]
+    patches = [{"path": r["subject"], "count": r["n"]} for r in conn.execute(
+        "SELECT subject, count(*) AS n FROM budget_calls WHERE run_key = ? AND kind = 'edit' "
+        "AND decision != 'deny' GROUP BY fingerprint HAVING n > 1 ORDER BY n DESC", (run_key,))]
+    per_model: dict[str, dict] = {}
+    for row in conn.execute("SELECT usage_json FROM budget_usage WHERE run_key = ?", (run_key,)):
+        for model, counts in json.loads(row["usage_json"]).items():
+            into = per_model.setdefault(model, {})
+            for key, value in counts.items():
+                into[key] = into.get(key, 0) + value
+    times = sorted(r[0] for r in conn.execute(
+        "SELECT hook_ms FROM budget_calls WHERE run_key = ? AND hook_ms IS NOT NULL", (run_key,)))
+    return {"run": run_key, "profile": limits["profile"], "scope": limits["scope"],
+            "started_at": run["started_at"], "updated_at": run["updated_at"],
+            "budgets": budgets, "top_commands": top, "denied": denied, "patch_repeats": patches,
+            "tokens": run["tokens"], "cost_usd": round(run["cost_usd"], 4), "models": per_model,
+            "hook_ms": {"calls": len(times), "p50": _quantile(times, 0.5),
+                        "p95": _quantile(times, 0.95)}}
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def _amount(value: float | int) -> str:
+    return f"${value:.2f}" if isinstance(value, float) else f"{value:,}"
+
+
+def render(report: dict[str, Any]) -> str:
+    """Markdown, for people and for `.clavain/runs/<sprint>/report.md`."""
+    lines = [f"# Run {report['run']} ({report['profile']}/{report['scope']})", "", "## Budgets"]
+    lines += [f"- {b['budget'].capitalize()}: {_amount(b['used'])} / {_amount(b['limit'])}"
+              for b in report["budgets"]]
+    lines += ["", "## Top commands"]
+    lines += [f"- {c['count']}× `{c['command'][:120]}`" for c in report["top_commands"]] \
+        or ["- none"]
+    lines += ["", "## Denied calls"]
+    lines += [f"- {d['at']} {d['tool']} `{(d['subject'] or '')[:80]}`: {d['reason']}"
+              for d in report["denied"]] or ["- none"]
+    if report["patch_repeats"]:
+        lines += ["", "## Repeated patches"]
+        lines += [f"- {p['count']}× {p['path']}" for p in report["patch_repeats"]]
+    lines += ["", "## Tokens and cost",
+              f"- {report['tokens']:,} tokens, ${report['cost_usd']:.4f} (measured from the "
+              "transcripts, priced per model with both cache-write rates)"]
+    lines += [f"  - {model}: ${counts.get('cost_usd', 0):.4f}"
+              for model, counts in sorted(report["models"].items())]
+    hook = report["hook_ms"]
+    if hook["calls"]:
+        lines += ["", f"PreToolUse hook (in process): p50 {hook['p50']} ms, p95 {hook['p95']} ms "
+                      f"over {hook['calls']} calls."]
+    return "\n".join(lines) + "\n"
+
+
+def reset(conn: Any, run_key: str) -> int:
+    """Forget a run's counts, calls, red tests and usage; returns the calls removed."""
+    from clavain.store.db import transaction
+
+    with transaction(conn):
+        removed = conn.execute("DELETE FROM budget_calls WHERE run_key = ?", (run_key,)).rowcount
+        for table in ("budget_red_tests", "budget_usage", "budget_runs"):
+            conn.execute(f"DELETE FROM {table} WHERE run_key = ?", (run_key,))
+    return removed
+
+
+def _open(state: Any) -> Any:
+    from clavain.store.db import connect
+
+    if not state.db.exists():
+        raise ClavainError("no budget runs yet: budgets are counted by the PreToolUse hook in "
+                           "a project with a .clavain/ folder")
+    return connect(state.db)
+
+
+def project_report(state: Any, run_key: str | None = None) -> dict[str, Any]:
+    """The report of `run_key`, else of the current run, with the limits that apply now."""
+    from clavain.guards.gate import run_context
+
+    conn = _open(state)
+    try:
+        context = run_context(state, None)
+        sprint = context["run_key"][len("sprint:"):] \
+            if context["run_key"].startswith("sprint:") else None
+        run_key = run_key or current_run(conn, sprint)
+        if run_key is None:
+            raise ClavainError("no budget runs yet: nothing has been counted in this project")
+        return build(conn, run_key, context["limits"])
+    finally:
+        conn.close()
+
+
+def project_reset(state: Any, run_key: str | None = None) -> dict[str, Any]:
+    report = project_report(state, run_key)
+    conn = _open(state)
+    try:
+        return {"run": report["run"], "calls_removed": reset(conn, report["run"])}
+    finally:
+        conn.close()
