@@ -259,6 +259,11 @@ def main(argv: list[str] | None = None) -> int:
         for folder in (project, home, data):
             folder.mkdir()
         subprocess.run(["git", "init", "-q", str(project)], check=True)
+        # Clavain state with room in the budgets: PreToolUse counts each call in the database
+        # (the repeat guard still denies the same command after a few runs: the same work).
+        (project / ".clavain").mkdir()
+        (project / ".clavain" / "config.json").write_text(json.dumps(
+            {"budgets": {"maxCommands": 1_000_000, "maxTestRuns": 1_000_000}}), encoding="utf-8")
         transcript = home / ".claude" / "projects" / "bench" / "session.jsonl"
         transcript.parent.mkdir(parents=True)
         transcript.write_text("", encoding="utf-8")

@@ -102,10 +102,31 @@ def _schema(state: StatePaths) -> dict[str, Any]:
                 version=current, latest=latest)
 
 
+def _hook_cost(state: StatePaths) -> dict[str, Any]:
+    """What the PreToolUse hook costs here: its own time per call (as each call recorded it,
+    after the interpreter started), over the last 500 calls."""
+    version = db.schema_version(state.db)
+    if version is None or version < 3:
+        return _row("hook_cost", OK, "no tool call counted yet")
+    conn = db.connect_readonly(state.db)
+    try:
+        times = sorted(row[0] for row in conn.execute(
+            "SELECT hook_ms FROM (SELECT hook_ms FROM budget_calls WHERE hook_ms IS NOT NULL "
+            "ORDER BY id DESC LIMIT 500)"))
+    finally:
+        conn.close()
+    if not times:
+        return _row("hook_cost", OK, "no tool call counted yet")
+    p50, p95 = times[len(times) // 2], times[min(len(times) - 1, int(0.95 * len(times)))]
+    return _row("hook_cost", OK, f"PreToolUse p50 {p50:.1f} ms, p95 {p95:.1f} ms over "
+                f"{len(times)} calls (in process; an interpreter start adds ~10-20 ms)",
+                p50_ms=p50, p95_ms=p95, calls=len(times))
+
+
 def run(state: StatePaths | None = None) -> dict[str, Any]:
     state = state or StatePaths.discover()
     checks = [_python(), _venv(), _dependencies(), _claude(), _plugin_root(), _state(state),
-              _config(state), _schema(state)]
+              _config(state), _schema(state), _hook_cost(state)]
     healthy = all(row["status"] != FAIL for row in checks)
     return {"version": __version__, "healthy": healthy, "checks": checks}
 

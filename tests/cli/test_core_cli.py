@@ -80,7 +80,7 @@ def test_doctor_json_reports_every_check(run_cli, extra_env) -> None:
     report = json.loads(result.stdout)
     names = [row["check"] for row in report["checks"]]
     assert names == ["python", "venv", "dependencies", "claude", "plugin_root", "state_dir",
-                     "config", "schema"]
+                     "config", "schema", "hook_cost"]
     assert report["version"] == __version__
     assert result.returncode == (0 if report["healthy"] else 1)
     deps = next(row for row in report["checks"] if row["check"] == "dependencies")
@@ -101,6 +101,26 @@ def test_doctor_reports_schema_after_db_exists(run_cli, project: Path) -> None:
     report = json.loads(run_cli("doctor", "--json").stdout)
     schema = next(row for row in report["checks"] if row["check"] == "schema")
     assert schema["version"] == db.latest_version() and schema["status"] == "ok"
+
+
+def test_doctor_shows_what_the_budget_hook_costs(run_cli, project: Path) -> None:
+    from clavain.guards import budget, policy
+    from clavain.guards.commands import compile_patterns
+    from clavain.store import db
+
+    conn = db.connect(project / ".clavain" / "state.sqlite")
+    limits, _ = policy.resolve({}, {})
+    for index in range(20):
+        call = budget.describe("Bash", {"command": f"ls {index}"}, compile_patterns([]))
+        budget.check(conn, run_key="session:s", session_id="s", call=call, limits=limits,
+                     problems=[])
+        conn.execute("UPDATE budget_calls SET hook_ms = ? WHERE id = last_insert_rowid()",
+                     (float(index + 1),))
+    conn.close()
+    report = json.loads(run_cli("doctor", "--json").stdout)
+    row = next(row for row in report["checks"] if row["check"] == "hook_cost")
+    assert (row["p50_ms"], row["p95_ms"], row["calls"]) == (11.0, 20.0, 20)
+    assert "PreToolUse p50 11.0 ms, p95 20.0 ms over 20 calls" in row["detail"]
 
 
 def test_missing_dependency_is_one_clear_line(monkeypatch, capsys) -> None:

@@ -31,6 +31,7 @@ BUDGETS = (("commands", "maxCommands", "Bash commands"),
            ("web_requests", "maxWebRequests", "web requests"),
            ("tokens", "maxTokens", "tokens"),
            ("cost_usd", "maxCostUsd", "dollars"))
+MEASURE_EVERY_SECONDS = 30
 STOP = ("Stop here: do not retry this call or work around it. Return partial success (what is "
         "done, what is left and why) or escalate to a person.")
 
@@ -48,7 +49,7 @@ def describe(tool: str, tool_input: object, patterns: list) -> dict:
             "tests": 0, "changed": False}
     if tool == "Bash":
         command = text("command")
-        tests = len(commands.test_parts(command, patterns))
+        tests = len(commands.find_test_runs(command, patterns))
         call.update(kind="test" if tests else "command", subject=command, tests=tests,
                     fingerprint=commands.fingerprint(command),
                     changed=commands.may_change_files(command, patterns))
@@ -85,9 +86,11 @@ def _edit_texts(tool: str, data: dict) -> tuple[str, str]:
 def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dict,
           problems: list[str], now: datetime | None = None, started: float | None = None
           ) -> dict:
-    """{"decision": allow | warn | deny, "reason": text or None} for one tool call, recorded
-    with its counts (a denied call counts nothing) and, given the hook's `perf_counter` start,
-    the hook's own time. Runs its own transaction."""
+    """{"decision": allow | warn | deny, "reason": text or None, "measure": bool} for one tool
+    call, recorded with its counts (a denied call counts nothing) and, given the hook's
+    `perf_counter` start, the hook's own time. `measure` is True for the one call in
+    MEASURE_EVERY_SECONDS that should start measuring the run's tokens (claimed in the same
+    transaction, so parallel calls start one measurement). Runs its own transaction."""
     from clavain.store.db import transaction
 
     now = now or datetime.now(timezone.utc)
@@ -114,9 +117,13 @@ def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dic
             " changed, decision, reason, hook_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_key, at, session_id, call["tool"], call["kind"], call["subject"],
              call["fingerprint"], int(call["changed"]), decision, reason, hook_ms))
-        conn.execute("UPDATE budget_runs SET warned_json = ?, updated_at = ? WHERE run_key = ?",
-                     (json.dumps(sorted(warned)), at, run_key))
-    return {"decision": decision, "reason": reason}
+        measure = run["measured_at"] is None or run["measured_at"] < (
+            now - timedelta(seconds=MEASURE_EVERY_SECONDS)).isoformat(
+            timespec="milliseconds").replace("+00:00", "Z")
+        conn.execute("UPDATE budget_runs SET warned_json = ?, updated_at = ?, "
+                     "measured_at = CASE WHEN ? THEN ? ELSE measured_at END WHERE run_key = ?",
+                     (json.dumps(sorted(warned)), at, measure, at, run_key))
+    return {"decision": decision, "reason": reason, "measure": measure}
 
 
 def _used(run, column: str) -> float:

@@ -1,6 +1,11 @@
 """Budgets at the hooks: which run a tool call belongs to, its limits, and the PreToolUse /
 PostToolUse steps the hooks (and the coming supervisor) call.
 
+Tokens and dollars are measured from the transcripts by a detached process that a tool call
+starts at most every 30 s (`usage.start_measuring`): a hook per tool call after the tool ran
+cost ~20 ms of CPU per call on a two-core machine, even async. A test that passes again needs
+no hook: a red record only matches while nothing has changed since it failed.
+
 Budgets apply where Clavain keeps state (a `.clavain/` folder): no session in another project
 gets a database it never asked for. The run is the active sprint (`sprint:<id>`, its complexity
 setting the scope), else the session (`session:<id>`), so one session's counts never reach
@@ -85,6 +90,11 @@ def pre_tool_use(payload: dict) -> dict | None:
                               started=started)
     finally:
         conn.close()
+    transcript = _text(payload.get("transcript_path"))
+    if result["measure"] and transcript:
+        from clavain.guards.usage import start_measuring
+
+        start_measuring(state, context["run_key"], transcript)
     if result["decision"] == "deny":
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                        "permissionDecision": "deny",
@@ -95,12 +105,14 @@ def pre_tool_use(payload: dict) -> dict | None:
     return None
 
 
-def post_tool_use(payload: dict, *, failed: bool) -> None:
-    """After a tool ran (async: the model is not waiting): remember a red or green test, and
-    measure the run's tokens and cost from the session's transcripts."""
-    from clavain.guards import budget, usage
+def post_tool_use_failure(payload: dict) -> None:
+    """After a Bash call failed (async: the model is not waiting): a test command among them is
+    remembered red, so running it again with nothing changed is caught."""
+    from clavain.guards import budget
     from clavain.hooks import payload_cwd
 
+    if payload.get("tool_name") != "Bash":
+        return
     state = StatePaths.discover(payload_cwd(payload))
     if not state.root.is_dir() or not os.path.exists(state.db):
         return
@@ -109,21 +121,12 @@ def post_tool_use(payload: dict, *, failed: bool) -> None:
         return
     from clavain.store import db
 
+    call = budget.describe("Bash", payload.get("tool_input"), context["patterns"])
     conn = db.connect(state.db)
     try:
-        if payload.get("tool_name") == "Bash":
-            call = budget.describe("Bash", payload.get("tool_input"), context["patterns"])
-            budget.record_result(conn, run_key=context["run_key"], call=call,
-                                 failed=failed or _bash_failed(payload.get("tool_response")))
-        transcript = _text(payload.get("transcript_path"))
-        if transcript:
-            usage.measure(conn, run_key=context["run_key"], transcript=transcript)
+        budget.record_result(conn, run_key=context["run_key"], call=call, failed=True)
     finally:
         conn.close()
-
-
-def _bash_failed(response: object) -> bool:
-    return isinstance(response, dict) and bool(response.get("interrupted"))
 
 
 def _text(value: object) -> str | None:

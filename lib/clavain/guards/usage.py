@@ -2,14 +2,16 @@
 
 A session's usage is its transcript plus its subagents' (deduplicated like the verdicts' token
 counts: one entry per API response), priced per model with both cache-write rates
-(`pricing`). A run (a sprint can span sessions) sums its sessions. Runs in the async
-PostToolUse hook: the model never waits for it, and PreToolUse compares the last measured
-figures with the limits.
+(`pricing`). A run (a sprint can span sessions) sums its sessions. PreToolUse starts a
+measurement at most every 30 s as a detached process (`start_measuring`): the model never waits
+for it, and later calls compare the last measured figures with the limits.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 from clavain.clock import now_iso
@@ -54,3 +56,37 @@ def measure(conn, *, run_key: str, transcript: str) -> None:
             "WHERE run_key = ?1), cost_usd = (SELECT coalesce(sum(cost_usd), 0) FROM "
             "budget_usage WHERE run_key = ?1), updated_at = ?2 WHERE run_key = ?1",
             (run_key, at))
+
+
+def start_measuring(state, run_key: str, transcript: str) -> None:
+    """Measure in a detached process (`python -S`, its own session, no pipes): the hook returns
+    at once and the process outlives it."""
+    import subprocess
+
+    lib = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    code = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
+            "from clavain.guards.usage import main; main(sys.argv[2:])")
+    subprocess.Popen([sys.executable, "-S", "-c", code, lib, str(state.project), run_key,
+                      transcript], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                     cwd=str(state.project))
+
+
+def main(argv: list[str]) -> None:
+    """The detached measurement: `PROJECT RUN_KEY TRANSCRIPT`. A failure is one line in the
+    project's hooks.log, never an exception (nobody would read it)."""
+    project, run_key, transcript = argv
+    try:
+        from clavain.paths import StatePaths
+        from clavain.store import db
+
+        state = StatePaths.discover(project)
+        conn = db.connect(state.db)
+        try:
+            measure(conn, run_key=run_key, transcript=transcript)
+        finally:
+            conn.close()
+    except Exception as exc:
+        from clavain.hooks import log_failure
+
+        log_failure("usage", f"{type(exc).__name__}: {exc}", {"cwd": project})

@@ -16,7 +16,7 @@ import sys
 import time
 
 # The events hooks/hooks.json registers; anything else is logged and ignored.
-EVENTS = ("SessionStart", "PreCompact", "Stop", "SubagentStop", "PreToolUse", "PostToolUse",
+EVENTS = ("SessionStart", "PreCompact", "Stop", "SubagentStop", "PreToolUse",
           "PostToolUseFailure")
 
 

@@ -1,10 +1,10 @@
-"""PostToolUseFailure (async): a test command that failed is remembered red, so running it again
-with nothing changed is caught (`clavain.guards.gate.post_tool_use`)."""
+"""PostToolUseFailure (async, Bash): a test command that failed is remembered red, so running it
+again with nothing changed is caught (`clavain.guards.gate.post_tool_use_failure`)."""
 
 from __future__ import annotations
 
 
 def handle(payload: dict) -> None:
-    from clavain.guards.gate import post_tool_use
+    from clavain.guards.gate import post_tool_use_failure
 
-    post_tool_use(payload, failed=True)
+    post_tool_use_failure(payload)

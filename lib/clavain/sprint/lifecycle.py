@@ -115,16 +115,13 @@ def done(state: StatePaths, step: str, *, plan_path: str | None = None,
 
 def finish(state: StatePaths, active: dict[str, Any], *, outcome: str) -> str:
     """Archive the sprint with its summary; returns the archive folder."""
-    from clavain.fsutil import write_json_atomic
-    from clavain.sprint.summary import summarize
+    from clavain.fsutil import write_atomic, write_json_atomic
+    from clavain.sprint.summary import budget_report, summarize
 
     summary = summarize(state, active)
+    report = budget_report(state, active["sprint_id"])  # while the sprint's limits still apply
     folder = store.archive(state, active, outcome)
     write_json_atomic(state.project / folder / "summary.json", summary, inside=state.root)
-    from clavain.fsutil import write_atomic
-    from clavain.sprint.summary import budget_report
-
-    report = budget_report(state, active["sprint_id"])
     if report is not None:
         from clavain.guards.report import render
 

@@ -4,7 +4,8 @@
 -- Counters are updated inside the hook's one BEGIN IMMEDIATE transaction, so parallel tool
 -- calls lose no count. `changes` counts calls that may have changed files (edits, and Bash
 -- commands that are neither tests nor plain reads): a red test re-run with no change since is
--- a loop. tokens / cost_usd are measured from the transcripts after tool calls.
+-- a loop. tokens / cost_usd are measured from the transcripts by a detached process that a
+-- tool call starts at most every 30 s (measured_at is when the last one was started).
 CREATE TABLE budget_runs (
   run_key       TEXT PRIMARY KEY,
   started_at    TEXT NOT NULL,
@@ -15,6 +16,7 @@ CREATE TABLE budget_runs (
   changes       INTEGER NOT NULL DEFAULT 0,
   tokens        INTEGER NOT NULL DEFAULT 0,
   cost_usd      REAL NOT NULL DEFAULT 0,
+  measured_at   TEXT,
   warned_json   TEXT NOT NULL DEFAULT '[]'   -- budgets already warned about at 80 %
 );
 

@@ -1,0 +1,69 @@
+"""`clavain budget status|reset` and `clavain report` on a real project."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clavain.guards import budget, policy
+from clavain.guards.commands import compile_patterns
+from clavain.store import db
+
+
+def _calls(project: Path, run: str, commands: list[str], **settings) -> None:
+    (project / ".clavain").mkdir(exist_ok=True)
+    conn = db.connect(project / ".clavain" / "state.sqlite")
+    limits, _ = policy.resolve(settings, {})
+    for command in commands:
+        call = budget.describe("Bash", {"command": command}, compile_patterns([]))
+        budget.check(conn, run_key=run, session_id=None, call=call, limits=limits, problems=[],
+                     started=0.0)
+    conn.close()
+
+
+def test_status_report_and_reset(project: Path, run_cli, cli_json) -> None:
+    _calls(project, "session:s1", ["pytest", "pytest", "ls", "pytest"], maxCommands=3)
+    status = cli_json("budget", "status")
+    assert status["run"] == "session:s1" and status["profile"] == "strict"
+    assert status["budgets"][0] == {"budget": "Bash commands", "used": 3, "limit": 45}
+    table = run_cli("budget", "status").stdout
+    assert "Bash commands" in table and "LEFT" in table
+    report = cli_json("report")
+    assert report["top_commands"][0] == {"command": "pytest", "count": 3}
+    text = run_cli("report").stdout
+    assert "## Budgets" in text and "- Bash commands: 3 / 45" in text and "3× `pytest`" in text
+    assert "## Tokens and cost" in text
+    assert cli_json("budget", "reset") == {"run": "session:s1", "calls_removed": 4}
+    failed = run_cli("budget", "status")
+    assert failed.returncode == 2 and "nothing has been counted" in failed.stderr
+
+
+def test_the_active_sprint_is_the_current_run(project: Path, cli_json, run_cli) -> None:
+    started = cli_json("sprint", "start", "--complexity", "4", "rework the billing service")
+    _calls(project, "session:old", ["ls"])
+    _calls(project, f"sprint:{started['sprint_id']}", ["make test"])
+    status = cli_json("budget", "status")
+    assert status["run"] == f"sprint:{started['sprint_id']}" and status["scope"] == "large"
+    other = cli_json("report", "--run", "session:old")
+    assert other["run"] == "session:old"
+    missing = run_cli("report", "--run", "session:nope")
+    assert missing.returncode == 2 and "no budget run 'session:nope'" in missing.stderr
+
+
+def test_a_finished_sprint_keeps_its_report(project: Path, cli_json) -> None:
+    started = cli_json("sprint", "start", "--complexity", "2", "rename foo")
+    _calls(project, f"sprint:{started['sprint_id']}", ["pytest", "pytest"])
+    summary = cli_json("sprint", "summary")
+    assert summary["budgets"][1] == {"budget": "test runs", "used": 2, "limit": 5}
+    cli_json("sprint", "abandon")
+    report = (project / ".clavain" / "runs" / started["sprint_id"] / "report.md").read_text()
+    assert "- Test runs: 2 / 5" in report
+    archived = json.loads((project / ".clavain" / "runs" / started["sprint_id"] /
+                           "summary.json").read_text())
+    assert archived["budgets"][0]["used"] == 2
+
+
+def test_no_database_is_a_clear_error(run_cli) -> None:
+    result = run_cli("report", "--json")
+    assert result.returncode == 2
+    assert "no budget runs yet" in json.loads(result.stdout)["error"]

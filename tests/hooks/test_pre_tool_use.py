@@ -1,0 +1,145 @@
+"""The budget hooks as the host runs them: PreToolUse denies with the host's JSON, fails open on
+a broken database, stays stdlib-only; the async PostToolUse hooks remember red tests and measure
+tokens and cost from the transcript."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from clavain.store import db
+
+from .conftest import REPO, payload_for
+
+
+def _project(tmp_path: Path, config: dict | None = None) -> Path:
+    project = tmp_path / "project"
+    (project / ".clavain").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    if config is not None:
+        (project / ".clavain" / "config.json").write_text(json.dumps(config))
+    return project
+
+
+def _payload(project: Path, tool: str, tool_input: dict, session: str = "s1", **extra) -> dict:
+    return {**payload_for("PreToolUse", project), "session_id": session,
+            "hook_event_name": "PreToolUse", "tool_name": tool, "tool_input": tool_input,
+            **extra}
+
+
+def _pre(run_hook, project: Path, tool: str, tool_input: dict, env=None, **extra):
+    result = run_hook("PreToolUse", _payload(project, tool, tool_input, **extra), cwd=project,
+                      env=env)
+    assert result.returncode == 0 and result.stderr == ""
+    return json.loads(result.stdout)["hookSpecificOutput"] if result.stdout else None
+
+
+def test_the_fourth_command_is_denied_with_a_reason(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path, {"budgets": {"maxCommands": 3}})
+    outputs = [_pre(run_hook, project, "Bash", {"command": f"ls {i}"}) for i in range(4)]
+    assert outputs[:2] == [None, None]
+    assert outputs[2]["additionalContext"].startswith("Clavain budget: Bash commands 3 of 3")
+    assert outputs[3]["permissionDecision"] == "deny"
+    assert "Bash commands 3 of 3 used" in outputs[3]["permissionDecisionReason"]
+    # The env beats the config file.
+    assert _pre(run_hook, project, "Bash", {"command": "ls"}, session="s2",
+                env={"CLAVAIN_BUDGET_MAX_COMMANDS": "0"})["permissionDecision"] == "deny"
+
+
+def test_a_project_without_clavain_state_is_left_alone(run_hook, tmp_path: Path) -> None:
+    project = tmp_path / "plain"
+    project.mkdir()
+    assert _pre(run_hook, project, "Bash", {"command": "ls"}) is None
+    assert not (project / ".clavain").exists()
+
+
+def test_disabled_budgets_count_nothing(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path, {"budgets": {"enabled": False, "maxCommands": 0}})
+    assert _pre(run_hook, project, "Bash", {"command": "ls"}) is None
+    assert not (project / ".clavain" / "state.sqlite").exists()
+
+
+def test_a_broken_database_fails_open_and_is_logged(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path, {"budgets": {"maxCommands": 0}})
+    (project / ".clavain" / "state.sqlite").write_bytes(b"not a database at all" * 50)
+    assert _pre(run_hook, project, "Bash", {"command": "ls"}) is None  # the tool runs
+    log = (project / ".clavain" / "logs" / "hooks.log").read_text()
+    assert "PreToolUse" in log and "DatabaseError" in log
+
+
+def test_a_bad_config_is_one_warning_and_the_defaults(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path, {"budgets": {"profile": "reckless", "maxCommands": "x"}})
+    first = _pre(run_hook, project, "Bash", {"command": "ls"})
+    assert "budget profile 'reckless'" in first["additionalContext"]
+    assert "maxCommands 'x'" in first["additionalContext"]
+    assert _pre(run_hook, project, "Bash", {"command": "ls 2"}) is None  # warned once
+    (project / ".clavain" / "config.json").write_text("{broken")
+    warned = _pre(run_hook, project, "Bash", {"command": "ls 3"}, session="s3")
+    assert "unreadable" in warned["additionalContext"]
+
+
+def test_a_failed_test_rerun_unchanged_is_denied_in_yolo(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path, {"budgets": {"profile": "yolo"}})
+    command = {"command": "pytest -q"}
+    assert _pre(run_hook, project, "Bash", command) is None
+    failure = {**_payload(project, "Bash", command), "hook_event_name": "PostToolUseFailure",
+               "error": "Exit code 1\nFAILED", "is_interrupt": False}
+    assert run_hook("PostToolUseFailure", failure, cwd=project).returncode == 0
+    denied = _pre(run_hook, project, "Bash", command)
+    assert denied["permissionDecision"] == "deny"
+    assert "failed and nothing has changed" in denied["permissionDecisionReason"]
+
+
+def test_tokens_and_cost_are_measured_in_the_background(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_text(json.dumps({"type": "assistant", "requestId": "r1", "message": {
+        "id": "m1", "model": "claude-sonnet-4-5", "usage": {
+            "input_tokens": 1000, "output_tokens": 1000, "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": 0}}}) + "\n")
+    _pre(run_hook, project, "Bash", {"command": "ls"}, transcript_path=str(transcript))
+    conn = db.connect(project / ".clavain" / "state.sqlite")
+    deadline = time.monotonic() + 30
+    while conn.execute("SELECT tokens FROM budget_runs").fetchone()["tokens"] == 0:
+        assert time.monotonic() < deadline, "the measurement never landed"
+        time.sleep(0.1)
+    row = conn.execute("SELECT tokens, cost_usd, measured_at FROM budget_runs").fetchone()
+    assert row["tokens"] == 2000 and row["cost_usd"] == pytest.approx(0.018)
+    # The next call within 30 s starts no second measurement.
+    measured_at = row["measured_at"]
+    _pre(run_hook, project, "Bash", {"command": "ls 2"}, transcript_path=str(transcript))
+    assert conn.execute("SELECT measured_at FROM budget_runs").fetchone()[0] == measured_at
+    assert not (project / ".clavain" / "logs" / "hooks.log").exists()
+
+
+def test_spent_dollars_deny_the_next_call(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path, {"budgets": {"maxCostUsd": 0.01}})
+    _pre(run_hook, project, "Bash", {"command": "ls"})
+    conn = db.connect(project / ".clavain" / "state.sqlite")
+    conn.execute("UPDATE budget_runs SET cost_usd = 0.02")
+    denied = _pre(run_hook, project, "Edit", {"file_path": "a", "old_string": "x",
+                                              "new_string": "y"})
+    assert denied["permissionDecision"] == "deny"
+    assert "dollars $0.02 of $0.01" in denied["permissionDecisionReason"]
+
+
+def test_the_hot_path_is_stdlib_only(tmp_path: Path) -> None:
+    project = _project(tmp_path, {"budgets": {"maxCommands": 5}})
+    env = dict(os.environ, PYTHONPATH=str(REPO / "lib"), CLAUDE_PROJECT_DIR=str(project),
+               CLAVAIN_BOOTSTRAP="0")
+    for _ in range(2):  # the second run is the steady state (no migration)
+        result = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "clavain.hooks", "PreToolUse"],
+            input=json.dumps(_payload(project, "Bash", {"command": "pytest -q"})),
+            capture_output=True, text=True, env=env, cwd=project, timeout=60)
+    names = {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines()
+             if line.startswith("import time:") and "|" in line}
+    assert "clavain.guards.budget" in names
+    forbidden = {"pydantic", "jsonschema", "filelock", "clavain.models", "shlex", "typing"}
+    assert not names & forbidden, names & forbidden

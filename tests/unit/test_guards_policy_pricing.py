@@ -1,0 +1,130 @@
+"""Budget arithmetic per profile × scope with config and env overrides (bad values named, never
+a crash), and pricing with both cache-write rates."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from clavain.guards import policy, pricing
+from clavain.guards.usage import session_cost
+
+
+@pytest.mark.parametrize(("profile", "scope", "expected"), [
+    ("strict", "large", (60, 10, 30)),   # the seed's figures
+    ("yolo", "tiny", (20, 2, 10)),
+    ("strict", "tiny", (30, 5, 15)),
+    ("smoke", "medium", (15, 2, 8)),
+])
+def test_profile_and_scope_set_the_defaults(profile, scope, expected) -> None:
+    limits, problems = policy.resolve({"profile": profile, "scope": scope}, {})
+    assert (limits["maxCommands"], limits["maxTestRuns"], limits["maxWebRequests"]) == expected
+    assert problems == []
+
+
+def test_every_profile_is_at_most_as_generous_as_strict() -> None:
+    for scope in policy.SCOPES:
+        strict = policy.LIMITS[("strict", scope)]
+        for profile in ("yolo", "smoke"):
+            assert all(a <= b for a, b in zip(policy.LIMITS[(profile, scope)], strict,
+                                              strict=True))
+    for profile in policy.PROFILES:  # a bigger job gets more room
+        rows = [policy.LIMITS[(profile, scope)] for scope in policy.SCOPES]
+        assert rows == sorted(rows)
+
+
+@pytest.mark.parametrize(("complexity", "scope"), [(1, "tiny"), (2, "tiny"), (3, "medium"),
+                                                    (4, "large"), (5, "large")])
+def test_the_sprints_complexity_sets_the_scope(complexity: int, scope: str) -> None:
+    limits, _ = policy.resolve({"scope": "tiny"}, {}, complexity)
+    assert limits["scope"] == scope
+
+
+def test_no_sprint_and_no_setting_is_strict_medium() -> None:
+    limits, problems = policy.resolve(None, {})
+    assert (limits["profile"], limits["scope"], limits["maxCommands"]) == ("strict", "medium", 45)
+    assert limits["enabled"] and limits["maxPatchRepeats"] == 2 and problems == []
+
+
+def test_env_beats_config_beats_defaults() -> None:
+    settings = {"maxCommands": 7, "maxCostUsd": 2.5, "profile": "yolo"}
+    limits, _ = policy.resolve(settings, {})
+    assert (limits["maxCommands"], limits["maxCostUsd"], limits["profile"]) == (7, 2.5, "yolo")
+    env = {"CLAVAIN_BUDGET_MAX_COMMANDS": "3", "CLAVAIN_BUDGET_MAX_COST_USD": "0.5",
+           "CLAVAIN_BUDGET_PROFILE": "smoke", "CLAVAIN_BUDGET_MAX_TOKENS": "1000",
+           "CLAVAIN_BUDGET_MAX_TEST_RUNS": "1", "CLAVAIN_BUDGET_MAX_WEB_REQUESTS": "0"}
+    limits, problems = policy.resolve(settings, env)
+    assert (limits["maxCommands"], limits["maxCostUsd"], limits["profile"], limits["maxTokens"],
+            limits["maxTestRuns"], limits["maxWebRequests"]) == (3, 0.5, "smoke", 1000, 1, 0)
+    assert problems == []
+
+
+@pytest.mark.parametrize(("settings", "env", "named"), [
+    ({"profile": "reckless"}, {}, "budget profile 'reckless'"),
+    ({"scope": "huge"}, {}, "budget scope 'huge'"),
+    ({"maxCommands": -1}, {}, "maxCommands -1"),
+    ({"maxCommands": 2.5}, {}, "maxCommands 2.5"),
+    ({"maxCommands": True}, {}, "maxCommands True"),
+    ({}, {"CLAVAIN_BUDGET_MAX_COMMANDS": "lots"}, "maxCommands 'lots'"),
+    ({}, {"CLAVAIN_BUDGET_MAX_COST_USD": "nan"}, "maxCostUsd 'nan'"),
+    ({"maxPatchRepeats": "x"}, {}, "maxPatchRepeats 'x'"),
+])
+def test_a_bad_value_is_named_and_its_default_used(settings, env, named) -> None:
+    limits, problems = policy.resolve(settings, env)
+    assert len(problems) == 1 and named in problems[0]
+    assert limits["profile"] in policy.PROFILES and limits["maxCommands"] >= 0
+    assert limits["maxPatchRepeats"] >= 0
+
+
+def test_enabled_false_and_odd_settings() -> None:
+    assert policy.resolve({"enabled": False}, {})[0]["enabled"] is False
+    assert policy.resolve({"testPatterns": "pytest"}, {})[0]["testPatterns"] == []
+    assert policy.resolve("not a dict", {})[1] == []
+
+
+def test_prices_both_cache_write_rates() -> None:
+    one_million = 1_000_000
+    cost = pricing.cost_usd("claude-sonnet-4-5-20250929", input_tokens=one_million,
+                            output_tokens=one_million, cache_write_5m=one_million,
+                            cache_write_1h=one_million, cache_read=one_million)
+    assert cost == pytest.approx(3 + 15 + 3.75 + 6 + 0.30)
+    assert pricing.rates("claude-opus-4-1-20250805") == (15.0, 75.0, 18.75, 30.0, 1.50)
+    assert pricing.rates("claude-opus-4-5-20251101")[0] == 5.0  # longest prefix wins
+    assert pricing.rates("claude-opus-9-0") == pricing.PRICES["claude-opus-5-5"]  # family
+    assert pricing.rates("some-new-model") == pricing.PRICES[pricing.FALLBACK]
+    for model, (price_in, _, write_5m, write_1h, read) in pricing.PRICES.items():
+        if model == "claude-3-haiku":  # the official table lists $0.30, not 1.25 x $0.25
+            continue
+        assert write_5m == pytest.approx(1.25 * price_in)
+        assert write_1h == pytest.approx(2 * price_in)
+        assert read < price_in
+
+
+def _assistant(message_id: str, model: str, **usage: object) -> str:
+    return json.dumps({"type": "assistant", "requestId": f"req-{message_id}", "message": {
+        "id": message_id, "model": model, "usage": usage}})
+
+
+def test_session_cost_prices_the_1h_share_of_cache_writes_apart(tmp_path: Path) -> None:
+    transcript = tmp_path / "s.jsonl"
+    line = _assistant("m1", "claude-sonnet-4-5", input_tokens=1000, output_tokens=500,
+                      cache_creation_input_tokens=4000, cache_read_input_tokens=10000,
+                      cache_creation={"ephemeral_5m_input_tokens": 1000,
+                                      "ephemeral_1h_input_tokens": 3000})
+    transcript.write_text(line + "\n" + line + "\n")  # one line per content block: counted once
+    agent = tmp_path / "s" / "subagents" / "agent-a.jsonl"
+    agent.parent.mkdir(parents=True)
+    agent.write_text(_assistant("m2", "claude-haiku-4-5", input_tokens=100, output_tokens=10,
+                                cache_creation_input_tokens=0, cache_read_input_tokens=0) + "\n")
+    tokens, dollars, per_model = session_cost(transcript)
+    assert tokens == 15500 + 110
+    sonnet = (1000 * 3 + 500 * 15 + 1000 * 3.75 + 3000 * 6 + 10000 * 0.30) / 1e6
+    haiku = (100 * 1 + 10 * 5) / 1e6
+    assert dollars == pytest.approx(sonnet + haiku)
+    assert per_model["claude-sonnet-4-5"]["cache_write_1h_tokens"] == 3000
+    assert per_model["claude-sonnet-4-5"]["cache_write_5m_tokens"] == 1000
+    # Priced as if every write were a 5-minute one, the session would look cheaper.
+    flat = (1000 * 3 + 500 * 15 + 4000 * 3.75 + 10000 * 0.30) / 1e6
+    assert flat < sonnet
