@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-STATE_DIR_NAME = ".clavain"
+from clavain.locate import STATE_DIR_NAME  # noqa: F401  (re-exported)
 
 # Parts of .clavain/ that are machine state, not something to commit.
 VOLATILE_PARTS = (
@@ -31,32 +31,12 @@ VOLATILE_PARTS = (
 )
 
 
-def _walk_up(start: Path, marker: str) -> Path | None:
-    for folder in (start, *start.parents):
-        if (folder / marker).exists():
-            return folder
-    return None
-
-
 def project_root(cwd: str | os.PathLike[str] | None = None,
                  env: Mapping[str, str] | None = None) -> Path:
-    """The project a command or hook works on.
+    """The project a command or hook works on (the rules: `clavain.locate`)."""
+    from clavain.locate import project_dir
 
-    CLAVAIN_PROJECT_DIR wins; else the nearest folder above `cwd` holding `.clavain/`;
-    else Claude Code's project dir; else the nearest git root; else `cwd` itself.
-    """
-    env = os.environ if env is None else env
-    explicit = env.get("CLAVAIN_PROJECT_DIR")
-    if explicit:
-        return Path(explicit).absolute()
-    start = Path(cwd).absolute() if cwd else Path.cwd()
-    found = _walk_up(start, STATE_DIR_NAME)
-    if found is not None and found != Path.home():
-        return found
-    claude_dir = env.get("CLAUDE_PROJECT_DIR")
-    if claude_dir:
-        return Path(claude_dir).absolute()
-    return _walk_up(start, ".git") or start
+    return Path(project_dir(cwd, env))
 
 
 class StatePaths:
@@ -99,12 +79,12 @@ class StatePaths:
         project = CLAVAIN_PROJECT_DIR or the search in `project_root`; state folder =
         CLAVAIN_STATE_DIR or `<project>/.clavain`; database = CLAVAIN_DB or
         `<state>/state.sqlite`."""
+        from clavain import locate
+
         env = os.environ if env is None else env
-        project = project_root(cwd, env)
-        explicit_root = env.get("CLAVAIN_STATE_DIR")
-        root = Path(explicit_root).absolute() if explicit_root else project / STATE_DIR_NAME
-        explicit_db = env.get("CLAVAIN_DB")
-        return cls(root, project=project, db=Path(explicit_db).absolute() if explicit_db else None)
+        project = locate.project_dir(cwd, env)
+        root = locate.state_dir(project, env)
+        return cls(root, project=project, db=locate.db_file(root, env))
 
     @property
     def workgraph_json(self) -> Path:

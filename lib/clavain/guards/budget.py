@@ -14,9 +14,7 @@ Stdlib only; callers pass the connection, the clock and the limits (`policy.reso
 
 from __future__ import annotations
 
-import json
 import time
-from datetime import datetime, timedelta, timezone
 
 from clavain.guards import commands
 from clavain.guards.policy import REPEAT_DENY, REPEAT_WARN, REPEAT_WINDOW_SECONDS, WARN_AT
@@ -84,22 +82,23 @@ def _edit_texts(tool: str, data: dict) -> tuple[str, str]:
 
 
 def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dict,
-          problems: list[str], now: datetime | None = None, started: float | None = None
+          problems: list[str], now: float | None = None, started: float | None = None
           ) -> dict:
     """{"decision": allow | warn | deny, "reason": text or None, "measure": bool} for one tool
     call, recorded with its counts (a denied call counts nothing) and, given the hook's
     `perf_counter` start, the hook's own time. `measure` is True for the one call in
     MEASURE_EVERY_SECONDS that should start measuring the run's tokens (claimed in the same
     transaction, so parallel calls start one measurement). Runs its own transaction."""
+    from clavain import fastjson
     from clavain.store.db import transaction
 
-    now = now or datetime.now(timezone.utc)
-    at = now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    now = time.time() if now is None else now
+    at = stamp(now)
     with transaction(conn):
         conn.execute("INSERT OR IGNORE INTO budget_runs (run_key, started_at, updated_at) "
                      "VALUES (?, ?, ?)", (run_key, at, at))
         run = conn.execute("SELECT * FROM budget_runs WHERE run_key = ?", (run_key,)).fetchone()
-        warned = set(json.loads(run["warned_json"]))
+        warned = set(fastjson.loads(run["warned_json"]))
         denial = _denial(conn, run, call, limits, now)
         notes = [] if denial else _loop_notes(conn, run, call, limits, now)
         denial = denial or next((note for kind, note in notes if kind == "deny"), None)
@@ -117,12 +116,11 @@ def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dic
             " changed, decision, reason, hook_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_key, at, session_id, call["tool"], call["kind"], call["subject"],
              call["fingerprint"], int(call["changed"]), decision, reason, hook_ms))
-        measure = run["measured_at"] is None or run["measured_at"] < (
-            now - timedelta(seconds=MEASURE_EVERY_SECONDS)).isoformat(
-            timespec="milliseconds").replace("+00:00", "Z")
+        measure = run["measured_at"] is None or \
+            run["measured_at"] < stamp(now - MEASURE_EVERY_SECONDS)
         conn.execute("UPDATE budget_runs SET warned_json = ?, updated_at = ?, "
                      "measured_at = CASE WHEN ? THEN ? ELSE measured_at END WHERE run_key = ?",
-                     (json.dumps(sorted(warned)), at, measure, at, run_key))
+                     (fastjson.dumps(sorted(warned)), at, measure, at, run_key))
     return {"decision": decision, "reason": reason, "measure": measure}
 
 
@@ -130,7 +128,15 @@ def _used(run, column: str) -> float:
     return run[column] or 0
 
 
-def _denial(conn, run, call: dict, limits: dict, now: datetime) -> str | None:
+def stamp(seconds: float) -> str:
+    """UTC ISO-8601 to the millisecond, like `clock.now_iso` (without `datetime`: one more
+    import on every tool call)."""
+    whole = int(seconds)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + \
+        f".{int((seconds - whole) * 1000):03d}Z"
+
+
+def _denial(conn, run, call: dict, limits: dict, now: float) -> str | None:
     where = f"({limits['profile']}/{limits['scope']}, run {run['run_key']})"
     for column, key, label in BUDGETS[3:]:
         if _used(run, column) >= limits[key]:
@@ -152,7 +158,7 @@ def _show(value: float) -> str:
     return f"${value:.2f}" if isinstance(value, float) else f"{value:,}"
 
 
-def _loop_notes(conn, run, call: dict, limits: dict, now: datetime) -> list[tuple[str, str]]:
+def _loop_notes(conn, run, call: dict, limits: dict, now: float) -> list[tuple[str, str]]:
     notes: list[tuple[str, str]] = []
     if call["kind"] == "edit":
         applied = conn.execute(
@@ -188,11 +194,10 @@ def _loop_notes(conn, run, call: dict, limits: dict, now: datetime) -> list[tupl
     return notes
 
 
-def _identical_in_a_row(conn, run_key: str, fingerprint: str, now: datetime) -> int:
+def _identical_in_a_row(conn, run_key: str, fingerprint: str, now: float) -> int:
     """Earlier runs of the same command since the last call by something else that may have
     changed files, within the window."""
-    since = (now - timedelta(seconds=REPEAT_WINDOW_SECONDS)).isoformat(timespec="milliseconds")
-    since = since.replace("+00:00", "Z")
+    since = stamp(now - REPEAT_WINDOW_SECONDS)
     repeats = 0
     for row in conn.execute("SELECT fingerprint, changed, decision, at FROM budget_calls "
                             "WHERE run_key = ? ORDER BY id DESC LIMIT ?",

@@ -15,21 +15,19 @@ the tool run: a broken budget never blocks work. Stdlib only.
 
 from __future__ import annotations
 
-import json
 import os
 import time
-
-from clavain.paths import StatePaths
 
 CONFIG_MAX_BYTES = 1 << 20
 
 
-def run_context(state: StatePaths, session_id: object) -> dict:
-    """{"run_key", "limits", "problems", "patterns"} for calls in this project now."""
+def run_context(root: str, session_id: object) -> dict:
+    """{"run_key", "limits", "problems", "patterns"} for calls in the project whose state
+    folder is `root`, now."""
     from clavain.guards import commands, policy
 
-    sprint_id, complexity = _active_sprint(state)
-    settings, problems = _budget_settings(state)
+    sprint_id, complexity = _active_sprint(root)
+    settings, problems = _budget_settings(root)
     limits, more = policy.resolve(settings, os.environ, complexity)
     session = session_id if isinstance(session_id, str) and session_id else "unknown"
     return {"run_key": f"sprint:{sprint_id}" if sprint_id else f"session:{session[:200]}",
@@ -37,27 +35,32 @@ def run_context(state: StatePaths, session_id: object) -> dict:
             "patterns": commands.compile_patterns(limits["testPatterns"])}
 
 
-def _active_sprint(state: StatePaths) -> tuple[str | None, object]:
+def _active_sprint(root: str) -> tuple[str | None, object]:
     """(sprint id, complexity) from the checkpoint, read without its schema check (this runs on
     every tool call; a damaged checkpoint is `clavain sprint`'s to report, not a budget's)."""
+    from clavain import fastjson
+
     try:
-        with open(state.sprint_checkpoint, "rb") as handle:
-            checkpoint = json.loads(handle.read(CONFIG_MAX_BYTES))
-    except (OSError, ValueError):
+        with open(os.path.join(root, "checkpoint.json"), "rb") as handle:
+            checkpoint = fastjson.loads(handle.read(CONFIG_MAX_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         return None, None
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("sprint_id"), str):
         return None, None
     return checkpoint["sprint_id"], checkpoint.get("complexity")
 
 
-def _budget_settings(state: StatePaths) -> tuple[object, list[str]]:
+def _budget_settings(root: str) -> tuple[object, list[str]]:
+    from clavain import fastjson
+
+    path = os.path.join(root, "config.json")
     try:
-        with open(state.config, "rb") as handle:
-            config = json.loads(handle.read(CONFIG_MAX_BYTES))
+        with open(path, "rb") as handle:
+            config = fastjson.loads(handle.read(CONFIG_MAX_BYTES).decode("utf-8"))
     except FileNotFoundError:
         return None, []
-    except (OSError, ValueError) as exc:
-        return None, [f"{state.config} is unreadable ({type(exc).__name__}); defaults used"]
+    except (OSError, ValueError, RecursionError) as exc:
+        return None, [f"{path} is unreadable ({type(exc).__name__}); defaults used"]
     budgets = config.get("budgets") if isinstance(config, dict) else None
     if budgets is not None and not isinstance(budgets, dict):
         return None, ["config.json: budgets must be an object; defaults used"]
@@ -73,16 +76,20 @@ def pre_tool_use(payload: dict) -> dict | None:
     tool = payload.get("tool_name")
     if tool not in budget.COUNTED_TOOLS:
         return None
-    state = StatePaths.discover(payload_cwd(payload))
-    if not state.root.is_dir():
+    from clavain import locate
+
+    # `locate`, not `paths.StatePaths`: `pathlib` alone would cost more than the whole check.
+    project = locate.project_dir(payload_cwd(payload))
+    root = locate.state_dir(project)
+    if not os.path.isdir(root):  # most projects never use Clavain: nothing to count there
         return None
-    context = run_context(state, payload.get("session_id"))
+    context = run_context(root, payload.get("session_id"))
     if not context["limits"]["enabled"]:
         return None
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"])
     from clavain.store import db
 
-    conn = db.connect(state.db)
+    conn = db.connect(locate.db_file(root))
     try:
         result = budget.check(conn, run_key=context["run_key"],
                               session_id=_text(payload.get("session_id")), call=call,
@@ -94,7 +101,7 @@ def pre_tool_use(payload: dict) -> dict | None:
     if result["measure"] and transcript:
         from clavain.guards.usage import start_measuring
 
-        start_measuring(state, context["run_key"], transcript)
+        start_measuring(project, context["run_key"], transcript)
     if result["decision"] == "deny":
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                        "permissionDecision": "deny",
@@ -113,16 +120,19 @@ def post_tool_use_failure(payload: dict) -> None:
 
     if payload.get("tool_name") != "Bash":
         return
-    state = StatePaths.discover(payload_cwd(payload))
-    if not state.root.is_dir() or not os.path.exists(state.db):
+    from clavain import locate
+
+    root = locate.state_dir(locate.project_dir(payload_cwd(payload)))
+    database = locate.db_file(root)
+    if not os.path.isdir(root) or not os.path.exists(database):
         return
-    context = run_context(state, payload.get("session_id"))
+    context = run_context(root, payload.get("session_id"))
     if not context["limits"]["enabled"]:
         return
     from clavain.store import db
 
     call = budget.describe("Bash", payload.get("tool_input"), context["patterns"])
-    conn = db.connect(state.db)
+    conn = db.connect(database)
     try:
         budget.record_result(conn, run_key=context["run_key"], call=call, failed=True)
     finally:

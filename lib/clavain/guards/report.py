@@ -125,7 +125,7 @@ def project_report(state: Any, run_key: str | None = None) -> dict[str, Any]:
 
     conn = _open(state)
     try:
-        context = run_context(state, None)
+        context = run_context(str(state.root), None)
         sprint = context["run_key"][len("sprint:"):] \
             if context["run_key"].startswith("sprint:") else None
         run_key = run_key or current_run(conn, sprint)

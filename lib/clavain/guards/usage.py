@@ -58,7 +58,7 @@ def measure(conn, *, run_key: str, transcript: str) -> None:
             (run_key, at))
 
 
-def start_measuring(state, run_key: str, transcript: str) -> None:
+def start_measuring(project: str, run_key: str, transcript: str) -> None:
     """Measure in a detached process (`python -S`, its own session, no pipes): the hook returns
     at once and the process outlives it."""
     import subprocess
@@ -66,10 +66,10 @@ def start_measuring(state, run_key: str, transcript: str) -> None:
     lib = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     code = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
             "from clavain.guards.usage import main; main(sys.argv[2:])")
-    subprocess.Popen([sys.executable, "-S", "-c", code, lib, str(state.project), run_key,
-                      transcript], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    subprocess.Popen([sys.executable, "-S", "-c", code, lib, project, run_key, transcript],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                     cwd=str(state.project))
+                     cwd=project)
 
 
 def main(argv: list[str]) -> None:

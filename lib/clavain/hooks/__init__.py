@@ -8,12 +8,12 @@ the host: bad stdin, an unknown event or any exception becomes one line in
 
 from __future__ import annotations
 
-import contextlib
 import importlib
-import json
 import os
 import sys
 import time
+
+from clavain import fastjson
 
 # The events hooks/hooks.json registers; anything else is logged and ignored.
 EVENTS = ("SessionStart", "PreCompact", "Stop", "SubagentStop", "PreToolUse",
@@ -65,7 +65,7 @@ def _trace(event: str, started: float) -> None:
     record = {"event": event, "python": sys.executable, "pid": os.getpid(),
               "ms": round((time.perf_counter() - started) * 1000, 3)}
     with open(target, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record) + "\n")
+        handle.write(fastjson.dumps(record) + "\n")
 
 
 def read_payload(raw: bytes) -> dict[str, object]:
@@ -86,7 +86,7 @@ def dispatch(event: str, payload: dict[str, object]) -> str | None:
         raise LookupError(f"unknown hook event {event!r}")
     handler = importlib.import_module(f"clavain.hooks.{module_name(event)}")
     output = handler.handle(payload)
-    return json.dumps(output) if output else None
+    return fastjson.dumps(output) if output else None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     # either (its exit code would become the hook's).
     except BaseException as exc:
         log_failure(event, f"{type(exc).__name__}: {exc}", payload)
-    with contextlib.suppress(Exception):
+    try:  # noqa: SIM105 - contextlib is one more import on every tool call
         _trace(event, started)
+    except Exception:  # a trace that cannot be written must not become the hook's failure
+        pass
     return 0

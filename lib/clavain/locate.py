@@ -1,0 +1,55 @@
+"""Where a project's Clavain state is, with `os.path` alone: the rules `paths.StatePaths` wraps
+in `pathlib` objects, kept here so the per-tool-call hook can find the database without paying
+for `pathlib` (which imports `re`, `fnmatch` and `urllib.parse`).
+
+project: CLAVAIN_PROJECT_DIR; else the nearest folder above `cwd` holding `.clavain/` (not the
+home folder); else Claude Code's project dir; else the nearest git root; else `cwd` itself.
+state folder: CLAVAIN_STATE_DIR, else `<project>/.clavain`. database: CLAVAIN_DB, else
+`<state>/state.sqlite`.
+"""
+
+from __future__ import annotations
+
+import os
+
+STATE_DIR_NAME = ".clavain"
+DB_NAME = "state.sqlite"
+
+
+def _walk_up(start: str, marker: str) -> str | None:
+    folder = start
+    while True:
+        if os.path.exists(os.path.join(folder, marker)):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def project_dir(cwd: str | os.PathLike[str] | None = None,
+                env: os._Environ[str] | dict[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    explicit = env.get("CLAVAIN_PROJECT_DIR")
+    if explicit:
+        return os.path.abspath(explicit)
+    start = os.path.abspath(cwd) if cwd else os.getcwd()
+    found = _walk_up(start, STATE_DIR_NAME)
+    if found is not None and found != os.path.expanduser("~"):
+        return found
+    claude_dir = env.get("CLAUDE_PROJECT_DIR")
+    if claude_dir:
+        return os.path.abspath(claude_dir)
+    return _walk_up(start, ".git") or start
+
+
+def state_dir(project: str, env: os._Environ[str] | dict[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    explicit = env.get("CLAVAIN_STATE_DIR")
+    return os.path.abspath(explicit) if explicit else os.path.join(project, STATE_DIR_NAME)
+
+
+def db_file(root: str, env: os._Environ[str] | dict[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    explicit = env.get("CLAVAIN_DB")
+    return os.path.abspath(explicit) if explicit else os.path.join(root, DB_NAME)

@@ -1,0 +1,72 @@
+"""`fastjson` reads and writes exactly what `json` does (it is `json`'s own C parser without the
+`re` import), errors included."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from clavain import fastjson
+
+LIB = Path(__file__).resolve().parents[2] / "lib"
+values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(values)
+def test_dumps_and_loads_agree_with_json(value: object) -> None:
+    text = fastjson.dumps(value)
+    assert text == json.dumps(value)
+    assert repr(fastjson.loads(text)) == repr(json.loads(text))
+    padded = f" \n\t{json.dumps(value, indent=2)}\r\n "
+    assert repr(fastjson.loads(padded)) == repr(json.loads(padded))
+
+
+@pytest.mark.parametrize("bad", ["", " ", "{", "{not json", "[1,]", '{"a" 1}', "[1] 2", "'x'",
+                                 "\"unterminated", "tru", "[" * 10])
+def test_bad_json_fails_like_json(bad: str) -> None:
+    with pytest.raises(ValueError) as ours:
+        fastjson.loads(bad)
+    with pytest.raises(ValueError) as theirs:
+        json.loads(bad)
+    assert str(ours.value) == str(theirs.value)
+
+
+def test_bad_json_fails_like_json_before_json_is_imported() -> None:
+    """The hook process has not imported `json`: `_json` cannot raise its own error then."""
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from clavain import fastjson\n"
+            "assert 'json' not in sys.modules\n"
+            "try:\n    fastjson.loads('{not json')\n"
+            "except ValueError as exc:\n    print(type(exc).__name__, exc)")
+    done = subprocess.run([sys.executable, "-S", "-c", code, str(LIB)], capture_output=True,
+                          text=True, check=True)
+    assert done.stdout.strip() == ("JSONDecodeError Expecting property name enclosed in double "
+                                   "quotes: line 1 column 2 (char 1)")
+
+
+def test_too_deep_is_a_recursion_error_both_ways() -> None:
+    with pytest.raises(RecursionError):
+        fastjson.loads("[" * 100_000 + "]" * 100_000)
+    deep: list = []
+    for _ in range(1000):
+        deep = [deep]
+    with pytest.raises(RecursionError):
+        fastjson.dumps(deep)
+
+
+def test_keys_and_what_json_cannot_write() -> None:
+    odd_keys = {1: "a", 2.5: "b", True: "c", None: "d"}
+    assert fastjson.dumps(odd_keys) == json.dumps(odd_keys)
+    for bad in ({"a": object()}, {(1, 2): "x"}):
+        with pytest.raises(TypeError):
+            json.dumps(bad)
+        with pytest.raises(TypeError):
+            fastjson.dumps(bad)
