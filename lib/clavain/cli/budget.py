@@ -27,6 +27,7 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from clavain.guards.budget import amount
     from clavain.guards.report import project_report
     from clavain.paths import StatePaths
 
@@ -35,15 +36,11 @@ def _status(args: argparse.Namespace) -> int:
         emit_json({key: report[key] for key in ("run", "profile", "scope", "budgets")})
         return 0
     print(f"Run {report['run']} ({report['profile']}/{report['scope']})")
-    print_table([{"budget": b["budget"], "used": _amount(b["used"]),
-                  "limit": _amount(b["limit"]),
-                  "left": _amount(max(b["limit"] - b["used"], 0))} for b in report["budgets"]],
+    print_table([{"budget": b["budget"], "used": amount(b["used"]),
+                  "limit": amount(b["limit"]),
+                  "left": amount(max(b["limit"] - b["used"], 0))} for b in report["budgets"]],
                 ["budget", "used", "limit", "left"])
     return 0
-
-
-def _amount(value: float | int) -> str:
-    return f"${value:.2f}" if isinstance(value, float) else f"{value:,}"
 
 
 def _reset(args: argparse.Namespace) -> int:

@@ -140,8 +140,8 @@ def _denial(conn, run, call: dict, limits: dict, now: float) -> str | None:
     where = f"({limits['profile']}/{limits['scope']}, run {run['run_key']})"
     for column, key, label in BUDGETS[3:]:
         if _used(run, column) >= limits[key]:
-            return (f"Clavain budget exhausted: {label} {_show(_used(run, column))} of "
-                    f"{_show(limits[key])} used {where}. {STOP}")
+            return (f"Clavain budget exhausted: {label} {amount(_used(run, column))} of "
+                    f"{amount(limits[key])} used {where}. {STOP}")
     if call["kind"] in ("command", "test") and run["commands"] >= limits["maxCommands"]:
         return (f"Clavain budget exhausted: Bash commands {run['commands']} of "
                 f"{limits['maxCommands']} used {where}. {STOP}")
@@ -154,7 +154,8 @@ def _denial(conn, run, call: dict, limits: dict, now: float) -> str | None:
     return None
 
 
-def _show(value: float) -> str:
+def amount(value: float) -> str:
+    """A budget figure for people: dollars as `$1.25`, counts as `1,234`."""
     return f"${value:.2f}" if isinstance(value, float) else f"{value:,}"
 
 
@@ -223,7 +224,7 @@ def _count(conn, run, call: dict, limits: dict, warned: set, at: str) -> list[st
         used = _used(run, column) + counts.get(column, 0)
         if limits[key] and used >= WARN_AT * limits[key] and column not in warned:
             warned.add(column)
-            warnings.append(f"Clavain budget: {label} {_show(used)} of {_show(limits[key])} used "
+            warnings.append(f"Clavain budget: {label} {amount(used)} of {amount(limits[key])} used "
                             f"(80 %); plan to finish or hand over before it runs out.")
     return warnings
 

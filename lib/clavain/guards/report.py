@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from clavain.errors import ClavainError
-from clavain.guards.budget import BUDGETS
+from clavain.guards.budget import BUDGETS, amount
 
 TOP = 5
 
@@ -69,14 +69,10 @@ def _quantile(values: list[float], q: float) -> float | None:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
-def _amount(value: float | int) -> str:
-    return f"${value:.2f}" if isinstance(value, float) else f"{value:,}"
-
-
 def render(report: dict[str, Any]) -> str:
     """Markdown, for people and for `.clavain/runs/<sprint>/report.md`."""
     lines = [f"# Run {report['run']} ({report['profile']}/{report['scope']})", "", "## Budgets"]
-    lines += [f"- {b['budget'].capitalize()}: {_amount(b['used'])} / {_amount(b['limit'])}"
+    lines += [f"- {b['budget'].capitalize()}: {amount(b['used'])} / {amount(b['limit'])}"
               for b in report["budgets"]]
     lines += ["", "## Top commands"]
     lines += [f"- {c['count']}× `{c['command'][:120]}`" for c in report["top_commands"]] \

@@ -58,9 +58,8 @@ def render(summary: dict[str, Any]) -> str:
 
 
 def _budget_line(budgets: list[dict[str, Any]]) -> str:
+    from clavain.guards.budget import amount
+
     return "- Budgets: " + ", ".join(
-        f"{b['budget']} {_amount(b['used'])}/{_amount(b['limit'])}" for b in budgets)
+        f"{b['budget']} {amount(b['used'])}/{amount(b['limit'])}" for b in budgets)
 
-
-def _amount(value: float | int) -> str:
-    return f"${value:.2f}" if isinstance(value, float) else f"{value:,}"
