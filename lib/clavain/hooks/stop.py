@@ -1,12 +1,22 @@
 """Stop: when a sprint is active and the tree has uncommitted changes, ask once per session for
 a handoff note before the session ends (`decision: block` continues the turn with the reason).
-Never when the host says this Stop already follows a Stop hook's block."""
+Never when the host says this Stop already follows a Stop hook's block. Stop runs after every
+turn: without an active sprint it returns before importing `pathlib` (`clavain.locate`)."""
 
 from __future__ import annotations
 
+import os
+
 
 def handle(payload: dict) -> dict | None:
+    from clavain import locate
     from clavain.hooks import payload_cwd
+
+    if payload.get("stop_hook_active"):
+        return None
+    root = locate.state_dir(locate.project_dir(payload_cwd(payload)))
+    if not os.path.isfile(os.path.join(root, "checkpoint.json")):
+        return None
     from clavain.paths import StatePaths
     from clavain.session.handoff import ask_for_handoff
 
