@@ -35,7 +35,7 @@ def project_dir(cwd: str | os.PathLike[str] | None = None,
         return os.path.abspath(explicit)
     start = os.path.abspath(cwd) if cwd else os.getcwd()
     found = _walk_up(start, STATE_DIR_NAME)
-    if found is not None and found != os.path.expanduser("~"):
+    if found is not None and found != os.path.normpath(os.path.expanduser("~")):
         return found
     claude_dir = env.get("CLAUDE_PROJECT_DIR")
     if claude_dir:

@@ -96,6 +96,19 @@ def test_a_failed_test_rerun_unchanged_is_denied_in_yolo(run_hook, tmp_path: Pat
     assert "failed and nothing has changed" in denied["permissionDecisionReason"]
 
 
+def test_an_interrupted_or_timed_out_test_is_not_red(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path, {"budgets": {"profile": "yolo"}})
+    command = {"command": "pytest -x", "timeout": 1000}
+    for extra in ({"is_interrupt": True, "error": "Interrupted"},
+                  {"is_interrupt": False, "error": "Command timed out after 1s"}):
+        assert _pre(run_hook, project, "Bash", command) is None
+        failure = {**_payload(project, "Bash", command), "hook_event_name": "PostToolUseFailure",
+                   **extra}
+        assert run_hook("PostToolUseFailure", failure, cwd=project).returncode == 0
+    third = _pre(run_hook, project, "Bash", command)  # a longer timeout may run it again
+    assert third is None or "permissionDecision" not in third
+
+
 def test_tokens_and_cost_are_measured_in_the_background(run_hook, tmp_path: Path) -> None:
     project = _project(tmp_path)
     transcript = tmp_path / "session.jsonl"

@@ -32,11 +32,15 @@ def _limits(**overrides) -> dict:
     return {**limits, **overrides}
 
 
+CONFIG = "/p/.clavain/config.json"
+
+
 def _call(conn, tool: str, tool_input: dict, *, run: str = "session:s1", limits=None,
-          now: float | None = None, problems=()) -> dict:
-    call = budget.describe(tool, tool_input, PATTERNS)
+          now: float | None = None, problems=(), tool_use_id: str | None = None) -> dict:
+    call = budget.describe(tool, tool_input, PATTERNS, CONFIG)
     return budget.check(conn, run_key=run, session_id=run, call=call,
-                        limits=limits or _limits(), problems=list(problems), now=now)
+                        limits=limits or _limits(), problems=list(problems), now=now,
+                        tool_use_id=tool_use_id)
 
 
 def _bash(conn, command: str, **kwargs) -> dict:
@@ -107,19 +111,38 @@ def test_a_red_test_rerun_with_no_change_is_denied_in_yolo_and_flagged_in_strict
         run = f"session:{profile}"
         limits = _limits(settings={"profile": profile})
         call = budget.describe("Bash", {"command": "pytest -q"}, PATTERNS)
-        assert _bash(conn, "pytest -q", run=run, limits=limits)["decision"] == "allow"
-        budget.record_result(conn, run_key=run, call=call, failed=True)
-        again = _bash(conn, "pytest -q", run=run, limits=limits)
-        assert again["decision"] == expected and "failed and nothing has changed" in \
-            again["reason"]
+        assert _bash(conn, "pytest -q", run=run, limits=limits,
+                     tool_use_id=f"t1{profile}")["decision"] == "allow"
+        budget.record_failure(conn, run_key=run, call=call, tool_use_id=f"t1{profile}")
+        for same in ("pytest -q", "pytest  -q", "cd . && pytest -q"):  # the same command
+            again = _bash(conn, same, run=run, limits=limits)
+            assert again["decision"] == expected and "failed and nothing has changed" in \
+                again["reason"]
         # A change (an edit) makes the re-run worth it.
         _call(conn, "Edit", {"file_path": "a.py", "old_string": profile, "new_string": "z"},
               run=run, limits=limits)
         assert _bash(conn, "pytest -q", run=run, limits=limits)["decision"] == "allow"
-        # Green again: forgotten.
-        budget.record_result(conn, run_key=run, call=call, failed=False)
-        assert conn.execute("SELECT count(*) FROM budget_red_tests WHERE run_key = ?",
-                            (run,)).fetchone()[0] == 0
+
+
+def test_a_red_test_keeps_the_change_count_it_ran_at(conn) -> None:
+    """The failure hook is async: an edit counted before it lands must still count as a
+    change since the red run."""
+    limits = _limits(settings={"profile": "yolo"})
+    assert _bash(conn, "pytest", limits=limits, tool_use_id="t-red")["decision"] == "allow"
+    _call(conn, "Edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"},
+          limits=limits)
+    call = budget.describe("Bash", {"command": "pytest"}, PATTERNS)
+    budget.record_failure(conn, run_key="session:s1", call=call, tool_use_id="t-red")
+    assert _bash(conn, "pytest", limits=limits)["decision"] == "allow"
+
+
+def test_a_failed_edit_is_not_a_patch_applied(conn) -> None:
+    patch = {"file_path": "/p/app.py", "old_string": "a = 1", "new_string": "a = 2"}
+    for attempt in range(3):
+        assert _call(conn, "Edit", patch, tool_use_id=f"e{attempt}")["decision"] == "allow"
+        budget.record_failure(conn, run_key="session:s1", tool_use_id=f"e{attempt}",
+                              call=budget.describe("Edit", patch, PATTERNS))
+    assert _call(conn, "Edit", patch)["decision"] == "allow"  # none of the three applied
 
 
 def test_an_identical_command_warns_then_is_denied_unless_something_changed(conn) -> None:
@@ -133,6 +156,30 @@ def test_an_identical_command_warns_then_is_denied_unless_something_changed(conn
     # ...and so does time.
     later = now + 30 * 60
     assert _bash(conn, "curl -s localhost:8000/health", now=later)["decision"] == "allow"
+
+
+def test_reads_and_clavains_own_commands_are_never_denied_for_repeating(conn) -> None:
+    """Parallel reviewers each run the same `git diff`; the execute loop runs `clavain graph
+    next` again and again."""
+    reads = [_bash(conn, "git diff abc..HEAD")["decision"] for _ in range(8)]
+    assert reads == ["allow", "allow", "warn", "allow", "allow", "allow", "allow", "allow"]
+    loop = [_bash(conn, "clavain graph next --claim --json")["decision"] for _ in range(8)]
+    assert loop == ["allow"] * 8
+
+
+def test_the_agent_cannot_lift_its_own_budget(conn) -> None:
+    for tool, data in (("Bash", {"command": "clavain budget reset"}),
+                       ("Bash", {"command": "cd /p && clavain budget reset --run session:s1"}),
+                       ("Bash", {"command": "echo '{}' > .clavain/config.json"}),
+                       ("Edit", {"file_path": CONFIG, "old_string": "true",
+                                 "new_string": "false"}),
+                       ("Write", {"file_path": CONFIG, "content": "{}"})):
+        denied = _call(conn, tool, data)
+        assert denied["decision"] == "deny" and "a person's decision" in denied["reason"], data
+    assert _bash(conn, "cat .clavain/config.json")["decision"] == "allow"
+    assert _bash(conn, "clavain budget status")["decision"] == "allow"
+    assert _call(conn, "Write", {"file_path": "/p/.clavain/scratch/handoff.md",
+                                 "content": "x"})["decision"] == "allow"
 
 
 def test_runs_and_sessions_never_see_each_others_counts(conn) -> None:

@@ -44,8 +44,29 @@ CASES = [
     ("make lint", [], True),
     ("sed -i 's/a/b/' x.py && pytest", ["pytest"], True),
     ("echo 'a && pytest'", [], False),
-    ("x=$(go test ./...); echo $x", [], False),  # a test inside $(…) is not seen
+    ("x=$(go test ./...); echo $x", ["x=$(go test ./...)"], False),
     ("pytest 2>&1 | head -50", ["pytest 2>&1"], False),
+    # found by review: paths, subshells, shells, keywords, options with values
+    (".venv/bin/python -m pytest -q", [".venv/bin/python -m pytest -q"], False),
+    (".venv/bin/pytest", [".venv/bin/pytest"], False),
+    ("(cd sub && pytest)", ["pytest)"], False),
+    ("bash -c 'pytest -x'", ["bash -c 'pytest -x'"], False),
+    ("for f in a b; do pytest $f; done", ["do pytest $f"], False),
+    ("if true; then pytest; fi", ["then pytest"], False),
+    ("sudo -u ci pytest", ["sudo -u ci pytest"], False),
+    ("nice -n 5 pytest", ["nice -n 5 pytest"], False),
+    ("make -j4 test", ["make -j4 test"], False),
+    ("uvx pytest", ["uvx pytest"], False),
+    ("pnpm exec jest", ["pnpm exec jest"], False),
+    ("yarn jest --ci", ["yarn jest --ci"], False),
+    ("bunx vitest run", ["bunx vitest run"], False),
+    ("# it's slow\npytest -q", ["pytest -q"], False),
+    ("cat > ci.sh <<EOF\nnpm test\nmake test\nEOF\nbash ci.sh", [], True),
+    ("cat <<'EOF' | wc -l\npytest\nEOF", [], False),
+    ("command -v pytest >/dev/null && pytest -q", ["pytest -q"], False),
+    ("pytest --version", [], False),
+    ("clavain graph next --claim --json", [], True),
+    ("clavain verdicts summary", [], False),
 ]
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from clavain.guards import policy, pricing
-from clavain.guards.usage import session_cost
+from clavain.guards.usage import usage_cost
 
 
 @pytest.mark.parametrize(("profile", "scope", "expected"), [
@@ -70,6 +70,8 @@ def test_env_beats_config_beats_defaults() -> None:
     ({}, {"CLAVAIN_BUDGET_MAX_COMMANDS": "lots"}, "maxCommands 'lots'"),
     ({}, {"CLAVAIN_BUDGET_MAX_COST_USD": "nan"}, "maxCostUsd 'nan'"),
     ({"maxPatchRepeats": "x"}, {}, "maxPatchRepeats 'x'"),
+    ({"maxCommands": 10 ** 400}, {}, "maxCommands 1000"),
+    ({"enabled": "no"}, {}, "budgets enabled 'no' is not true or false"),
 ])
 def test_a_bad_value_is_named_and_its_default_used(settings, env, named) -> None:
     limits, problems = policy.resolve(settings, env)
@@ -94,6 +96,8 @@ def test_prices_both_cache_write_rates() -> None:
     assert pricing.rates("claude-opus-4-5-20251101")[0] == 5.0  # longest prefix wins
     assert pricing.rates("claude-opus-9-0") == pricing.PRICES["claude-opus-5-5"]  # family
     assert pricing.rates("some-new-model") == pricing.PRICES[pricing.FALLBACK]
+    assert pricing.rates("us.anthropic.claude-sonnet-4-5-20250929-v1:0")[0] == 3.0  # Bedrock
+    assert pricing.rates("claude-3-5-sonnet-20241022")[0] == 3.0
     for model, (price_in, _, write_5m, write_1h, read) in pricing.PRICES.items():
         if model == "claude-3-haiku":  # the official table lists $0.30, not 1.25 x $0.25
             continue
@@ -118,7 +122,7 @@ def test_session_cost_prices_the_1h_share_of_cache_writes_apart(tmp_path: Path) 
     agent.parent.mkdir(parents=True)
     agent.write_text(_assistant("m2", "claude-haiku-4-5", input_tokens=100, output_tokens=10,
                                 cache_creation_input_tokens=0, cache_read_input_tokens=0) + "\n")
-    tokens, dollars, per_model = session_cost(transcript)
+    tokens, dollars, per_model = usage_cost([transcript])
     assert tokens == 15500 + 110
     sonnet = (1000 * 3 + 500 * 15 + 1000 * 3.75 + 3000 * 6 + 10000 * 0.30) / 1e6
     haiku = (100 * 1 + 10 * 5) / 1e6
@@ -128,3 +132,32 @@ def test_session_cost_prices_the_1h_share_of_cache_writes_apart(tmp_path: Path) 
     # Priced as if every write were a 5-minute one, the session would look cheaper.
     flat = (1000 * 3 + 500 * 15 + 4000 * 3.75 + 10000 * 0.30) / 1e6
     assert flat < sonnet
+
+
+def _stamped(message_id: str, stamp: str, tokens: int) -> str:
+    return json.dumps({"type": "assistant", "requestId": f"r-{message_id}", "timestamp": stamp,
+                       "message": {"id": message_id, "model": "claude-sonnet-4-5", "usage": {
+                           "input_tokens": tokens, "output_tokens": 0,
+                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})
+
+
+def test_a_run_is_charged_from_its_start_across_its_sessions(tmp_path: Path) -> None:
+    """What a session spent before a sprint is not the sprint's; a response copied into a
+    resumed session's transcript counts once; a reset starts from zero."""
+    from clavain.guards import report, usage
+    from clavain.store import db
+
+    first, second = tmp_path / "s1.jsonl", tmp_path / "s2.jsonl"
+    first.write_text(_stamped("old", "2026-11-23T10:00:00.000Z", 5000) + "\n"
+                     + _stamped("m1", "2026-11-23T12:00:30.000Z", 100) + "\n")
+    second.write_text(_stamped("m1", "2026-11-23T12:00:30.000Z", 100) + "\n"  # copied
+                      + _stamped("m2", "2026-11-23T12:05:00.000Z", 10) + "\n")
+    conn = db.connect(tmp_path / "state.sqlite")
+    conn.execute("INSERT INTO budget_runs (run_key, started_at, updated_at) VALUES "
+                 "('sprint:x', '2026-11-23T12:01:00.000Z', '2026-11-23T12:01:00.000Z')")
+    usage.measure(conn, run_key="sprint:x", transcript=str(first))
+    usage.measure(conn, run_key="sprint:x", transcript=str(second))
+    row = conn.execute("SELECT tokens FROM budget_runs").fetchone()
+    assert row["tokens"] == 110  # not the 5,000 before the sprint, m1 once
+    assert report.reset(conn, "sprint:x") == 0
+    assert conn.execute("SELECT count(*) FROM budget_usage").fetchone()[0] == 0

@@ -14,6 +14,7 @@ Stdlib only; callers pass the connection, the clock and the limits (`policy.reso
 
 from __future__ import annotations
 
+import os
 import time
 
 from clavain.guards import commands
@@ -30,13 +31,16 @@ BUDGETS = (("commands", "maxCommands", "Bash commands"),
            ("tokens", "maxTokens", "tokens"),
            ("cost_usd", "maxCostUsd", "dollars"))
 MEASURE_EVERY_SECONDS = 30
+LIFT = ("Clavain budget: changing the budgets themselves (`.clavain/config.json`, `clavain "
+        "budget reset`) is a person's decision, not an agent's. Stop and ask the user.")
 STOP = ("Stop here: do not retry this call or work around it. Return partial success (what is "
         "done, what is left and why) or escalate to a person.")
 
 
-def describe(tool: str, tool_input: object, patterns: list) -> dict:
+def describe(tool: str, tool_input: object, patterns: list, config_path: str = "") -> dict:
     """What a call is: kind, subject, fingerprint (and the undo's), test parts, whether it may
-    change files."""
+    change files, whether it only reads, whether it would lift the budgets themselves (an edit
+    of `config_path`, `clavain budget reset`)."""
     data = tool_input if isinstance(tool_input, dict) else {}
 
     def text(key: str) -> str:
@@ -44,13 +48,19 @@ def describe(tool: str, tool_input: object, patterns: list) -> dict:
         return value if isinstance(value, str) else ""
 
     call = {"tool": tool, "kind": "other", "subject": "", "fingerprint": None, "undo": None,
-            "tests": 0, "changed": False}
+            "tests": 0, "changed": False, "clavain": False, "lifts_budget": False}
     if tool == "Bash":
         command = text("command")
         tests = len(commands.find_test_runs(command, patterns))
+        changed = commands.may_change_files(command, patterns)
+        words = [part.split() for part in commands.split_parts(command)]
         call.update(kind="test" if tests else "command", subject=command, tests=tests,
-                    fingerprint=commands.fingerprint(command),
-                    changed=commands.may_change_files(command, patterns))
+                    fingerprint=commands.fingerprint(commands.normalized(command, patterns)),
+                    changed=changed,
+                    clavain=any(w[:1] == ["clavain"] for w in words),
+                    lifts_budget=any(w[:3] == ["clavain", "budget", "reset"] for w in words) or
+                    (changed and bool(config_path) and
+                     os.path.basename(config_path) in command and ".clavain" in command))
     elif tool in ("WebFetch", "WebSearch"):
         call.update(kind="web", subject=text("url") or text("query"))
     elif tool in EDIT_TOOLS:
@@ -58,11 +68,19 @@ def describe(tool: str, tool_input: object, patterns: list) -> dict:
         old, new = _edit_texts(tool, data)
         call.update(kind="edit", subject=path, changed=True,
                     fingerprint=commands.fingerprint(path, old, new),
-                    undo=commands.fingerprint(path, new, old))
+                    undo=commands.fingerprint(path, new, old),
+                    lifts_budget=bool(config_path) and _same_file(path, config_path))
     elif tool in ("Agent", "Task"):
         call.update(kind="agent", subject=text("subagent_type") or text("description"))
     call["subject"] = call["subject"][:SUBJECT_CHARS]
     return call
+
+
+def _same_file(path: str, other: str) -> bool:
+    try:
+        return os.path.abspath(path) == os.path.abspath(other)
+    except ValueError:  # a NUL in the path
+        return False
 
 
 def _edit_texts(tool: str, data: dict) -> tuple[str, str]:
@@ -82,8 +100,8 @@ def _edit_texts(tool: str, data: dict) -> tuple[str, str]:
 
 
 def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dict,
-          problems: list[str], now: float | None = None, started: float | None = None
-          ) -> dict:
+          problems: list[str], now: float | None = None, started: float | None = None,
+          tool_use_id: str | None = None) -> dict:
     """{"decision": allow | warn | deny, "reason": text or None, "measure": bool} for one tool
     call, recorded with its counts (a denied call counts nothing) and, given the hook's
     `perf_counter` start, the hook's own time. `measure` is True for the one call in
@@ -113,9 +131,11 @@ def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dic
         hook_ms = round((time.perf_counter() - started) * 1000, 3) if started else None
         conn.execute(
             "INSERT INTO budget_calls (run_key, at, session_id, tool, kind, subject, fingerprint,"
-            " changed, decision, reason, hook_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " changed, changes_at, tool_use_id, decision, reason, hook_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_key, at, session_id, call["tool"], call["kind"], call["subject"],
-             call["fingerprint"], int(call["changed"]), decision, reason, hook_ms))
+             call["fingerprint"], int(call["changed"]), run["changes"], tool_use_id, decision,
+             reason, hook_ms))
         measure = run["measured_at"] is None or \
             run["measured_at"] < stamp(now - MEASURE_EVERY_SECONDS)
         conn.execute("UPDATE budget_runs SET warned_json = ?, updated_at = ?, "
@@ -137,6 +157,8 @@ def stamp(seconds: float) -> str:
 
 
 def _denial(conn, run, call: dict, limits: dict, now: float) -> str | None:
+    if call["lifts_budget"]:
+        return LIFT
     where = f"({limits['profile']}/{limits['scope']}, run {run['run_key']})"
     for column, key, label in BUDGETS[3:]:
         if _used(run, column) >= limits[key]:
@@ -164,13 +186,14 @@ def _loop_notes(conn, run, call: dict, limits: dict, now: float) -> list[tuple[s
     if call["kind"] == "edit":
         applied = conn.execute(
             "SELECT count(*) FROM budget_calls WHERE run_key = ? AND fingerprint = ? "
-            "AND decision != 'deny'", (run["run_key"], call["fingerprint"])).fetchone()[0]
+            "AND decision NOT IN ('deny', 'failed')",
+            (run["run_key"], call["fingerprint"])).fetchone()[0]
         if applied >= limits["maxPatchRepeats"]:
             notes.append(("deny", f"Clavain loop guard: this same patch to {call['subject']} was "
                                   f"already applied {applied} times: you are going in circles. "
                                   f"{STOP}"))
         elif conn.execute("SELECT 1 FROM budget_calls WHERE run_key = ? AND fingerprint = ? "
-                          "AND decision != 'deny' LIMIT 1",
+                          "AND decision NOT IN ('deny', 'failed') LIMIT 1",
                           (run["run_key"], call["undo"])).fetchone():
             notes.append(("warn", f"Clavain loop guard: this edit undoes an earlier one on "
                                   f"{call['subject']} (edit/revert ping-pong). Decide which "
@@ -183,9 +206,17 @@ def _loop_notes(conn, run, call: dict, limits: dict, now: float) -> list[tuple[s
                     "since; running it again will fail the same way.")
             notes.append(("deny", f"{note} {STOP}") if limits["profile"] in ("yolo", "smoke")
                          else ("warn", note + " Change something first."))
-    if call["kind"] in ("command", "test"):
+    # Clavain's own commands repeat by design (`graph next` in the execute loop).
+    if call["kind"] in ("command", "test") and not call["clavain"]:
         repeats = _identical_in_a_row(conn, run["run_key"], call["fingerprint"], now)
-        if repeats + 1 >= REPEAT_DENY:
+        reads_only = not call["changed"] and not call["tests"]
+        if repeats + 1 >= REPEAT_WARN and reads_only:
+            # Parallel reviewers each run the same `git diff`: a read is never denied.
+            if repeats + 1 == REPEAT_WARN:
+                notes.append(("warn", f"Clavain loop guard: this exact command already ran "
+                                      f"{repeats} times with nothing changed in between; its "
+                                      "output has not changed either."))
+        elif repeats + 1 >= REPEAT_DENY:
             notes.append(("deny", f"Clavain loop guard: this exact command already ran {repeats} "
                                   "times with nothing else changed in between. " + STOP))
         elif repeats + 1 >= REPEAT_WARN:
@@ -206,8 +237,8 @@ def _identical_in_a_row(conn, run_key: str, fingerprint: str, now: float) -> int
         if row["at"] < since:
             break
         if row["fingerprint"] == fingerprint:
-            repeats += row["decision"] != "deny"
-        elif row["changed"] and row["decision"] != "deny":
+            repeats += row["decision"] not in ("deny", "failed")
+        elif row["changed"] and row["decision"] not in ("deny", "failed"):
             break
     return repeats
 
@@ -229,20 +260,32 @@ def _count(conn, run, call: dict, limits: dict, warned: set, at: str) -> list[st
     return warnings
 
 
-def record_result(conn, *, run_key: str, call: dict, failed: bool) -> None:
-    """After a test command ran: remember it red (with the run's change count) or forget it."""
+def record_failure(conn, *, run_key: str, call: dict, tool_use_id: str | None) -> None:
+    """After a call failed: a test command is remembered red with the change count it ran
+    at (read from its own PreToolUse record, so an edit already counted since does not hide
+    in it); a failed edit (text not found, rejected) is marked so it never counts as a patch
+    applied."""
     from clavain.store.db import transaction
 
-    if call["kind"] != "test":
+    if call["kind"] not in ("test", "edit"):
         return
     with transaction(conn):
-        if failed:
-            conn.execute(
-                "INSERT INTO budget_red_tests (run_key, fingerprint, changes_at, at) "
-                "SELECT run_key, ?, changes, updated_at FROM budget_runs WHERE run_key = ? "
-                "ON CONFLICT (run_key, fingerprint) DO UPDATE SET "
-                "changes_at = excluded.changes_at, at = excluded.at",
-                (call["fingerprint"], run_key))
-        else:
-            conn.execute("DELETE FROM budget_red_tests WHERE run_key = ? AND fingerprint = ?",
-                         (run_key, call["fingerprint"]))
+        row = conn.execute(
+            "SELECT id, changes_at FROM budget_calls WHERE tool_use_id = ? AND run_key = ? "
+            "ORDER BY id DESC LIMIT 1", (tool_use_id, run_key)).fetchone() \
+            if tool_use_id else None
+        if call["kind"] == "edit":
+            if row is not None:
+                conn.execute("UPDATE budget_calls SET decision = 'failed' WHERE id = ?",
+                             (row["id"],))
+            return
+        changes = row["changes_at"] if row is not None else conn.execute(
+            "SELECT changes FROM budget_runs WHERE run_key = ?", (run_key,)).fetchone()
+        if changes is None:
+            return
+        changes = changes if isinstance(changes, int) else changes[0]
+        conn.execute(
+            "INSERT INTO budget_red_tests (run_key, fingerprint, changes_at, at) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (run_key, fingerprint) DO UPDATE SET "
+            "changes_at = excluded.changes_at, at = excluded.at",
+            (run_key, call["fingerprint"], changes, stamp(time.time())))

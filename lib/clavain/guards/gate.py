@@ -86,7 +86,8 @@ def pre_tool_use(payload: dict) -> dict | None:
     context = run_context(root, payload.get("session_id"))
     if not context["limits"]["enabled"]:
         return None
-    call = budget.describe(tool, payload.get("tool_input"), context["patterns"])
+    call = budget.describe(tool, payload.get("tool_input"), context["patterns"],
+                           os.path.join(root, "config.json"))
     from clavain.store import db
 
     conn = db.connect(locate.db_file(root))
@@ -94,14 +95,12 @@ def pre_tool_use(payload: dict) -> dict | None:
         result = budget.check(conn, run_key=context["run_key"],
                               session_id=_text(payload.get("session_id")), call=call,
                               limits=context["limits"], problems=context["problems"],
-                              started=started)
+                              started=started, tool_use_id=_text(payload.get("tool_use_id")))
     finally:
         conn.close()
     transcript = _text(payload.get("transcript_path"))
     if result["measure"] and transcript:
-        from clavain.guards.usage import start_measuring
-
-        start_measuring(project, context["run_key"], transcript)
+        _start_measuring(project, context["run_key"], transcript, payload)
     if result["decision"] == "deny":
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                        "permissionDecision": "deny",
@@ -112,13 +111,31 @@ def pre_tool_use(payload: dict) -> dict | None:
     return None
 
 
+def _start_measuring(project: str, run_key: str, transcript: str, payload: dict) -> None:
+    """Start the background measurement; a failure to start it is logged, and never costs the
+    decision already taken (a deny must reach the host)."""
+    try:
+        from clavain.guards.usage import start_measuring
+
+        start_measuring(project, run_key, transcript)
+    except Exception as exc:
+        from clavain.hooks import log_failure
+
+        log_failure("PreToolUse", f"usage measurement not started: {type(exc).__name__}: {exc}",
+                    payload)
+
+
 def post_tool_use_failure(payload: dict) -> None:
-    """After a Bash call failed (async: the model is not waiting): a test command among them is
-    remembered red, so running it again with nothing changed is caught."""
+    """After a call failed (async: the model is not waiting): a test command is remembered red,
+    so running it again with nothing changed is caught; a failed edit is marked, so it never
+    counts as a patch applied. An interrupted or timed-out run says nothing about the tests."""
     from clavain.guards import budget
     from clavain.hooks import payload_cwd
 
-    if payload.get("tool_name") != "Bash":
+    tool = payload.get("tool_name")
+    error = payload.get("error")
+    if tool not in ("Bash", *budget.EDIT_TOOLS) or payload.get("is_interrupt") or (
+            isinstance(error, str) and "timed out" in error.lower()):
         return
     from clavain import locate
 
@@ -131,10 +148,11 @@ def post_tool_use_failure(payload: dict) -> None:
         return
     from clavain.store import db
 
-    call = budget.describe("Bash", payload.get("tool_input"), context["patterns"])
+    call = budget.describe(tool, payload.get("tool_input"), context["patterns"])
     conn = db.connect(database)
     try:
-        budget.record_result(conn, run_key=context["run_key"], call=call, failed=True)
+        budget.record_failure(conn, run_key=context["run_key"], call=call,
+                              tool_use_id=_text(payload.get("tool_use_id")))
     finally:
         conn.close()
 

@@ -60,8 +60,11 @@ def resolve(settings: object, env: dict, complexity: object = None) -> tuple[dic
         problems.append(f"budget scope {scope!r} is not one of {', '.join(SCOPES)}; "
                         "using medium")
         scope = "medium"
-    limits: dict = {"profile": profile, "scope": scope,
-                    "enabled": settings.get("enabled", True) is not False,
+    enabled = settings.get("enabled", True)
+    if not isinstance(enabled, bool):
+        problems.append(f"budgets enabled {enabled!r} is not true or false; budgets stay on")
+        enabled = True
+    limits: dict = {"profile": profile, "scope": scope, "enabled": enabled,
                     **dict(zip(LIMIT_KEYS, LIMITS[(profile, scope)], strict=True))}
     for key in LIMIT_KEYS:
         raw = env.get(ENV[key]) or settings.get(key)
@@ -92,8 +95,12 @@ def _number(raw: object, *, integral: bool) -> int | float | None:
         value = float(raw) if isinstance(raw, str) else raw
     except ValueError:
         return None
-    if not isinstance(value, (int, float)) or value != value or value < 0 or value == float("inf"):
+    try:
+        if not isinstance(value, (int, float)) or value != value or value < 0 or \
+                float(value) == float("inf"):
+            return None
+        if integral:
+            return int(value) if float(value).is_integer() else None
+        return float(value)
+    except OverflowError:  # a 400-digit integer: no budget is that big
         return None
-    if integral:
-        return int(value) if float(value).is_integer() else None
-    return float(value)

@@ -5,6 +5,7 @@ USD per million tokens. Rows up to the 5 family from Anthropic's pricing page
 (platform.claude.com/docs/en/about-claude/pricing); the 5.5 rows from public price trackers
 (checked 2026-11-23). A model is matched by the longest id prefix; an unknown one by its family
 (opus, sonnet, haiku), priced at that family's newest known rate; anything else as opus.
+A cloud provider's prefix (`us.anthropic.`, `anthropic.`) is ignored.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ PRICES = {
     "claude-sonnet-5": (2.0, 10.0, 2.5, 4.0, 0.20),
     "claude-sonnet-4": (3.0, 15.0, 3.75, 6.0, 0.30),
     "claude-3-7-sonnet": (3.0, 15.0, 3.75, 6.0, 0.30),
+    "claude-3-5-sonnet": (3.0, 15.0, 3.75, 6.0, 0.30),
     "claude-haiku-5-5": (0.10, 0.50, 0.125, 0.20, 0.01),
     "claude-haiku-4-5": (1.0, 5.0, 1.25, 2.0, 0.10),
     "claude-3-5-haiku": (0.80, 4.0, 1.0, 1.6, 0.08),
@@ -38,6 +40,8 @@ FALLBACK = "claude-opus-5-5"
 
 def rates(model: str | None) -> tuple[float, float, float, float, float]:
     name = (model or "").lower()
+    # Bedrock and Vertex ids carry a prefix (`us.anthropic.claude-sonnet-4-5…`).
+    name = name[name.find("claude-"):] if "claude-" in name else name
     matches = [prefix for prefix in PRICES if name.startswith(prefix)]
     if matches:
         return PRICES[max(matches, key=len)]

@@ -47,12 +47,7 @@ def build(conn: Any, run_key: str, limits: dict) -> dict[str, Any]:
     patches = [{"path": r["subject"], "count": r["n"]} for r in conn.execute(
         "SELECT subject, count(*) AS n FROM budget_calls WHERE run_key = ? AND kind = 'edit' "
         "AND decision != 'deny' GROUP BY fingerprint HAVING n > 1 ORDER BY n DESC", (run_key,))]
-    per_model: dict[str, dict] = {}
-    for row in conn.execute("SELECT usage_json FROM budget_usage WHERE run_key = ?", (run_key,)):
-        for model, counts in json.loads(row["usage_json"]).items():
-            into = per_model.setdefault(model, {})
-            for key, value in counts.items():
-                into[key] = into.get(key, 0) + value
+    per_model = json.loads(run["usage_json"])
     times = sorted(r[0] for r in conn.execute(
         "SELECT hook_ms FROM budget_calls WHERE run_key = ? AND hook_ms IS NOT NULL", (run_key,)))
     return {"run": run_key, "profile": limits["profile"], "scope": limits["scope"],
@@ -127,6 +122,9 @@ def project_report(state: Any, run_key: str | None = None) -> dict[str, Any]:
         run_key = run_key or current_run(conn, sprint)
         if run_key is None:
             raise ClavainError("no budget runs yet: nothing has been counted in this project")
+        from clavain.guards.usage import measure
+
+        measure(conn, run_key=run_key)  # now, not as of the last background measurement
         return build(conn, run_key, context["limits"])
     finally:
         conn.close()

@@ -2,14 +2,15 @@
 
 A session's usage is its transcript plus its subagents' (deduplicated like the verdicts' token
 counts: one entry per API response), priced per model with both cache-write rates
-(`pricing`). A run (a sprint can span sessions) sums its sessions. PreToolUse starts a
+(`pricing`). A run (a sprint can span sessions) is measured over all its sessions together,
+from its start on: what a session spent before a sprint is not charged to it, and `clavain
+budget reset` starts the count again. PreToolUse starts a
 measurement at most every 30 s as a detached process (`start_measuring`): the model never waits
 for it, and later calls compare the last measured figures with the limits.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -17,12 +18,14 @@ from pathlib import Path
 from clavain.clock import now_iso
 
 
-def session_cost(transcript: Path) -> tuple[int, float, dict]:
-    """(tokens, dollars, per model {tokens..., cost_usd}) of a session and its subagents."""
+def usage_cost(transcripts: list[Path], since: str | None = None) -> tuple[int, float, dict]:
+    """(tokens, dollars, per model {token counts, cost_usd}) of sessions and their subagents,
+    together (a response copied into several files counts once)."""
     from clavain.guards.pricing import cost_usd
-    from clavain.verdicts.transcript import session_usage
+    from clavain.verdicts.transcript import subagent_files, usage_of_files
 
-    total, _ = session_usage(transcript, with_subagents=True)
+    files = [f for t in transcripts if t.is_file() for f in (t, *subagent_files(t))]
+    total = usage_of_files(files, since)
     per_model = {}
     dollars = 0.0
     for model, (fresh, output, write_5m, write_1h, read) in total.per_model.items():
@@ -35,27 +38,37 @@ def session_cost(transcript: Path) -> tuple[int, float, dict]:
     return total.total, dollars, per_model
 
 
-def measure(conn, *, run_key: str, transcript: str) -> None:
-    """Measure one session of a run and refresh the run's totals."""
+def measure(conn, *, run_key: str, transcript: str | None = None) -> None:
+    """Add `transcript` to the run's sessions and measure the run over all of them, counting
+    the responses written from a minute before the run's first counted call (the response that
+    made that call comes just before it) — so a sprint is not charged what its session spent
+    earlier, and a reset starts from zero."""
+    from clavain import fastjson
     from clavain.store.db import transaction
 
-    path = Path(transcript)
-    if not path.is_file():
-        return
-    tokens, dollars, per_model = session_cost(path)
     at = now_iso()
+    if transcript:
+        with transaction(conn):
+            conn.execute("INSERT OR IGNORE INTO budget_usage (run_key, transcript, added_at) "
+                         "VALUES (?, ?, ?)", (run_key, transcript, at))
+    run = conn.execute("SELECT started_at FROM budget_runs WHERE run_key = ?",
+                       (run_key,)).fetchone()
+    if run is None:
+        return
+    paths = [Path(row[0]) for row in conn.execute(
+        "SELECT transcript FROM budget_usage WHERE run_key = ? ORDER BY added_at", (run_key,))]
+    since = _minute_before(run["started_at"])
+    tokens, dollars, per_model = usage_cost(paths, since)
     with transaction(conn):
-        conn.execute(
-            "INSERT INTO budget_usage (run_key, transcript, tokens, cost_usd, usage_json, "
-            "measured_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run_key, transcript) DO UPDATE "
-            "SET tokens = excluded.tokens, cost_usd = excluded.cost_usd, "
-            "usage_json = excluded.usage_json, measured_at = excluded.measured_at",
-            (run_key, str(path), tokens, dollars, json.dumps(per_model), at))
-        conn.execute(
-            "UPDATE budget_runs SET tokens = (SELECT coalesce(sum(tokens), 0) FROM budget_usage "
-            "WHERE run_key = ?1), cost_usd = (SELECT coalesce(sum(cost_usd), 0) FROM "
-            "budget_usage WHERE run_key = ?1), updated_at = ?2 WHERE run_key = ?1",
-            (run_key, at))
+        conn.execute("UPDATE budget_runs SET tokens = ?, cost_usd = ?, usage_json = ? "
+                     "WHERE run_key = ?", (tokens, dollars, fastjson.dumps(per_model), run_key))
+
+
+def _minute_before(stamp: str) -> str:
+    from datetime import datetime, timedelta
+
+    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00")) - timedelta(minutes=1)
+    return now_iso(moment)
 
 
 def start_measuring(project: str, run_key: str, transcript: str) -> None:

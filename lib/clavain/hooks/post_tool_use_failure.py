@@ -1,5 +1,6 @@
-"""PostToolUseFailure (async, Bash): a test command that failed is remembered red, so running it
-again with nothing changed is caught (`clavain.guards.gate.post_tool_use_failure`)."""
+"""PostToolUseFailure (async; Bash and edits): a test command that failed is remembered red, so
+running it again with nothing changed is caught; a failed edit never counts as a patch applied
+(`clavain.guards.gate.post_tool_use_failure`)."""
 
 from __future__ import annotations
 

@@ -147,21 +147,26 @@ def _usage_lines(path: Path, chunk_size: int = 1 << 22) -> Iterator[bytes]:
         yield last
 
 
-def _feed(deduper: _Deduper, path: Path) -> None:
+def _feed(deduper: _Deduper, path: Path, since: str | None = None) -> None:
     for line in _usage_lines(path):
         try:
             record = json.loads(line)
         except (ValueError, RecursionError):  # a torn last line; absurdly deep nesting
             continue
-        if isinstance(record, dict):
-            deduper.add(record)
+        if not isinstance(record, dict):
+            continue
+        stamp = record.get("timestamp")
+        if since is not None and isinstance(stamp, str) and stamp < since:
+            continue  # before the period asked for (both are UTC ISO-8601, `…Z`)
+        deduper.add(record)
 
 
-def usage_of_files(paths: Iterable[Path]) -> Usage:
-    """Deduplicated usage across `paths` together (copies in several files count once)."""
+def usage_of_files(paths: Iterable[Path], since: str | None = None) -> Usage:
+    """Deduplicated usage across `paths` together (copies in several files count once); with
+    `since`, only responses written at or after it."""
     deduper = _Deduper()
     for path in paths:
-        _feed(deduper, path)
+        _feed(deduper, path, since)
     return deduper.usage()
 
 

@@ -17,6 +17,7 @@ CREATE TABLE budget_runs (
   tokens        INTEGER NOT NULL DEFAULT 0,
   cost_usd      REAL NOT NULL DEFAULT 0,
   measured_at   TEXT,
+  usage_json    TEXT NOT NULL DEFAULT '{}',  -- per model: token counts and cost
   warned_json   TEXT NOT NULL DEFAULT '[]'   -- budgets already warned about at 80 %
 );
 
@@ -31,12 +32,15 @@ CREATE TABLE budget_calls (
   subject      TEXT,           -- the command or the file path, clipped
   fingerprint  TEXT,           -- a patch's or a command's hash
   changed      INTEGER NOT NULL DEFAULT 0,  -- 1: the call may have changed files
-  decision     TEXT NOT NULL,  -- allow | warn | deny
+  changes_at   INTEGER NOT NULL DEFAULT 0,  -- budget_runs.changes before this call
+  tool_use_id  TEXT,           -- the host's id: PostToolUseFailure finds its call by it
+  decision     TEXT NOT NULL,  -- allow | warn | deny | failed (the tool ran and failed)
   reason       TEXT,
   hook_ms      REAL            -- the hook's own time for this call
 );
 CREATE INDEX budget_calls_run ON budget_calls (run_key, id);
 CREATE INDEX budget_calls_fingerprint ON budget_calls (run_key, fingerprint);
+CREATE INDEX budget_calls_tool_use ON budget_calls (tool_use_id) WHERE tool_use_id IS NOT NULL;
 
 -- A test command that failed, and the run's change count when it did.
 CREATE TABLE budget_red_tests (
@@ -47,14 +51,12 @@ CREATE TABLE budget_red_tests (
   PRIMARY KEY (run_key, fingerprint)
 );
 
--- Measured usage of one session (its transcript and its subagents') within a run; the run's
--- tokens and cost_usd are the sums over its sessions (a sprint can span several).
+-- The sessions (transcripts) that worked in a run; its tokens and cost are measured over all of
+-- them together (and their subagents'), deduplicated, so a sprint spanning resumed sessions
+-- counts each response once; a sprint counts only responses from its start on.
 CREATE TABLE budget_usage (
   run_key      TEXT NOT NULL,
   transcript   TEXT NOT NULL,
-  tokens       INTEGER NOT NULL,
-  cost_usd     REAL NOT NULL,
-  usage_json   TEXT NOT NULL,
-  measured_at  TEXT NOT NULL,
+  added_at     TEXT NOT NULL,
   PRIMARY KEY (run_key, transcript)
 );
