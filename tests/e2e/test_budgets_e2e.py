@@ -80,7 +80,7 @@ def test_the_report_shows_what_the_run_cost(claude_runner: ClaudeRunner) -> None
     _configure(claude_runner, {"maxCommands": 10})
     calls = [bash("echo one"), bash("echo two"), bash("echo one")]
     claude_runner.run("echo things", _sequence(calls), allowed_tools=("Bash",)).check()
-    deadline = time.monotonic() + 20  # PostToolUse measures after each call, asynchronously
+    deadline = time.monotonic() + 20  # the first call starts a background measurement
     while True:
         report = _clavain(claude_runner, "report")
         if report["cost_usd"] > 0 or time.monotonic() > deadline:

@@ -85,8 +85,8 @@ def render(report: dict[str, Any]) -> str:
               for model, counts in sorted(report["models"].items())]
     hook = report["hook_ms"]
     if hook["calls"]:
-        lines += ["", f"PreToolUse hook (in process): p50 {hook['p50']} ms, p95 {hook['p95']} ms "
-                      f"over {hook['calls']} calls."]
+        lines += ["", f"PreToolUse hook (in process): p50 {hook['p50']:.1f} ms, p95 "
+                      f"{hook['p95']:.1f} ms over {hook['calls']} calls."]
     return "\n".join(lines) + "\n"
 
 
