@@ -118,6 +118,9 @@ def test_tokens_and_cost_are_measured_in_the_background(run_hook, tmp_path: Path
             "cache_read_input_tokens": 0}}}) + "\n")
     _pre(run_hook, project, "Bash", {"command": "ls"}, transcript_path=str(transcript))
     conn = db.connect(project / ".clavain" / "state.sqlite")
+    assert conn.execute("SELECT tokens FROM budget_runs").fetchone()["tokens"] == 0  # not yet
+    conn.execute("UPDATE budget_runs SET measured_at = '2000-01-01T00:00:00.000Z'")
+    _pre(run_hook, project, "Bash", {"command": "ls 1"}, transcript_path=str(transcript))
     deadline = time.monotonic() + 30
     while conn.execute("SELECT tokens FROM budget_runs").fetchone()["tokens"] == 0:
         assert time.monotonic() < deadline, "the measurement never landed"

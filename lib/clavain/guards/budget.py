@@ -101,7 +101,7 @@ def _edit_texts(tool: str, data: dict) -> tuple[str, str]:
 
 def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dict,
           problems: list[str], now: float | None = None, started: float | None = None,
-          tool_use_id: str | None = None) -> dict:
+          tool_use_id: str | None = None, transcript: str | None = None) -> dict:
     """{"decision": allow | warn | deny, "reason": text or None, "measure": bool} for one tool
     call, recorded with its counts (a denied call counts nothing) and, given the hook's
     `perf_counter` start, the hook's own time. `measure` is True for the one call in
@@ -113,8 +113,13 @@ def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dic
     now = time.time() if now is None else now
     at = stamp(now)
     with transaction(conn):
-        conn.execute("INSERT OR IGNORE INTO budget_runs (run_key, started_at, updated_at) "
-                     "VALUES (?, ?, ?)", (run_key, at, at))
+        # measured_at = now: a new run's first background measurement comes 30 s in (its
+        # first seconds cost next to nothing, and a short session starts no measurer at all).
+        conn.execute("INSERT OR IGNORE INTO budget_runs (run_key, started_at, updated_at, "
+                     "measured_at) VALUES (?, ?, ?, ?)", (run_key, at, at, at))
+        if transcript:  # the sessions a run's tokens are measured over
+            conn.execute("INSERT OR IGNORE INTO budget_usage (run_key, transcript, added_at) "
+                         "VALUES (?, ?, ?)", (run_key, transcript, at))
         run = conn.execute("SELECT * FROM budget_runs WHERE run_key = ?", (run_key,)).fetchone()
         warned = set(fastjson.loads(run["warned_json"]))
         denial = _denial(conn, run, call, limits, now)

@@ -95,7 +95,8 @@ def pre_tool_use(payload: dict) -> dict | None:
         result = budget.check(conn, run_key=context["run_key"],
                               session_id=_text(payload.get("session_id")), call=call,
                               limits=context["limits"], problems=context["problems"],
-                              started=started, tool_use_id=_text(payload.get("tool_use_id")))
+                              started=started, tool_use_id=_text(payload.get("tool_use_id")),
+                              transcript=_text(payload.get("transcript_path")))
     finally:
         conn.close()
     transcript = _text(payload.get("transcript_path"))
