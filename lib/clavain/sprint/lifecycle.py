@@ -118,8 +118,8 @@ def finish(state: StatePaths, active: dict[str, Any], *, outcome: str) -> str:
     from clavain.fsutil import write_atomic, write_json_atomic
     from clavain.sprint.summary import budget_report, summarize
 
-    summary = summarize(state, active)
     report = budget_report(state, active["sprint_id"])  # while the sprint's limits still apply
+    summary = summarize(state, active, report)
     folder = store.archive(state, active, outcome)
     write_json_atomic(state.project / folder / "summary.json", summary, inside=state.root)
     if report is not None:

@@ -29,11 +29,12 @@ def budget_report(state: StatePaths, sprint_id: str) -> dict[str, Any] | None:
         return None
 
 
-def summarize(state: StatePaths, active: dict[str, Any]) -> dict[str, Any]:
+def summarize(state: StatePaths, active: dict[str, Any], budget: Any = None) -> dict[str, Any]:
+    """The sprint's summary; `budget` is its budget report when the caller has one already."""
     from clavain.verdicts.summary import count_by_status, total_tokens
 
     found = sprint_verdicts(state, active)
-    budget = budget_report(state, active["sprint_id"])
+    budget = budget if budget is not None else budget_report(state, active["sprint_id"])
     return {"sprint_id": active["sprint_id"], "description": active["description"],
             "complexity": active["complexity"],
             "steps_done": len([s for s in active["completed_steps"] if s in active["route"]]),
