@@ -29,13 +29,37 @@ def test_status_report_and_reset(project: Path, run_cli, cli_json) -> None:
     table = run_cli("budget", "status").stdout
     assert "Bash commands" in table and "LEFT" in table
     report = cli_json("report")
-    assert report["top_commands"][0] == {"command": "pytest", "count": 3}
+    assert report["top_commands"][0] == {"command": "pytest", "count": 2}  # the 3rd was denied
     text = run_cli("report").stdout
-    assert "## Budgets" in text and "- Bash commands: 3 / 45" in text and "3× `pytest`" in text
+    assert "## Budgets" in text and "- Bash commands: 3 / 45" in text and "2× `pytest`" in text
     assert "## Tokens and cost" in text
+    assert cli_json("report", "--run", "s1")["run"] == "session:s1"  # the bare id
     assert cli_json("budget", "reset") == {"run": "session:s1", "calls_removed": 4}
-    failed = run_cli("budget", "status")
-    assert failed.returncode == 2 and "nothing has been counted" in failed.stderr
+    after = cli_json("budget", "status")  # nothing counted since: the limits, unused
+    assert after["budgets"][0] == {"budget": "Bash commands", "used": 0, "limit": 45}
+
+
+def test_denied_calls_are_not_top_commands_and_the_last_one_is_called_so(project: Path,
+                                                                         cli_json) -> None:
+    _calls(project, "session:s1", ["pytest -k a", "pytest -k b", "pytest -k c", "pytest -k d"],
+           maxCommands=3)
+    report = cli_json("report")
+    assert [c["count"] for c in report["top_commands"]] == [1, 1, 1]
+    assert len(report["denied"]) == 1
+    conn = db.connect(project / ".clavain" / "state.sqlite")
+    warned = conn.execute("SELECT reason FROM budget_calls WHERE decision = 'warn'").fetchall()
+    assert [row[0] for row in warned] == [
+        "Clavain budget: Bash commands 3 of 3 used: that was the last; the next is denied. "
+        "Finish or hand over now."]
+
+
+def test_settings_problems_reach_the_person(project: Path, run_cli, cli_json) -> None:
+    (project / ".clavain").mkdir()
+    (project / ".clavain" / "config.json").write_text('{"budgets": {"profile": "fast"}}')
+    status = run_cli("budget", "status", env={"CLAVAIN_BUDGET_MAX_COMMANDS": "abc"})
+    assert status.returncode == 0
+    assert "warning: budget profile 'fast'" in status.stderr
+    assert "maxCommands 'abc'" in status.stderr
 
 
 def test_the_active_sprint_is_the_current_run(project: Path, cli_json, run_cli) -> None:
@@ -54,7 +78,7 @@ def test_a_finished_sprint_keeps_its_report(project: Path, cli_json) -> None:
     started = cli_json("sprint", "start", "--complexity", "2", "rename foo")
     _calls(project, f"sprint:{started['sprint_id']}", ["pytest", "pytest"])
     summary = cli_json("sprint", "summary")
-    assert summary["budgets"][1] == {"budget": "test runs", "used": 2, "limit": 5}
+    assert summary["budgets"][1] == {"budget": "Test runs", "used": 2, "limit": 5}
     cli_json("sprint", "abandon")
     report = (project / ".clavain" / "runs" / started["sprint_id"] / "report.md").read_text()
     assert "- Test runs: 2 / 5" in report
@@ -63,7 +87,13 @@ def test_a_finished_sprint_keeps_its_report(project: Path, cli_json) -> None:
     assert archived["budgets"][0]["used"] == 2
 
 
-def test_no_database_is_a_clear_error(run_cli) -> None:
-    result = run_cli("report", "--json")
-    assert result.returncode == 2
-    assert "no budget runs yet" in json.loads(result.stdout)["error"]
+def test_before_anything_is_counted_the_limits_show_unused(run_cli, cli_json) -> None:
+    report = cli_json("report")
+    assert report["run"] == "session (none counted yet)" and report["tokens"] == 0
+    assert report["budgets"][0] == {"budget": "Bash commands", "used": 0, "limit": 45}
+    started = cli_json("sprint", "start", "--complexity", "5", "research caching options")
+    status = cli_json("budget", "status")
+    assert status["run"] == f"sprint:{started['sprint_id']}" and status["scope"] == "large"
+    missing = run_cli("report", "--run", "sprint:nope", "--json")
+    assert missing.returncode == 2 and "nothing has been counted" in \
+        json.loads(missing.stdout)["error"]

@@ -142,7 +142,7 @@ def test_spent_dollars_deny_the_next_call(run_hook, tmp_path: Path) -> None:
     denied = _pre(run_hook, project, "Edit", {"file_path": "a", "old_string": "x",
                                               "new_string": "y"})
     assert denied["permissionDecision"] == "deny"
-    assert "dollars $0.02 of $0.01" in denied["permissionDecisionReason"]
+    assert "Dollars $0.02 of $0.01" in denied["permissionDecisionReason"]
 
 
 def test_the_hot_path_is_stdlib_only(tmp_path: Path) -> None:

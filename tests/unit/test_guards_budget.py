@@ -89,7 +89,7 @@ def test_spent_tokens_or_dollars_deny_every_counted_tool(conn) -> None:
                                                               "new_string": "y"}),
                        ("Agent", {"subagent_type": "clavain:reviewer"})):
         result = _call(conn, tool, data, limits=_limits(maxCostUsd=12.0))
-        assert result["decision"] == "deny" and "dollars $12.50 of $12.00" in result["reason"]
+        assert result["decision"] == "deny" and "Dollars $12.50 of $12.00" in result["reason"]
 
 
 def test_the_same_patch_a_third_time_is_denied_and_a_revert_is_flagged(conn) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
 
@@ -13,16 +14,18 @@ def register(commands: argparse._SubParsersAction) -> None:
     sub = budget.add_subparsers(dest="budget_command", metavar="COMMAND")
     status = add_command(sub, "status", "each budget used of its limit, for the current run "
                          "(the active sprint, else the last session)", _status)
-    status.add_argument("--run", metavar="RUN", help="another run (`sprint:<id>` or "
-                        "`session:<id>`)")
+    status.add_argument("--run", metavar="RUN", help="another run: `sprint:<id>`, "
+                        "`session:<id>` or the bare id")
     add_json_flag(status)
     reset = add_command(sub, "reset", "forget the current run's counts (a person's decision "
                         "to give it more room)", _reset)
-    reset.add_argument("--run", metavar="RUN", help="another run")
+    reset.add_argument("--run", metavar="RUN", help="another run: `sprint:<id>`, "
+                       "`session:<id>` or the bare id")
     add_json_flag(reset)
     report = add_command(commands, "report", "what a run spent: budgets, top commands, denied "
                          "calls, repeated patches, tokens and cost", _report)
-    report.add_argument("--run", metavar="RUN", help="another run (default: the current one)")
+    report.add_argument("--run", metavar="RUN", help="another run: `sprint:<id>`, "
+                        "`session:<id>` or the bare id (default: the current run)")
     add_json_flag(report)
 
 
@@ -33,8 +36,11 @@ def _status(args: argparse.Namespace) -> int:
 
     report = project_report(StatePaths.discover(), args.run)
     if args.json:
-        emit_json({key: report[key] for key in ("run", "profile", "scope", "budgets")})
+        emit_json({key: report[key] for key in ("run", "profile", "scope", "budgets",
+                                                 "problems")})
         return 0
+    for problem in report["problems"]:
+        print(f"clavain: warning: {problem}", file=sys.stderr)
     print(f"Run {report['run']} ({report['profile']}/{report['scope']})")
     print_table([{"budget": b["budget"], "used": amount(b["used"]),
                   "limit": amount(b["limit"]),

@@ -26,10 +26,10 @@ EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 SUBJECT_CHARS = 300
 RECENT_CALLS = 50
 BUDGETS = (("commands", "maxCommands", "Bash commands"),
-           ("test_runs", "maxTestRuns", "test runs"),
-           ("web_requests", "maxWebRequests", "web requests"),
-           ("tokens", "maxTokens", "tokens"),
-           ("cost_usd", "maxCostUsd", "dollars"))
+           ("test_runs", "maxTestRuns", "Test runs"),
+           ("web_requests", "maxWebRequests", "Web requests"),
+           ("tokens", "maxTokens", "Tokens"),
+           ("cost_usd", "maxCostUsd", "Dollars"))
 MEASURE_EVERY_SECONDS = 30
 LIFT = ("Clavain budget: changing the budgets themselves (`.clavain/config.json`, `clavain "
         "budget reset`) is a person's decision, not an agent's. Stop and ask the user.")
@@ -260,8 +260,14 @@ def _count(conn, run, call: dict, limits: dict, warned: set, at: str) -> list[st
         used = _used(run, column) + counts.get(column, 0)
         if limits[key] and used >= WARN_AT * limits[key] and column not in warned:
             warned.add(column)
-            warnings.append(f"Clavain budget: {label} {amount(used)} of {amount(limits[key])} used "
-                            f"(80 %); plan to finish or hand over before it runs out.")
+            if used >= limits[key]:
+                warnings.append(f"Clavain budget: {label} {amount(used)} of "
+                                f"{amount(limits[key])} used: that was the last; the next is "
+                                "denied. Finish or hand over now.")
+            else:
+                warnings.append(f"Clavain budget: {label} {amount(used)} of "
+                                f"{amount(limits[key])} used (80 %); plan to finish or hand "
+                                "over before it runs out.")
     return warnings
 
 

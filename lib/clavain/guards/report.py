@@ -39,7 +39,8 @@ def build(conn: Any, run_key: str, limits: dict) -> dict[str, Any]:
                for column, key, label in BUDGETS]
     top = [{"command": r["subject"], "count": r["n"]} for r in conn.execute(
         "SELECT subject, count(*) AS n FROM budget_calls WHERE run_key = ? AND kind IN "
-        "('command', 'test') GROUP BY fingerprint ORDER BY n DESC, max(id) DESC LIMIT ?",
+        "('command', 'test') AND decision IN ('allow', 'warn') GROUP BY fingerprint "
+        "ORDER BY n DESC, max(id) DESC LIMIT ?",
         (run_key, TOP))]
     denied = [dict(r) for r in conn.execute(
         "SELECT at, tool, subject, reason FROM budget_calls WHERE run_key = ? AND "
@@ -66,8 +67,10 @@ def _quantile(values: list[float], q: float) -> float | None:
 
 def render(report: dict[str, Any]) -> str:
     """Markdown, for people and for `.clavain/runs/<sprint>/report.md`."""
-    lines = [f"# Run {report['run']} ({report['profile']}/{report['scope']})", "", "## Budgets"]
-    lines += [f"- {b['budget'].capitalize()}: {amount(b['used'])} / {amount(b['limit'])}"
+    lines = [f"# Run {report['run']} ({report['profile']}/{report['scope']})", ""]
+    lines += [f"Warning: {problem}" for problem in report.get("problems", [])]
+    lines += ["## Budgets"]
+    lines += [f"- {b['budget']}: {amount(b['used'])} / {amount(b['limit'])}"
               for b in report["budgets"]]
     lines += ["", "## Top commands"]
     lines += [f"- {c['count']}× `{c['command'][:120]}`" for c in report["top_commands"]] \
@@ -101,38 +104,63 @@ def reset(conn: Any, run_key: str) -> int:
     return removed
 
 
-def _open(state: Any) -> Any:
-    from clavain.store.db import connect
+def empty(run_key: str, limits: dict) -> dict[str, Any]:
+    """The report of a run nothing has been counted in yet: its limits, all unused."""
+    return {"run": run_key, "profile": limits["profile"], "scope": limits["scope"],
+            "started_at": None, "updated_at": None,
+            "budgets": [{"budget": label, "used": 0.0 if column == "cost_usd" else 0,
+                         "limit": limits[key]} for column, key, label in BUDGETS],
+            "top_commands": [], "denied": [], "patch_repeats": [], "tokens": 0,
+            "cost_usd": 0.0, "models": {}, "hook_ms": {"calls": 0, "p50": None, "p95": None}}
 
-    if not state.db.exists():
-        raise ClavainError("no budget runs yet: budgets are counted by the PreToolUse hook in "
-                           "a project with a .clavain/ folder")
-    return connect(state.db)
+
+def resolve_run(conn: Any, run_key: str) -> str:
+    """`sprint:ID`, `session:ID`, or a bare ID that names exactly one of them."""
+    known = runs(conn)
+    if run_key in known:
+        return run_key
+    matches = [key for key in (f"sprint:{run_key}", f"session:{run_key}") if key in known]
+    if len(matches) == 1:
+        return matches[0]
+    raise ClavainError(f"no budget run {run_key!r} (runs are `sprint:<id>` or `session:<id>`; "
+                       f"recent: {', '.join(known[:5]) or 'none yet'})")
 
 
 def project_report(state: Any, run_key: str | None = None) -> dict[str, Any]:
-    """The report of `run_key`, else of the current run, with the limits that apply now."""
+    """The report of `run_key`, else of the current run (the active sprint, else the session
+    counted last), with the limits that apply now and any problem with the settings. Before
+    anything is counted: the current run's limits, unused."""
     from clavain.guards.gate import run_context
+    from clavain.store.db import connect
 
-    conn = _open(state)
+    context = run_context(str(state.root), None)
+    sprint = context["run_key"][len("sprint:"):] \
+        if context["run_key"].startswith("sprint:") else None
+    current = context["run_key"] if sprint else "session (none counted yet)"
+    if not state.db.exists():
+        if run_key:
+            raise ClavainError(f"no budget run {run_key!r}: nothing has been counted here yet")
+        return {**empty(current, context["limits"]), "problems": context["problems"]}
+    conn = connect(state.db)
     try:
-        context = run_context(str(state.root), None)
-        sprint = context["run_key"][len("sprint:"):] \
-            if context["run_key"].startswith("sprint:") else None
-        run_key = run_key or current_run(conn, sprint)
+        run_key = resolve_run(conn, run_key) if run_key else current_run(conn, sprint)
         if run_key is None:
-            raise ClavainError("no budget runs yet: nothing has been counted in this project")
+            return {**empty(current, context["limits"]), "problems": context["problems"]}
         from clavain.guards.usage import measure
 
         measure(conn, run_key=run_key)  # now, not as of the last background measurement
-        return build(conn, run_key, context["limits"])
+        return {**build(conn, run_key, context["limits"]), "problems": context["problems"]}
     finally:
         conn.close()
 
 
 def project_reset(state: Any, run_key: str | None = None) -> dict[str, Any]:
+    from clavain.store.db import connect
+
     report = project_report(state, run_key)
-    conn = _open(state)
+    if not state.db.exists():
+        return {"run": report["run"], "calls_removed": 0}
+    conn = connect(state.db)
     try:
         return {"run": report["run"], "calls_removed": reset(conn, report["run"])}
     finally:
