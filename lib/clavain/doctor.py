@@ -117,7 +117,9 @@ def _hook_cost(state: StatePaths) -> dict[str, Any]:
         conn.close()
     if not times:
         return _row("hook_cost", OK, "no tool call counted yet")
-    p50, p95 = times[len(times) // 2], times[min(len(times) - 1, int(0.95 * len(times)))]
+    from clavain.guards.report import quantile
+
+    p50, p95 = quantile(times, 0.5), quantile(times, 0.95)
     return _row("hook_cost", OK, f"PreToolUse p50 {p50:.1f} ms, p95 {p95:.1f} ms over "
                 f"{len(times)} calls (in process; an interpreter start adds ~10-20 ms)",
                 p50_ms=p50, p95_ms=p95, calls=len(times))

@@ -71,20 +71,26 @@ def open_inside(root: Path, path: Path, mode: str = "ab") -> Any:
     return os.fdopen(fd, mode)
 
 
-def read_regular(path: Path, max_bytes: int) -> bytes | None:
-    """At most `max_bytes` of `path` if it is a regular file reached without following a
-    symlink at its last part; None when it is missing, a symlink, a FIFO (which would block the
-    reader) or anything else. For what hooks read from the state folder and show the model: a
-    planted link must not put another file in the context, nor a pipe hang the session."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | \
-        getattr(os, "O_CLOEXEC", 0)
+def read_regular(path: str | Path, max_bytes: int, *, from_end: bool = False,
+                 follow_symlinks: bool = False) -> bytes | None:
+    """At most `max_bytes` of `path` (its first, or with `from_end` its last) if it is a regular
+    file; None when it is missing, a FIFO (which would block the reader), anything else, or -
+    unless `follow_symlinks` - a symlink at its last part. For what hooks read and show the
+    model: a planted link must not put another file in the context, nor a pipe hang the
+    session."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except (OSError, ValueError):  # ValueError: a NUL in the path
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             return None
+        if from_end:
+            os.lseek(fd, max(0, info.st_size - max_bytes), os.SEEK_SET)
         chunks = []
         left = max_bytes
         while left > 0:

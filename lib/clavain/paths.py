@@ -145,3 +145,10 @@ def plugin_data_dir() -> Path | None:
     """
     explicit = os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("CLAVAIN_PLUGIN_DATA")
     return Path(explicit) if explicit else None
+
+
+def claude_config_dir() -> Path:
+    """Claude Code's own folder (transcripts, plugins, settings): CLAUDE_CONFIG_DIR, else
+    `~/.claude`."""
+    explicit = os.environ.get("CLAUDE_CONFIG_DIR")
+    return Path(explicit) if explicit else Path.home() / ".claude"

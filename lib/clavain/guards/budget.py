@@ -149,10 +149,6 @@ def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dic
     return {"decision": decision, "reason": reason, "measure": measure}
 
 
-def _used(run, column: str) -> float:
-    return run[column] or 0
-
-
 def stamp(seconds: float) -> str:
     """UTC ISO-8601 to the millisecond, like `clock.now_iso` (without `datetime`: one more
     import on every tool call)."""
@@ -166,8 +162,8 @@ def _denial(conn, run, call: dict, limits: dict, now: float) -> str | None:
         return LIFT
     where = f"({limits['profile']}/{limits['scope']}, run {run['run_key']})"
     for column, key, label in BUDGETS[3:]:
-        if _used(run, column) >= limits[key]:
-            return (f"Clavain budget exhausted: {label} {amount(_used(run, column))} of "
+        if run[column] >= limits[key]:
+            return (f"Clavain budget exhausted: {label} {amount(run[column])} of "
                     f"{amount(limits[key])} used {where}. {STOP}")
     if call["kind"] in ("command", "test") and run["commands"] >= limits["maxCommands"]:
         return (f"Clavain budget exhausted: Bash commands {run['commands']} of "
@@ -257,7 +253,7 @@ def _count(conn, run, call: dict, limits: dict, warned: set, at: str) -> list[st
                  (*counts.values(), run["run_key"]))
     warnings = []
     for column, key, label in BUDGETS:
-        used = _used(run, column) + counts.get(column, 0)
+        used = run[column] + counts.get(column, 0)
         if limits[key] and used >= WARN_AT * limits[key] and column not in warned:
             warned.add(column)
             if used >= limits[key]:
@@ -290,13 +286,13 @@ def record_failure(conn, *, run_key: str, call: dict, tool_use_id: str | None) -
                 conn.execute("UPDATE budget_calls SET decision = 'failed' WHERE id = ?",
                              (row["id"],))
             return
-        changes = row["changes_at"] if row is not None else conn.execute(
-            "SELECT changes FROM budget_runs WHERE run_key = ?", (run_key,)).fetchone()
-        if changes is None:
+        if row is None:  # no PreToolUse record (another id, a hook that failed): the count now
+            row = conn.execute("SELECT changes AS changes_at FROM budget_runs WHERE run_key = ?",
+                               (run_key,)).fetchone()
+        if row is None:
             return
-        changes = changes if isinstance(changes, int) else changes[0]
         conn.execute(
             "INSERT INTO budget_red_tests (run_key, fingerprint, changes_at, at) "
             "VALUES (?, ?, ?, ?) ON CONFLICT (run_key, fingerprint) DO UPDATE SET "
             "changes_at = excluded.changes_at, at = excluded.at",
-            (run_key, call["fingerprint"], changes, stamp(time.time())))
+            (run_key, call["fingerprint"], row["changes_at"], stamp(time.time())))

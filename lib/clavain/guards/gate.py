@@ -1,5 +1,5 @@
 """Budgets at the hooks: which run a tool call belongs to, its limits, and the PreToolUse /
-PostToolUse steps the hooks (and the coming supervisor) call.
+PostToolUseFailure steps the hooks (and the coming supervisor) call.
 
 Tokens and dollars are measured from the transcripts by a detached process that a tool call
 starts at most every 30 s (`usage.start_measuring`): a hook per tool call after the tool ran
@@ -35,14 +35,22 @@ def run_context(root: str, session_id: object) -> dict:
             "patterns": commands.compile_patterns(limits["testPatterns"])}
 
 
-def _active_sprint(root: str) -> tuple[str | None, object]:
-    """(sprint id, complexity) from the checkpoint, read without its schema check (this runs on
-    every tool call; a damaged checkpoint is `clavain sprint`'s to report, not a budget's)."""
+def _read_json(path: str) -> object:
+    """A JSON file of the state folder; None when missing; raises when unreadable."""
     from clavain import fastjson
 
     try:
-        with open(os.path.join(root, "checkpoint.json"), "rb") as handle:
-            checkpoint = fastjson.loads(handle.read(CONFIG_MAX_BYTES).decode("utf-8"))
+        with open(path, "rb") as handle:
+            return fastjson.loads(handle.read(CONFIG_MAX_BYTES).decode("utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def _active_sprint(root: str) -> tuple[str | None, object]:
+    """(sprint id, complexity) from the checkpoint, read without its schema check (this runs on
+    every tool call; a damaged checkpoint is `clavain sprint`'s to report, not a budget's)."""
+    try:
+        checkpoint = _read_json(os.path.join(root, "checkpoint.json"))
     except (OSError, ValueError, RecursionError):
         return None, None
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("sprint_id"), str):
@@ -51,14 +59,9 @@ def _active_sprint(root: str) -> tuple[str | None, object]:
 
 
 def _budget_settings(root: str) -> tuple[object, list[str]]:
-    from clavain import fastjson
-
     path = os.path.join(root, "config.json")
     try:
-        with open(path, "rb") as handle:
-            config = fastjson.loads(handle.read(CONFIG_MAX_BYTES).decode("utf-8"))
-    except FileNotFoundError:
-        return None, []
+        config = _read_json(path)
     except (OSError, ValueError, RecursionError) as exc:
         return None, [f"{path} is unreadable ({type(exc).__name__}); defaults used"]
     budgets = config.get("budgets") if isinstance(config, dict) else None
@@ -70,27 +73,20 @@ def _budget_settings(root: str) -> tuple[object, list[str]]:
 def pre_tool_use(payload: dict) -> dict | None:
     """The hook's output for one tool call: a denial, a warning in context, or None."""
     from clavain.guards import budget
-    from clavain.hooks import payload_cwd
 
     started = time.perf_counter()
     tool = payload.get("tool_name")
     if tool not in budget.COUNTED_TOOLS:
         return None
-    from clavain import locate
-
-    # `locate`, not `paths.StatePaths`: `pathlib` alone would cost more than the whole check.
-    project = locate.project_dir(payload_cwd(payload))
-    root = locate.state_dir(project)
-    if not os.path.isdir(root):  # most projects never use Clavain: nothing to count there
+    where = _counting_here(payload)
+    if where is None:
         return None
-    context = run_context(root, payload.get("session_id"))
-    if not context["limits"]["enabled"]:
-        return None
+    project, root, database, context = where
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"],
                            os.path.join(root, "config.json"))
     from clavain.store import db
 
-    conn = db.connect(locate.db_file(root))
+    conn = db.connect(database)
     try:
         result = budget.check(conn, run_key=context["run_key"],
                               session_id=_text(payload.get("session_id")), call=call,
@@ -112,6 +108,23 @@ def pre_tool_use(payload: dict) -> dict | None:
     return None
 
 
+def _counting_here(payload: dict, *, database_needed: bool = False) -> tuple | None:
+    """(project, state folder, database, run context) when budgets count in the payload's
+    project, else None: no `.clavain/` folder (most projects never use Clavain), budgets
+    disabled, or (`database_needed`) nothing counted yet. `locate`, not `paths.StatePaths`:
+    `pathlib` alone would cost more than the whole check."""
+    from clavain import locate
+    from clavain.hooks import payload_cwd
+
+    project = locate.project_dir(payload_cwd(payload))
+    root = locate.state_dir(project)
+    database = locate.db_file(root)
+    if not os.path.isdir(root) or (database_needed and not os.path.exists(database)):
+        return None
+    context = run_context(root, payload.get("session_id"))
+    return (project, root, database, context) if context["limits"]["enabled"] else None
+
+
 def _start_measuring(project: str, run_key: str, transcript: str, payload: dict) -> None:
     """Start the background measurement; a failure to start it is logged, and never costs the
     decision already taken (a deny must reach the host)."""
@@ -131,22 +144,16 @@ def post_tool_use_failure(payload: dict) -> None:
     so running it again with nothing changed is caught; a failed edit is marked, so it never
     counts as a patch applied. An interrupted or timed-out run says nothing about the tests."""
     from clavain.guards import budget
-    from clavain.hooks import payload_cwd
 
     tool = payload.get("tool_name")
     error = payload.get("error")
     if tool not in ("Bash", *budget.EDIT_TOOLS) or payload.get("is_interrupt") or (
             isinstance(error, str) and "timed out" in error.lower()):
         return
-    from clavain import locate
-
-    root = locate.state_dir(locate.project_dir(payload_cwd(payload)))
-    database = locate.db_file(root)
-    if not os.path.isdir(root) or not os.path.exists(database):
+    where = _counting_here(payload, database_needed=True)
+    if where is None:
         return
-    context = run_context(root, payload.get("session_id"))
-    if not context["limits"]["enabled"]:
-        return
+    _, _, database, context = where
     from clavain.store import db
 
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"])

@@ -33,8 +33,7 @@ def runs(conn: Any) -> list[str]:
 def build(conn: Any, run_key: str, limits: dict) -> dict[str, Any]:
     run = conn.execute("SELECT * FROM budget_runs WHERE run_key = ?", (run_key,)).fetchone()
     if run is None:
-        known = ", ".join(runs(conn)[:5]) or "none yet"
-        raise ClavainError(f"no budget run {run_key!r} (runs: {known})")
+        return empty(run_key, limits)
     budgets = [{"budget": label, "used": run[column], "limit": limits[key]}
                for column, key, label in BUDGETS]
     top = [{"command": r["subject"], "count": r["n"]} for r in conn.execute(
@@ -47,7 +46,8 @@ def build(conn: Any, run_key: str, limits: dict) -> dict[str, Any]:
         "decision = 'deny' ORDER BY id", (run_key,))]
     patches = [{"path": r["subject"], "count": r["n"]} for r in conn.execute(
         "SELECT subject, count(*) AS n FROM budget_calls WHERE run_key = ? AND kind = 'edit' "
-        "AND decision != 'deny' GROUP BY fingerprint HAVING n > 1 ORDER BY n DESC", (run_key,))]
+        "AND decision NOT IN ('deny', 'failed') GROUP BY fingerprint HAVING n > 1 "
+        "ORDER BY n DESC", (run_key,))]
     per_model = json.loads(run["usage_json"])
     times = sorted(r[0] for r in conn.execute(
         "SELECT hook_ms FROM budget_calls WHERE run_key = ? AND hook_ms IS NOT NULL", (run_key,)))
@@ -55,11 +55,12 @@ def build(conn: Any, run_key: str, limits: dict) -> dict[str, Any]:
             "started_at": run["started_at"], "updated_at": run["updated_at"],
             "budgets": budgets, "top_commands": top, "denied": denied, "patch_repeats": patches,
             "tokens": run["tokens"], "cost_usd": round(run["cost_usd"], 4), "models": per_model,
-            "hook_ms": {"calls": len(times), "p50": _quantile(times, 0.5),
-                        "p95": _quantile(times, 0.95)}}
+            "hook_ms": {"calls": len(times), "p50": quantile(times, 0.5),
+                        "p95": quantile(times, 0.95)}}
 
 
-def _quantile(values: list[float], q: float) -> float | None:
+def quantile(values: list[float], q: float) -> float | None:
+    """The `q` quantile of sorted `values` (nearest rank), None when there are none."""
     if not values:
         return None
     return values[min(len(values) - 1, int(q * len(values)))]
@@ -126,42 +127,54 @@ def resolve_run(conn: Any, run_key: str) -> str:
                        f"recent: {', '.join(known[:5]) or 'none yet'})")
 
 
-def project_report(state: Any, run_key: str | None = None) -> dict[str, Any]:
-    """The report of `run_key`, else of the current run (the active sprint, else the session
-    counted last), with the limits that apply now and any problem with the settings. Before
-    anything is counted: the current run's limits, unused."""
+def _target(state: Any, conn: Any, run_key: str | None) -> tuple[str, dict]:
+    """(the run asked for - else the current one: the active sprint, else the session counted
+    last, else a placeholder name -, the run context with the limits that apply now)."""
     from clavain.guards.gate import run_context
-    from clavain.store.db import connect
 
     context = run_context(str(state.root), None)
     sprint = context["run_key"][len("sprint:"):] \
         if context["run_key"].startswith("sprint:") else None
-    current = context["run_key"] if sprint else "session (none counted yet)"
-    if not state.db.exists():
-        if run_key:
+    if run_key:
+        if conn is None:
             raise ClavainError(f"no budget run {run_key!r}: nothing has been counted here yet")
-        return {**empty(current, context["limits"]), "problems": context["problems"]}
-    conn = connect(state.db)
-    try:
-        run_key = resolve_run(conn, run_key) if run_key else current_run(conn, sprint)
-        if run_key is None:
-            return {**empty(current, context["limits"]), "problems": context["problems"]}
-        from clavain.guards.usage import measure
+        return resolve_run(conn, run_key), context
+    chosen = current_run(conn, sprint) if conn is not None else None
+    return chosen or (context["run_key"] if sprint else "session (none counted yet)"), context
 
-        measure(conn, run_key=run_key)  # now, not as of the last background measurement
-        return {**build(conn, run_key, context["limits"]), "problems": context["problems"]}
+
+def _connect(state: Any) -> Any:
+    """The state database, or None when nothing was ever counted (nothing is created)."""
+    from clavain.store.db import connect
+
+    return connect(state.db) if state.db.exists() else None
+
+
+def project_report(state: Any, run_key: str | None = None) -> dict[str, Any]:
+    """The report of `run_key`, else of the current run, with the limits that apply now and any
+    problem with the settings; a run nothing was counted in shows its limits, unused. Tokens
+    are measured now, not as of the last background measurement."""
+    from clavain.guards.usage import measure
+
+    conn = _connect(state)
+    try:
+        run_key, context = _target(state, conn, run_key)
+        if conn is None:
+            report = empty(run_key, context["limits"])
+        else:
+            measure(conn, run_key=run_key)
+            report = build(conn, run_key, context["limits"])
+        return {**report, "problems": context["problems"]}
     finally:
-        conn.close()
+        if conn is not None:
+            conn.close()
 
 
 def project_reset(state: Any, run_key: str | None = None) -> dict[str, Any]:
-    from clavain.store.db import connect
-
-    report = project_report(state, run_key)
-    if not state.db.exists():
-        return {"run": report["run"], "calls_removed": 0}
-    conn = connect(state.db)
+    conn = _connect(state)
     try:
-        return {"run": report["run"], "calls_removed": reset(conn, report["run"])}
+        run_key, _ = _target(state, conn, run_key)
+        return {"run": run_key, "calls_removed": reset(conn, run_key) if conn is not None else 0}
     finally:
-        conn.close()
+        if conn is not None:
+            conn.close()

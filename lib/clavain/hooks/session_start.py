@@ -40,7 +40,7 @@ def _bootstrap_message() -> str | None:
             f"Hooks keep working without them; see {log} and run `clavain doctor`.")
 
 
-def _env_file_lines(payload: dict) -> list[str]:
+def _env_file_lines(state: StatePaths) -> list[str]:
     """Exports for later Bash tool calls, which get none of the hook's CLAUDE_PLUGIN_* variables.
 
     The host appends the plugin's bin/ to the Bash PATH itself (2.1.330); it is not on the hook's
@@ -57,11 +57,10 @@ def _env_file_lines(payload: dict) -> list[str]:
         if bootstrap.is_ready(data_dir):
             python = str(bootstrap.venv_python(data_dir))
             lines.append(f"export CLAVAIN_PYTHON={shell_quote(python)}")
-    from clavain.hooks import payload_cwd
+    from clavain.paths import claude_config_dir
     from clavain.session.companions import detect
-    from clavain.session.inflight import config_dir
 
-    companions = detect(config_dir(), project=StatePaths.discover(payload_cwd(payload)).project)
+    companions = detect(claude_config_dir(), project=state.project)
     if companions:
         lines.append(f"export CLAVAIN_COMPANIONS={shell_quote(','.join(companions))}")
     return lines
@@ -73,9 +72,9 @@ def shell_quote(value: str) -> str:
     return "'" + value.replace("'", "'\"'\"'") + "'"
 
 
-def _write_env_file(payload: dict) -> None:
+def _write_env_file(state: StatePaths) -> None:
     target = os.environ.get("CLAUDE_ENV_FILE")
-    lines = _env_file_lines(payload)
+    lines = _env_file_lines(state)
     if target and lines:
         with open(Path(target), "a", encoding="utf-8") as handle:
             handle.write("\n".join(lines) + "\n")
@@ -132,20 +131,21 @@ def _sections(state: StatePaths, payload: dict) -> dict[str, str | list[str]]:
     return sections
 
 
-def context_text(payload: dict) -> str:
-    from clavain.hooks import payload_cwd
+def context_text(state: StatePaths, payload: dict) -> str:
     from clavain.session.context import fit
 
-    state = StatePaths.discover(payload_cwd(payload))
     text, _dropped = fit(_sections(state, payload), max_context_tokens(state))
     return text
 
 
 def handle(payload: dict) -> dict | None:
+    from clavain.hooks import payload_cwd
+
+    state = StatePaths.discover(payload_cwd(payload))
     message = _bootstrap_message()
-    _write_env_file(payload)
+    _write_env_file(state)
     output: dict = {}
-    text = context_text(payload)
+    text = context_text(state, payload)
     if text:
         output["hookSpecificOutput"] = {"hookEventName": "SessionStart",
                                         "additionalContext": text}

@@ -229,7 +229,6 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
 
 
 _LENS = re.compile(r"\**Lens:?\**:?\s*`?([a-z][a-z-]{0,31})\b")
-_PROMPT_HEAD_BYTES = 64 * 1024
 
 
 def prompt_lens(transcript: object) -> str | None:
@@ -237,40 +236,12 @@ def prompt_lens(transcript: object) -> str | None:
     of the transcript's first user message, and only a lens the reviewer knows (a lens named
     further down, or in a file the reviewer read, is not the dispatch's)."""
     from clavain.sprint.route import LENSES
+    from clavain.verdicts.transcript import first_user_text
 
-    if not isinstance(transcript, str):
-        return None
-    try:
-        with open(transcript, "rb") as handle:
-            head = handle.read(_PROMPT_HEAD_BYTES)
-    except (OSError, ValueError):
-        return None
-    prompt = _first_user_text(head.decode("utf-8", "replace"))
+    prompt = first_user_text(transcript)
     first_line = next((line.strip() for line in prompt.splitlines() if line.strip()), "")
     found = _LENS.match(first_line)
     return found[1] if found and found[1] in LENSES else None
-
-
-def _first_user_text(head: str) -> str:
-    """The text of the first user message in the start of a transcript ('' if none): its
-    string content, or its first text block that is not a `<system-reminder>`-like insert."""
-    for line in head.splitlines():
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            continue
-        message = entry.get("message") if isinstance(entry, dict) else None
-        if not isinstance(message, dict) or message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            return content
-        for block in content if isinstance(content, list) else []:
-            text = block.get("text") if isinstance(block, dict) else None
-            if isinstance(text, str) and text.strip() and not text.lstrip().startswith("<"):
-                return text
-        return ""
-    return ""
 
 
 def _active_sprint(state: StatePaths, notes: list[str]) -> str | None:

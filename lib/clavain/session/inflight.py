@@ -8,7 +8,6 @@ so a project with years of sessions costs a few directory reads.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -18,12 +17,6 @@ RECENT_SECONDS = 120.0
 SESSION_IDLE_SECONDS = 86400.0
 SHOWN = 3
 PROMPT_CHARS = 80
-FIRST_LINE_BYTES = 64 * 1024
-
-
-def config_dir() -> Path:
-    explicit = os.environ.get("CLAUDE_CONFIG_DIR")
-    return Path(explicit) if explicit else Path.home() / ".claude"
 
 
 def transcripts_dir(project: Path, transcript_path: object = None) -> Path:
@@ -32,7 +25,9 @@ def transcripts_dir(project: Path, transcript_path: object = None) -> Path:
     if isinstance(transcript_path, str) and transcript_path.endswith(".jsonl"):
         return Path(transcript_path).parent
     name = "".join(c if c.isascii() and c.isalnum() else "-" for c in str(project))
-    return config_dir() / "projects" / name
+    from clavain.paths import claude_config_dir
+
+    return claude_config_dir() / "projects" / name
 
 
 def running_agents(folder: Path, now: float | None = None) -> list[dict[str, Any]]:
@@ -72,30 +67,17 @@ def _recent(path: Path, now: float, window: float) -> bool:
         return False
 
 
-def first_prompt(path: str) -> str:
-    """The task the agent was given: the text of its transcript's first user message."""
-    try:
-        with open(path, "rb") as handle:
-            line = handle.readline(FIRST_LINE_BYTES).decode("utf-8", errors="replace")
-        message = json.loads(line).get("message", {})
-    except (OSError, ValueError, AttributeError):
-        return ""
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, list):
-        content = " ".join(block.get("text", "") for block in content
-                           if isinstance(block, dict) and isinstance(block.get("text"), str))
-    return " ".join(content.split()) if isinstance(content, str) else ""
-
-
 def agents_section(project: Path, transcript_path: object = None,
                    now: float | None = None) -> str:
+    from clavain.verdicts.transcript import first_user_text
+
     agents = running_agents(transcripts_dir(project, transcript_path), now)
     if not agents:
         return ""
     lines = [f"Agents at work in this project ({len(agents)} wrote in the last "
              f"{int(RECENT_SECONDS)} s; do not start the same work):"]
     for agent in agents[:SHOWN]:
-        prompt = first_prompt(agent["path"])
+        prompt = " ".join(first_user_text(agent["path"]).split())
         if len(prompt) > PROMPT_CHARS:
             prompt = prompt[:PROMPT_CHARS - 1] + "…"
         lines.append(f"- agent {agent['agent_id'][:12]} (session {agent['session_id'][:8]}, "

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from typing import Any
 
 from clavain.clock import now_iso
@@ -114,7 +113,10 @@ def _in_progress(state: StatePaths) -> list[dict[str, Any]]:
 
 def last_request(transcript_path: str) -> str | None:
     """The user's last typed message in a session transcript (its tail only), or None."""
-    tail = _tail(transcript_path, TRANSCRIPT_TAIL_BYTES)
+    from clavain.fsutil import read_regular
+
+    tail = read_regular(transcript_path, TRANSCRIPT_TAIL_BYTES, from_end=True,
+                        follow_symlinks=True)  # the host's file, outside the state folder
     if tail is None:
         return None
     for line in reversed(tail.decode("utf-8", errors="replace").splitlines()):
@@ -122,24 +124,6 @@ def last_request(transcript_path: str) -> str | None:
         if text:
             return clip(text, 300)
     return None
-
-
-def _tail(path: str, size: int) -> bytes | None:
-    """The last `size` bytes of a regular file (never blocking on a FIFO), or None."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    except (OSError, ValueError):  # ValueError: a NUL in the path
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        os.lseek(fd, max(0, info.st_size - size), os.SEEK_SET)
-        return os.read(fd, size)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _typed_text(line: str) -> str | None:
@@ -152,15 +136,10 @@ def _typed_text(line: str) -> str | None:
     if not isinstance(entry, dict) or entry.get("type") != "user" or entry.get("isMeta") \
             or entry.get("isCompactSummary") or entry.get("isSidechain"):
         return None
-    message = entry.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, list):
-        texts = [block.get("text") for block in content
-                 if isinstance(block, dict) and block.get("type") == "text"]
-        content = "\n".join(t for t in texts if isinstance(t, str))
-    if not isinstance(content, str) or not content.strip() or content.lstrip().startswith("<"):
-        return None
-    return content
+    from clavain.verdicts.transcript import user_text
+
+    text = user_text(entry)
+    return text if text and text.strip() and not text.lstrip().startswith("<") else None
 
 
 def record(state: StatePaths, payload: dict[str, Any]) -> dict[str, Any]:

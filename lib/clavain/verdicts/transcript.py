@@ -188,3 +188,41 @@ def session_usage(transcript: Path, *, with_subagents: bool = True
     files = [transcript, *(subagent_files(transcript) if with_subagents else [])]
     per_file = [(path, transcript_usage(path)) for path in files]
     return usage_of_files(files), per_file
+
+
+def user_text(entry: object) -> str | None:
+    """The text of a transcript line that is a user message: its string content, or its first
+    text block that is not a `<…>` insert (a reminder, a command's output); None for anything
+    else (assistant lines, tool results)."""
+    message = entry.get("message") if isinstance(entry, dict) else None
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    for block in content if isinstance(content, list) else []:
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, str) and text.strip() and not text.lstrip().startswith("<"):
+            return text
+    return None
+
+
+def first_user_text(path: object, max_bytes: int = 64 * 1024) -> str:
+    """The text of the first user message in a transcript (a subagent's: its prompt), read from
+    the file's first `max_bytes`; '' when there is none or the file cannot be read."""
+    if not isinstance(path, str):
+        return ""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(max_bytes).decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+    for line in head.splitlines():
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        message = entry.get("message") if isinstance(entry, dict) else None
+        if isinstance(message, dict) and message.get("role") == "user":
+            return user_text(entry) or ""
+    return ""
