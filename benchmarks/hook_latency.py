@@ -3,7 +3,10 @@
 Each hook command runs as Claude Code runs it (exec form: the command with its args, no shell;
 shell form: through bash), with a realistic JSON payload on stdin and the env the host gives
 hooks (CLAUDE_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA, CLAUDE_PROJECT_DIR, CLAUDE_ENV_FILE for
-SessionStart), in a throwaway git project and HOME. Times are spawn-to-exit wall clock.
+SessionStart), in a throwaway git project and HOME. Times are spawn-to-exit wall clock. The
+tool-call hooks are timed twice: served by the resident hook server (which SessionStart, timed
+first, started) and spawned (CLAVAIN_RESIDENT_HOOKS=0); a row whose calls were not served the
+way its label says is flagged.
 
     python benchmarks/hook_latency.py [--runs 30] [--python PATH] [--baseline-ref REF] [--json]
 
@@ -35,6 +38,10 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "lib"))
+
+from clavain.hooks import RESIDENT_EVENTS  # noqa: E402
+
 HOOKS_JSON = REPO / "hooks" / "hooks.json"
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
 # The last commit whose store imported importlib.resources and read every migration on open.
@@ -205,9 +212,10 @@ def time_runs(argv: list[str], stdin: str, env: dict[str, str], cwd: str, runs: 
     return samples, codes, stderr
 
 
-def traced_python(argv: list[str], stdin: str, env: dict[str, str], cwd: Path, work: Path,
-                  before=None) -> str:
-    """One untimed run with CLAVAIN_HOOK_TRACE: which interpreter the launcher really picked."""
+def traced_run(argv: list[str], stdin: str, env: dict[str, str], cwd: Path, work: Path,
+               before=None) -> tuple[str, str]:
+    """One untimed run with CLAVAIN_HOOK_TRACE: which interpreter the launcher really picked,
+    and whether the resident server or a spawned process served the call."""
     trace = work / "trace.jsonl"
     trace.unlink(missing_ok=True)
     if before:
@@ -215,9 +223,10 @@ def traced_python(argv: list[str], stdin: str, env: dict[str, str], cwd: Path, w
     subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120,
                    env={**env, "CLAVAIN_HOOK_TRACE": str(trace)})
     try:
-        return json.loads(trace.read_text(encoding="utf-8").splitlines()[-1])["python"]
+        record = json.loads(trace.read_text(encoding="utf-8").splitlines()[-1])
+        return record["python"], record.get("served_by", "spawned")
     except (OSError, IndexError, ValueError, KeyError):
-        return "(no trace line: the hook did not reach the dispatcher)"
+        return "(no trace line: the hook did not reach the dispatcher)", "nobody"
 
 
 def _export_lib(ref: str, into: Path) -> Path | None:
@@ -324,22 +333,35 @@ def main(argv: list[str] | None = None) -> int:
 
                 def reset(path: Path = env_file) -> None:
                     path.write_text("", encoding="utf-8")
-            log_before = hooks_log.stat().st_size if hooks_log.exists() else 0
-            samples, codes, stderr = time_runs(argv_for(hook), body, hook_env, str(project),
-                                               args.runs, args.warmup, reset)
-            log_after = hooks_log.stat().st_size if hooks_log.exists() else 0
-            notes = []
-            ran_with = traced_python(argv_for(hook), body, hook_env, project, work, reset)
-            if ran_with != python:
-                notes.append(f"ran with {ran_with}, not {python}")
-            if log_after > log_before:
-                tail = hooks_log.read_text(encoding="utf-8").splitlines()[-1]
-                notes.append(f"hooks.log grew: {tail[:120]}")
-            if stderr:
-                notes.append(f"stderr: {stderr.splitlines()[-1][:120]}")
-            label = event + (f" [{hook['matcher']}]" if hook["matcher"] else "")
-            add(label, samples, codes, "; ".join(notes))
+            # Tool-call hooks both ways: served by the resident server (SessionStart, timed
+            # first, started it) and as a spawned interpreter.
+            modes = [("resident", {}), ("spawned", {"CLAVAIN_RESIDENT_HOOKS": "0"})] \
+                if event in RESIDENT_EVENTS else [("", {})]
+            for mode, extra_env in modes:
+                mode_env = {**hook_env, **extra_env}
+                log_before = hooks_log.stat().st_size if hooks_log.exists() else 0
+                samples, codes, stderr = time_runs(argv_for(hook), body, mode_env,
+                                                   str(project), args.runs, args.warmup, reset)
+                log_after = hooks_log.stat().st_size if hooks_log.exists() else 0
+                notes = []
+                ran_with, served_by = traced_run(argv_for(hook), body, mode_env, project, work,
+                                                 reset)
+                if ran_with != python:
+                    notes.append(f"ran with {ran_with}, not {python}")
+                if mode and served_by != mode:
+                    notes.append(f"served by {served_by}, not {mode}")
+                if log_after > log_before:
+                    tail = hooks_log.read_text(encoding="utf-8").splitlines()[-1]
+                    notes.append(f"hooks.log grew: {tail[:120]}")
+                if stderr:
+                    notes.append(f"stderr: {stderr.splitlines()[-1][:120]}")
+                label = event + (f" ({mode})" if mode else "") + \
+                    (f" [{hook['matcher']}]" if hook["matcher"] else "")
+                add(label, samples, codes, "; ".join(notes))
     finally:
+        from clavain.hooks import resident
+
+        resident.stop(str(work / "plugin-data"))
         shutil.rmtree(work, ignore_errors=True)
 
     if args.json:

@@ -203,6 +203,7 @@ class ClaudeRunner:
     def __init__(self, binary: Path, model: ScriptedModel, root: Path):
         self.binary = binary
         self.model = model
+        self.root = root
         self.home = root / "home"
         self.project = root / "project"
         self.home.mkdir(parents=True, exist_ok=True)
@@ -258,6 +259,17 @@ class ClaudeRunner:
         return ClaudeRun(code, out, err, output, list(self.model.requests[first:]), self.home,
                          self.project, argv, full_env, list(self.model.errors[errors_before:]))
 
+    def resident_servers(self) -> list[Path]:
+        """The plugin data folders where this HOME's sessions started a resident hook server."""
+        return sorted(path.parent for path in self.home.rglob("hookd.addr"))
+
+    def stop_resident_servers(self) -> None:
+        """Stop them: a test's servers must not outlive it (they would idle for 30 min)."""
+        from clavain.hooks import resident
+
+        for data in self.resident_servers():
+            resident.stop(str(data))
+
     def cli(self, *args: str, env: Mapping[str, str | None] | None = None,
             timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
         argv = [str(self.binary), *args]
@@ -295,6 +307,7 @@ def _run_group(argv: list[str], env: dict[str, str], cwd: Path,
 
 
 @pytest.fixture
-def claude_runner(claude_bin: Path, scripted_model: ScriptedModel,
-                  tmp_path: Path) -> ClaudeRunner:
-    return ClaudeRunner(claude_bin, scripted_model, tmp_path)
+def claude_runner(claude_bin: Path, scripted_model: ScriptedModel, tmp_path: Path):
+    runner = ClaudeRunner(claude_bin, scripted_model, tmp_path)
+    yield runner
+    runner.stop_resident_servers()

@@ -44,8 +44,9 @@ def _sequence(calls: list[dict[str, Any]]):
 def test_the_fourth_command_is_denied_and_never_runs(claude_runner: ClaudeRunner) -> None:
     _configure(claude_runner, {"maxCommands": 3})
     calls = [bash(f"touch ran{i}") for i in range(1, 5)]
-    run = claude_runner.run("make four files", _sequence(calls),
-                            allowed_tools=("Bash",)).check()
+    trace = claude_runner.root / "hook-trace.jsonl"
+    run = claude_runner.run("make four files", _sequence(calls), allowed_tools=("Bash",),
+                            env={"CLAVAIN_HOOK_TRACE": str(trace)}).check()
     for i in (1, 2, 3):
         assert (claude_runner.project / f"ran{i}").exists()
     assert not (claude_runner.project / "ran4").exists()
@@ -58,6 +59,12 @@ def test_the_fourth_command_is_denied_and_never_runs(claude_runner: ClaudeRunner
     # Denied calls ran nothing: they are listed as denied, not among the commands.
     assert {c["command"] for c in report["top_commands"]} == {"touch ran1", "touch ran2",
                                                               "touch ran3"}
+    # SessionStart started the resident hook server and the host's tool calls reached it
+    # (the first may come before it is up and be spawned instead).
+    assert claude_runner.resident_servers()
+    served = [json.loads(line)["served_by"] for line in trace.read_text().splitlines()
+              if json.loads(line)["event"] == "PreToolUse"]
+    assert len(served) == 4 and served[-1] == "resident", served
 
 
 def test_an_edit_revert_ping_pong_is_denied_the_third_time(claude_runner: ClaudeRunner) -> None:

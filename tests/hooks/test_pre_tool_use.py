@@ -18,6 +18,27 @@ from clavain.store import db
 from .conftest import REPO, payload_for
 
 
+@pytest.fixture(params=["spawned", "resident"])
+def run_hook(request, run_hook, tmp_path: Path):
+    """Every test here twice: the hook as a spawned Python process, and served by the resident
+    hook server (each call checked to have really been served there)."""
+    if request.param == "spawned":
+        return run_hook
+    data = request.getfixturevalue("resident_data")
+    trace = tmp_path / "hook-trace.jsonl"
+
+    def run(event, stdin, *, env=None, cwd=None):
+        lines_before = len(trace.read_text().splitlines()) if trace.exists() else 0
+        result = run_hook(event, stdin, cwd=cwd, env={
+            "CLAUDE_PLUGIN_DATA": str(data), "CLAVAIN_RESIDENT_HOOKS": "1",
+            "CLAVAIN_HOOK_TRACE": str(trace), **(env or {})})
+        records = [json.loads(line) for line in trace.read_text().splitlines()[lines_before:]]
+        assert [r["served_by"] for r in records] == ["resident"], records
+        return result
+
+    return run
+
+
 def _project(tmp_path: Path, config: dict | None = None) -> Path:
     project = tmp_path / "project"
     (project / ".clavain").mkdir(parents=True)

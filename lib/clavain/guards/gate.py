@@ -73,8 +73,9 @@ def _budget_settings(root: str) -> tuple[object, list[str]]:
 def pre_tool_use(payload: dict) -> dict | None:
     """The hook's output for one tool call: a denial, a warning in context, or None."""
     from clavain.guards import budget
+    from clavain.hooks import launcher_started
 
-    started = time.perf_counter()
+    started = launcher_started() or time.perf_counter()
     tool = payload.get("tool_name")
     if tool not in budget.COUNTED_TOOLS:
         return None
@@ -84,9 +85,9 @@ def pre_tool_use(payload: dict) -> dict | None:
     project, root, database, context = where
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"],
                            os.path.join(root, "config.json"))
-    from clavain.store import db
+    from clavain.hooks.connections import close_database, open_database
 
-    conn = db.connect(database)
+    conn = open_database(database)
     try:
         result = budget.check(conn, run_key=context["run_key"],
                               session_id=_text(payload.get("session_id")), call=call,
@@ -94,7 +95,7 @@ def pre_tool_use(payload: dict) -> dict | None:
                               started=started, tool_use_id=_text(payload.get("tool_use_id")),
                               transcript=_text(payload.get("transcript_path")))
     finally:
-        conn.close()
+        close_database(conn)
     transcript = _text(payload.get("transcript_path"))
     if result["measure"] and transcript:
         _start_measuring(project, context["run_key"], transcript, payload)
@@ -154,15 +155,15 @@ def post_tool_use_failure(payload: dict) -> None:
     if where is None:
         return
     _, _, database, context = where
-    from clavain.store import db
+    from clavain.hooks.connections import close_database, open_database
 
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"])
-    conn = db.connect(database)
+    conn = open_database(database)
     try:
         budget.record_failure(conn, run_key=context["run_key"], call=call,
                               tool_use_id=_text(payload.get("tool_use_id")))
     finally:
-        conn.close()
+        close_database(conn)
 
 
 def _text(value: object) -> str | None:

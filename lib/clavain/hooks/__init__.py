@@ -18,6 +18,10 @@ from clavain import fastjson
 # The events hooks/hooks.json registers; anything else is logged and ignored.
 EVENTS = ("SessionStart", "PreCompact", "Stop", "SubagentStop", "PreToolUse",
           "PostToolUseFailure")
+# "spawned": this process runs one hook call; the resident server sets "resident".
+served_by = "spawned"
+# The per-tool-call events bin/clavain-hook hands to the resident server when one is up.
+RESIDENT_EVENTS = ("PreToolUse", "PostToolUseFailure")
 
 
 def module_name(event: str) -> str:
@@ -63,9 +67,22 @@ def _trace(event: str, started: float) -> None:
     if not target:
         return
     record = {"event": event, "python": sys.executable, "pid": os.getpid(),
-              "ms": round((time.perf_counter() - started) * 1000, 3)}
+              "served_by": served_by, "ms": round((time.perf_counter() - started) * 1000, 3)}
     with open(target, "a", encoding="utf-8") as handle:
         handle.write(fastjson.dumps(record) + "\n")
+
+
+def launcher_started() -> float | None:
+    """When bin/clavain-hook started this call, on the `time.perf_counter()` clock: from the
+    CLAVAIN_HOOK_STARTED epoch it exports (bash's EPOCHREALTIME), so a call's recorded cost
+    includes the interpreter start or the trip to the resident server. None when absent or
+    implausible (not within the last minute)."""
+    stamp = os.environ.get("CLAVAIN_HOOK_STARTED", "").replace(",", ".")
+    try:
+        age = time.time() - float(stamp)
+    except ValueError:
+        return None
+    return time.perf_counter() - age if 0 <= age < 60 else None
 
 
 def read_payload(raw: bytes) -> dict[str, object]:
@@ -89,23 +106,55 @@ def dispatch(event: str, payload: dict[str, object]) -> str | None:
     return fastjson.dumps(output) if output else None
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(event: str, raw: bytes) -> str | None:
+    """One hook call from its stdin bytes: the text to print, or None. Never raises: a failure
+    is one line in hooks.log. The spawned hook (`main`) and the resident server both call it."""
     started = time.perf_counter()
-    args = sys.argv[1:] if argv is None else argv
-    event = args[0] if args else ""
     payload = None
+    text = None
     try:
-        payload = read_payload(sys.stdin.buffer.read())
+        payload = read_payload(raw)
         text = dispatch(event, payload)
-        if text:
-            sys.stdout.write(text)
-            sys.stdout.flush()
     # BaseException: a handler's SystemExit or a KeyboardInterrupt must not reach the host
     # either (its exit code would become the hook's).
     except BaseException as exc:
         log_failure(event, f"{type(exc).__name__}: {exc}", payload)
+        connections = sys.modules.get("clavain.hooks.connections")
+        if connections is not None:
+            connections.forget_all()
     try:  # noqa: SIM105 - contextlib is one more import on every tool call
         _trace(event, started)
     except Exception:  # a trace that cannot be written must not become the hook's failure
         pass
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    event = args[0] if args else ""
+    try:
+        raw = sys.stdin.buffer.read()
+    except BaseException as exc:
+        log_failure(event, f"stdin unreadable: {type(exc).__name__}: {exc}")
+        return 0
+    text = run(event, raw)
+    if text:
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BaseException as exc:
+            log_failure(event, f"stdout unwritable: {type(exc).__name__}: {exc}")
+    if event in RESIDENT_EVENTS:
+        _revive_resident_server(event)
     return 0
+
+
+def _revive_resident_server(event: str) -> None:
+    """A tool call that came here, not to the resident server, starts one for the next calls
+    (at most one attempt every 30 s); never raises."""
+    try:
+        from clavain.hooks import resident
+
+        resident.revive()
+    except Exception as exc:
+        log_failure(event, f"resident hook server not started: {type(exc).__name__}: {exc}")

@@ -138,11 +138,28 @@ def context_text(state: StatePaths, payload: dict) -> str:
     return text
 
 
+def _start_resident_server() -> None:
+    """Have the resident hook server up, on this code, before the session's first tool call."""
+    from clavain.hooks import resident
+
+    data = resident.data_dir()
+    if not resident.enabled() or not data:
+        return
+    try:
+        os.makedirs(data, exist_ok=True)
+        resident.ensure(data)
+    except Exception as exc:  # the spawned hooks still work without it
+        from clavain.hooks import log_failure
+
+        log_failure("SessionStart", f"resident hook server: {type(exc).__name__}: {exc}")
+
+
 def handle(payload: dict) -> dict | None:
     from clavain.hooks import payload_cwd
 
     state = StatePaths.discover(payload_cwd(payload))
     message = _bootstrap_message()
+    _start_resident_server()
     _write_env_file(state)
     output: dict = {}
     text = context_text(state, payload)

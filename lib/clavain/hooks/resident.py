@@ -1,0 +1,206 @@
+"""Where the resident hook server is and its lifetime: the address file, starting, reviving,
+replacing and stopping it (the server itself is `hook_server`). One warm Python process per
+plugin install runs the per-tool-call hooks for every session and project of its user, so a
+tool call pays for bash and a loopback round trip instead of an interpreter start, imports and
+loading SQLite.
+
+Address: `<plugin data>/hookd.addr`, one line `PORT TOKEN PID STAMP ROOT`, mode 0600. The
+token (128 random bits) keeps other local users off the loopback port; the client checks that
+PID is alive and ROOT is its own plugin folder; STAMP names the code the server runs, so
+SessionStart replaces a server whose code changed. A tool call that found no server starts one
+(at most one try per 30 s); SessionStart starts one too. CLAVAIN_RESIDENT_HOOKS=0 turns all of
+it off. Stdlib only, `os` at import: `revive` runs in the spawned hook.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+ADDRESS_NAME = "hookd.addr"
+SPAWNED_NAME = "hookd.spawned"
+RESPAWN_EVERY_SECONDS = 30.0
+
+
+def enabled() -> bool:
+    return os.environ.get("CLAVAIN_RESIDENT_HOOKS", "1") != "0"
+
+
+def data_dir() -> str | None:
+    """The plugin data folder the server's address lives in (hooks get CLAUDE_PLUGIN_DATA; Bash
+    tool calls get CLAVAIN_PLUGIN_DATA from SessionStart)."""
+    return os.environ.get("CLAUDE_PLUGIN_DATA") or os.environ.get("CLAVAIN_PLUGIN_DATA") or None
+
+
+def plugin_root() -> str:
+    """The plugin folder as bin/clavain-hook names it (it exports CLAVAIN_ROOT), so the client's
+    string comparison matches; else derived from this file."""
+    explicit = os.environ.get("CLAVAIN_ROOT")
+    if explicit:
+        return explicit
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+
+
+def _lib_dir() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def read_address(data: str) -> dict | None:
+    """{"port", "token", "pid", "stamp", "root"} from the address file, or None."""
+    try:
+        with open(os.path.join(data, ADDRESS_NAME), encoding="utf-8") as handle:
+            line = handle.readline(8192).rstrip("\n")
+    except (OSError, ValueError):
+        return None
+    parts = line.split(" ", 4)
+    if len(parts) != 5 or not parts[0].isdigit() or not parts[2].isdigit():
+        return None
+    return {"port": int(parts[0]), "token": parts[1], "pid": int(parts[2]), "stamp": parts[3],
+            "root": parts[4]}
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process this user may signal (as the client's `kill -0`)."""
+    try:
+        os.kill(pid, 0)
+    except (OSError, OverflowError):
+        return False
+    return True
+
+
+def running(data: str, root: str) -> dict | None:
+    """The address of a live server for plugin folder `root`, or None."""
+    address = read_address(data)
+    if address and address["root"] == root and alive(address["pid"]):
+        return address
+    return None
+
+
+def code_stamp(lib: str | None = None) -> str:
+    """A short hash of the library's files (path, size, mtime): what a server runs."""
+    import hashlib
+
+    lib = lib or _lib_dir()
+    digest = hashlib.blake2b(digest_size=8)
+    for folder, dirs, files in os.walk(os.path.join(lib, "clavain")):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for name in sorted(files):
+            if name.endswith((".py", ".sql")):
+                path = os.path.join(folder, name)
+                try:
+                    info = os.stat(path)
+                except OSError:
+                    continue
+                digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode(
+                    "utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def spawn(data: str, root: str) -> None:
+    """Start a detached server (its own session, no pipes: it outlives the hook and never holds
+    the host's output open), and note when, so a tool call racing its start does not start
+    another."""
+    import subprocess
+
+    marker = os.path.join(data, SPAWNED_NAME)
+    with open(marker, "w", encoding="utf-8"):
+        pass
+    os.utime(marker)  # an empty file truncated again need not get a new mtime
+    code = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
+            "from clavain.hooks.hook_server import main; sys.exit(main(sys.argv[2:]))")
+    subprocess.Popen([sys.executable, "-S", "-c", code, _lib_dir(), data, root],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
+                     cwd=data)
+
+
+def revive() -> bool:
+    """From a tool call that was not served by a server: start one when none runs for this
+    plugin folder and no start was tried in the last 30 s. True when one was started."""
+    data = data_dir()
+    if not enabled() or not data or not os.path.isdir(data):
+        return False
+    root = plugin_root()
+    if running(data, root):
+        return False
+    try:
+        if time.time() - os.stat(os.path.join(data, SPAWNED_NAME)).st_mtime \
+                < RESPAWN_EVERY_SECONDS:
+            return False
+    except OSError:
+        pass
+    spawn(data, root)
+    return True
+
+
+def ensure(data: str, root: str | None = None) -> str:
+    """From SessionStart: "running" (a server with this code is up), "restarted" (one with
+    other code was stopped and a new one started) or "started"."""
+    root = root or plugin_root()
+    address = running(data, root)
+    if address and address["stamp"] == code_stamp():
+        return "running"
+    outcome = "started"
+    if address:
+        stop(data)
+        outcome = "restarted"
+    spawn(data, root)
+    return outcome
+
+
+def stop(data: str) -> int | None:
+    """Stop the server of `data`: its address file goes (it exits within a second) and, where
+    /proc shows the pid is still that server, SIGTERM. The server's pid, or None when no server
+    was there (without /proc: the pid the address named)."""
+    address = read_address(data)
+    try:  # noqa: SIM105 - contextlib is one more import on the spawned hook's path
+        os.unlink(os.path.join(data, ADDRESS_NAME))
+    except OSError:
+        pass
+    if address is None:
+        return None
+    if not os.path.isdir("/proc/self"):
+        return address["pid"]
+    try:
+        with open(f"/proc/{address['pid']}/cmdline", "rb") as handle:
+            if b"clavain.hooks.hook_server" not in handle.read():
+                return None
+    except OSError:
+        return None
+    import signal
+
+    try:
+        os.kill(address["pid"], signal.SIGTERM)
+    except OSError:
+        return None
+    return address["pid"]
+
+
+def status(data: str | None = None, root: str | None = None) -> dict:
+    """What `clavain doctor` and `clavain hook-server status` show."""
+    data = data or data_dir()
+    if not enabled():
+        return {"state": "disabled", "why": "CLAVAIN_RESIDENT_HOOKS=0"}
+    if not data:
+        return {"state": "unavailable", "why": "no plugin data folder (CLAUDE_PLUGIN_DATA)"}
+    root = os.path.realpath(root or plugin_root())
+    address = read_address(data)
+    if address is None or os.path.realpath(address["root"]) != root or \
+            not alive(address["pid"]):
+        return {"state": "stopped", "data_dir": data}
+    return {"state": "running", "data_dir": data, "pid": address["pid"],
+            "port": address["port"], "code_current": address["stamp"] == code_stamp()}
+
+
+def describe(shown: dict) -> str:
+    """One line for a person: what `resident.status` found."""
+    if shown["state"] == "running":
+        code = "current code" if shown["code_current"] else "older code (the next session " \
+            "replaces it)"
+        return f"running: pid {shown['pid']}, 127.0.0.1:{shown['port']}, {code}"
+    if shown["state"] == "stopped":
+        return (f"not running (tool calls start one; each call until then spawns Python) "
+                f"- {shown['data_dir']}")
+    return f"{shown['state']}: {shown['why']}"

@@ -1,0 +1,362 @@
+"""The resident hook server: SessionStart starts it, tool calls go to it through bin/clavain-hook
+and fall back to the spawned hook when it is not there, it keeps one server per plugin data
+folder, survives bad requests, never runs an unfinished or unauthenticated one, and exits when
+idle, replaced or stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clavain.hooks import hook_server, resident
+from clavain.store import db
+
+from .conftest import (
+    REPO,
+    exited,
+    payload_for,
+    start_resident_server,
+    stop_resident_server,
+    wait_for,
+)
+
+ROOT = str(REPO)
+
+
+def _project(tmp_path: Path, budgets: dict | None = None) -> Path:
+    project = tmp_path / "project"
+    (project / ".clavain").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / ".clavain" / "config.json").write_text(json.dumps({"budgets": budgets or {}}))
+    return project
+
+
+def _bash(project: Path, command: str, session: str = "s1") -> dict:
+    return {**payload_for("PreToolUse", project), "session_id": session, "tool_name": "Bash",
+            "tool_input": {"command": command}, "tool_use_id": f"toolu_{command}"}
+
+
+class Calls:
+    """bin/clavain-hook as the host runs it, with a plugin data folder and a trace of who
+    served each call."""
+
+    def __init__(self, run_hook, data: Path, trace: Path):
+        self.run_hook, self.data, self.trace = run_hook, data, trace
+
+    def __call__(self, event: str, payload, project: Path, **env: str):
+        result = self.run_hook(event, payload, cwd=project, env={
+            "CLAUDE_PLUGIN_DATA": str(self.data), "CLAVAIN_RESIDENT_HOOKS": "1",
+            "CLAVAIN_HOOK_TRACE": str(self.trace), **env})
+        assert result.returncode == 0 and result.stderr == "", result
+        return json.loads(result.stdout)["hookSpecificOutput"] if result.stdout else None
+
+    def served_by(self) -> list[str]:
+        if not self.trace.exists():
+            return []
+        return [json.loads(line)["served_by"] for line in self.trace.read_text().splitlines()]
+
+
+@pytest.fixture
+def calls(run_hook, tmp_path: Path):
+    data = tmp_path / "plugin-data"
+    data.mkdir()
+    yield Calls(run_hook, data, tmp_path / "trace.jsonl")
+    stop_resident_server(data)
+
+
+def _commands(project: Path) -> int:
+    conn = db.connect(project / ".clavain" / "state.sqlite")
+    try:
+        row = conn.execute("SELECT sum(commands) FROM budget_runs").fetchone()
+        return row[0] or 0
+    finally:
+        conn.close()
+
+
+def test_session_start_starts_a_server_that_serves_tool_calls(calls, tmp_path: Path) -> None:
+    project = _project(tmp_path, {"maxCommands": 2})
+    calls("SessionStart", payload_for("SessionStart", project), project)
+    address = wait_for(lambda: resident.running(str(calls.data), ROOT), "a server")
+    assert (calls.data / resident.ADDRESS_NAME).stat().st_mode & 0o777 == 0o600
+    calls("SessionStart", payload_for("SessionStart", project), project)
+    assert resident.running(str(calls.data), ROOT)["pid"] == address["pid"]  # the same one
+    outputs = [calls("PreToolUse", _bash(project, f"ls {i}"), project) for i in range(3)]
+    assert outputs[2]["permissionDecision"] == "deny"
+    assert calls.served_by()[-3:] == ["resident"] * 3
+    assert _commands(project) == 2
+
+
+def test_turned_off_nothing_starts_a_server(calls, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    calls("SessionStart", payload_for("SessionStart", project), project,
+          CLAVAIN_RESIDENT_HOOKS="0")
+    calls("PreToolUse", _bash(project, "ls"), project, CLAVAIN_RESIDENT_HOOKS="0")
+    assert not (calls.data / resident.ADDRESS_NAME).exists()
+    assert not (calls.data / resident.SPAWNED_NAME).exists()
+
+
+def test_without_a_server_the_call_is_spawned_and_starts_one(calls, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    assert calls("PreToolUse", _bash(project, "ls"), project) is None
+    assert calls.served_by() == ["spawned"]
+    wait_for(lambda: resident.running(str(calls.data), ROOT), "the revived server")
+    calls("PreToolUse", _bash(project, "ls 2"), project)
+    assert calls.served_by() == ["spawned", "resident"]
+    assert _commands(project) == 2  # each call counted once, whoever served it
+
+
+def test_a_server_is_tried_at_most_once_in_30_seconds(tmp_path: Path, monkeypatch) -> None:
+    data = tmp_path / "plugin-data"
+    data.mkdir()
+    monkeypatch.setenv("CLAUDE_PLUGIN_DATA", str(data))
+    monkeypatch.setenv("CLAVAIN_RESIDENT_HOOKS", "1")
+    monkeypatch.setenv("CLAVAIN_ROOT", ROOT)
+    spawned = []
+    monkeypatch.setattr(resident, "spawn", lambda *args: spawned.append(args) or
+                        (data / resident.SPAWNED_NAME).write_text(""))
+    assert resident.revive() is True
+    assert resident.revive() is False  # tried a moment ago
+    old = time.time() - resident.RESPAWN_EVERY_SECONDS - 1
+    os.utime(data / resident.SPAWNED_NAME, (old, old))
+    assert resident.revive() is True
+    monkeypatch.setenv("CLAVAIN_RESIDENT_HOOKS", "0")
+    os.utime(data / resident.SPAWNED_NAME, (old, old))
+    assert resident.revive() is False
+    assert len(spawned) == 2
+
+
+def _dead_pid() -> int:
+    done = subprocess.Popen(["true"])
+    done.wait()
+    return done.pid
+
+
+@pytest.mark.parametrize("case", ["dead pid", "other plugin folder", "nothing listening",
+                                  "garbage"])
+def test_a_stale_address_falls_back_to_the_spawned_hook(calls, tmp_path: Path,
+                                                        case: str) -> None:
+    project = _project(tmp_path, {"maxCommands": 1})
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    line = {"dead pid": f"{closed_port} t {_dead_pid()} s {ROOT}\n",
+            "other plugin folder": f"{closed_port} t {os.getpid()} s /elsewhere\n",
+            "nothing listening": f"{closed_port} t {os.getpid()} s {ROOT}\n",
+            "garbage": "\x00\xff not an address"}[case]
+    (calls.data / resident.ADDRESS_NAME).write_text(line, errors="surrogateescape")
+    (calls.data / resident.SPAWNED_NAME).write_text("")  # no revival in this test
+    assert "1 of 1 used" in calls("PreToolUse", _bash(project, "ls"), project)["additionalContext"]
+    assert calls("PreToolUse", _bash(project, "ls 2"), project)["permissionDecision"] == "deny"
+    assert calls.served_by() == ["spawned", "spawned"]
+
+
+def _send(port: int, data: bytes, *, close_early: bool = False) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as conn:
+        conn.sendall(data)
+        if close_early:
+            return b""
+        chunks = []
+        while chunk := conn.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _request(token: str, event: str, cwd: Path, env: dict[str, str], stdin: bytes) -> bytes:
+    """A request as bin/clavain-hook writes it."""
+    fields = [token, event, str(cwd), *(f"{k}={v}" for k, v in env.items()), "--"]
+    return b"".join(f.encode() + b"\0" for f in fields) + stdin + b"\0"
+
+
+def test_wrong_token_or_unfinished_requests_run_nothing(resident_data: Path,
+                                                       tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    address = resident.read_address(str(resident_data))
+    env = {"CLAUDE_PROJECT_DIR": str(project), "HOME": str(tmp_path)}
+    stdin = json.dumps(_bash(project, "ls")).encode()
+    assert _send(address["port"], _request("0" * 32, "PreToolUse", project, env, stdin)) == b""
+    _send(address["port"], _request(address["token"], "PreToolUse", project, env, stdin)[:-1],
+          close_early=True)
+    assert not (project / ".clavain" / "state.sqlite").exists()  # neither ran
+    log = wait_for(lambda: "wrong token" in (resident_data / hook_server.LOG_NAME).read_text()
+                   and (resident_data / hook_server.LOG_NAME).read_text(), "the log line")
+    assert "PermissionError" in log
+    # The server goes on serving.
+    reply = _send(address["port"], _request(address["token"], "PreToolUse", project, env, stdin))
+    assert reply == b"ok\n" and _commands(project) == 1
+
+
+def test_bad_requests_fail_open_and_the_server_survives(resident_data: Path,
+                                                       tmp_path: Path) -> None:
+    project = _project(tmp_path, {"maxCommands": 0})
+    address = resident.read_address(str(resident_data))
+    env = {"CLAUDE_PROJECT_DIR": str(project), "HOME": str(tmp_path)}
+    for event, stdin in (("PreToolUse", b"\xff\xfe not json"), ("PreToolUse", b"[1, 2]"),
+                         ("SessionStart", json.dumps(payload_for("SessionStart",
+                                                                 project)).encode())):
+        assert _send(address["port"], _request(address["token"], event, project, env,
+                                               stdin)) == b"ok\n"
+    log = (project / ".clavain" / "logs" / "hooks.log").read_text()
+    assert "BadText: stdin: not UTF-8" in log and "not a JSON object" in log
+    assert "not a tool-call event" in log
+    denied = _send(address["port"], _request(address["token"], "PreToolUse", project, env,
+                                             json.dumps(_bash(project, "ls")).encode()))
+    assert b'"permissionDecision": "deny"' in denied
+
+
+def test_each_call_sees_its_own_variables_only(calls, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    start_resident_server(calls.data)
+    denied = calls("PreToolUse", _bash(project, "ls", session="a"), project,
+                   CLAVAIN_BUDGET_MAX_COMMANDS="0")
+    assert denied["permissionDecision"] == "deny"
+    assert calls("PreToolUse", _bash(project, "ls", session="b"), project) is None
+    assert calls.served_by() == ["resident", "resident"]
+
+
+def test_parallel_calls_lose_no_counts(calls, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    start_resident_server(calls.data)
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        list(pool.map(lambda i: calls("PreToolUse", _bash(project, f"echo {i}"), project),
+                      range(24)))
+    assert _commands(project) == 24
+    assert calls.served_by() == ["resident"] * 24
+
+
+def test_one_server_per_data_folder(resident_data: Path, monkeypatch) -> None:
+    monkeypatch.setattr(hook_server, "LOCK_WAIT_SECONDS", 0.2)
+    assert hook_server._take_lock(str(resident_data)) is None
+
+
+def test_ensure_replaces_a_server_running_other_code(tmp_path: Path, monkeypatch) -> None:
+    data = tmp_path / "plugin-data"
+    data.mkdir()
+    try:
+        assert resident.ensure(str(data), ROOT) == "started"
+        first = wait_for(lambda: resident.running(str(data), ROOT), "a server")
+        assert resident.ensure(str(data), ROOT) == "running"
+        monkeypatch.setattr(resident, "code_stamp", lambda lib=None: "changed")
+        assert resident.ensure(str(data), ROOT) == "restarted"
+        second = wait_for(lambda: resident.running(str(data), ROOT), "the new server")
+        assert second["pid"] != first["pid"]
+        wait_for(lambda: exited(first["pid"]), "the old server to exit")
+    finally:
+        stop_resident_server(data)
+
+
+@pytest.mark.parametrize("how", ["idle", "address removed", "SIGTERM"])
+def test_the_server_exits_and_cleans_up(tmp_path: Path, monkeypatch, how: str) -> None:
+    data = tmp_path / "plugin-data"
+    data.mkdir()
+    if how == "idle":
+        monkeypatch.setenv("CLAVAIN_HOOKD_IDLE_SECONDS", "1")
+    address = start_resident_server(data)
+    if how == "address removed":
+        (data / resident.ADDRESS_NAME).unlink()
+    elif how == "SIGTERM":
+        os.kill(address["pid"], signal.SIGTERM)
+    wait_for(lambda: exited(address["pid"]), "the server to exit")
+    assert not (data / resident.ADDRESS_NAME).exists()
+    assert "exiting" in (data / hook_server.LOG_NAME).read_text()
+
+
+def test_status_names_the_state(tmp_path: Path, monkeypatch) -> None:
+    data = tmp_path / "plugin-data"
+    data.mkdir()
+    monkeypatch.setenv("CLAVAIN_RESIDENT_HOOKS", "1")
+    assert resident.status(str(data), ROOT)["state"] == "stopped"
+    address = start_resident_server(data)
+    try:
+        shown = resident.status(str(data), ROOT)
+        assert shown == {"state": "running", "data_dir": str(data), "pid": address["pid"],
+                         "port": address["port"], "code_current": True}
+    finally:
+        stop_resident_server(data)
+    monkeypatch.setenv("CLAVAIN_RESIDENT_HOOKS", "0")
+    assert resident.status(str(data), ROOT)["state"] == "disabled"
+
+
+names = st.sampled_from(["HOME", "CLAUDE_PROJECT_DIR", "CLAVAIN_BUDGET_MAX_COMMANDS", "PATH",
+                         "LD_PRELOAD", "CLAVAIN_X"])
+values = st.text(st.characters(blacklist_characters="\0", blacklist_categories=("Cs",)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(token=st.text("0123456789abcdef", min_size=1), event=st.text(
+    st.characters(whitelist_categories=("L",)), min_size=1), cwd=values.filter(bool),
+       env=st.dictionaries(names, values), stdin=st.binary())
+def test_requests_parse_back_as_sent(token, event, cwd, env, stdin) -> None:
+    raw = b"".join(f.encode() + b"\0" for f in [token, event, cwd,
+                                                  *(f"{k}={v}" for k, v in env.items()), "--"])
+    raw += stdin + b"\0"
+    parsed = hook_server.parse_request(raw)
+    forwarded = {k: v for k, v in env.items() if k not in ("PATH", "LD_PRELOAD")}
+    assert parsed == (token, event, cwd, forwarded, stdin)
+    if b"\0" not in stdin:  # an unfinished request never parses as a whole one
+        assert all(hook_server.parse_request(raw[:cut]) is None for cut in range(len(raw)))
+
+
+@pytest.mark.parametrize("recreated", [False, True])
+def test_a_database_removed_between_calls_is_opened_anew(calls, tmp_path: Path,
+                                                        recreated: bool) -> None:
+    """The server keeps its connection across calls, but not to a file that is gone or was
+    replaced: counts must land in the database the project has now."""
+    project = _project(tmp_path, {"maxCommands": 2})
+    start_resident_server(calls.data)
+    assert calls("PreToolUse", _bash(project, "ls 1"), project) is None
+    assert "2 of 2 used" in calls("PreToolUse", _bash(project, "ls 2"), project)[
+        "additionalContext"]
+    for suffix in ("", "-wal", "-shm"):
+        (project / ".clavain" / f"state.sqlite{suffix}").unlink(missing_ok=True)
+    if recreated:  # a new file at the same path, as `clavain` creates it
+        db.connect(project / ".clavain" / "state.sqlite").close()
+    assert calls("PreToolUse", _bash(project, "ls 3"), project) is None  # 1 of 2 again
+    assert _commands(project) == 1
+    assert calls.served_by() == ["resident"] * 3
+
+
+def test_the_cli_shows_and_stops_the_server(resident_data: Path, tmp_path: Path) -> None:
+    def clavain(*args: str) -> dict:
+        done = subprocess.run([str(REPO / "bin" / "clavain"), *args, "--json"], cwd=tmp_path,
+                              capture_output=True, text=True, env={
+                                  **os.environ, "CLAVAIN_PLUGIN_DATA": str(resident_data),
+                                  "CLAVAIN_RESIDENT_HOOKS": "1", "HOME": str(tmp_path)})
+        return json.loads(done.stdout)
+
+    address = resident.read_address(str(resident_data))
+    assert clavain("hook-server", "status")["pid"] == address["pid"]
+    doctor = {row["check"]: row for row in clavain("doctor")["checks"]}
+    assert doctor["hook_server"]["state"] == "running"
+    assert doctor["hook_server"]["code_current"] is True
+    assert clavain("hook-server", "stop") == {"stopped_pid": address["pid"]}
+    wait_for(lambda: exited(address["pid"]), "the server to exit")
+    assert clavain("hook-server", "status")["state"] == "stopped"
+    assert clavain("hook-server", "stop") == {"stopped_pid": None}
+
+
+def test_a_large_write_goes_through_whole(calls, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    start_resident_server(calls.data)
+    content = "x = 1  # ünïcode\n" * 200_000  # ~3.6 MB of stdin
+    payload = {**payload_for("PreToolUse", project), "tool_name": "Write",
+               "tool_input": {"file_path": str(project / "big.py"), "content": content}}
+    for _ in range(3):
+        calls("PreToolUse", payload, project)
+    assert calls.served_by() == ["resident"] * 3
+    conn = db.connect(project / ".clavain" / "state.sqlite")
+    try:
+        rows = conn.execute("SELECT kind, subject FROM budget_calls").fetchall()
+    finally:
+        conn.close()
+    assert [tuple(row) for row in rows][:1] == [("edit", str(project / "big.py"))]
+    assert len(rows) == 3
