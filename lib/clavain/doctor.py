@@ -29,7 +29,8 @@ def _python() -> dict[str, Any]:
 def _venv() -> dict[str, Any]:
     data_dir = plugin_data_dir()
     if data_dir is None:
-        return _row("venv", WARN, "CLAUDE_PLUGIN_DATA is not set (outside a plugin session)")
+        return _row("venv", WARN, "no plugin data folder named (outside a session: set "
+                    "CLAVAIN_PLUGIN_DATA to one under ~/.claude/plugins/data)")
     python = bootstrap.venv_python(data_dir)
     if bootstrap.is_ready(data_dir):
         return _row("venv", OK, f"ready at {python.parent.parent}", python=str(python))
@@ -130,10 +131,11 @@ def _hook_server() -> dict[str, Any]:
     """The resident hook server: without it every tool call starts an interpreter."""
     from clavain.hooks import resident
 
-    shown = resident.status()
-    status = WARN if shown["state"] == "running" and not shown["code_current"] else OK
-    return _row("hook_server", status, resident.describe(shown),
-                **{key: value for key, value in shown.items() if key != "why"})
+    shown = resident.overview()
+    stale = any(server["state"] == "running" and not server["code_current"]
+                for server in shown["servers"])
+    return _row("hook_server", WARN if stale else OK, "; ".join(resident.describe(shown)),
+                **shown)
 
 
 def run(state: StatePaths | None = None) -> dict[str, Any]:

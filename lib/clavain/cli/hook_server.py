@@ -11,8 +11,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     server = add_command(commands, "hook-server", "the resident process serving the tool-call "
                          "hooks (status, stop)", lambda args: (server.print_help(), 0)[1])
     sub = server.add_subparsers(dest="hook_server_command", metavar="COMMAND")
-    status = add_command(sub, "status", "whether it runs, its pid and port, whether it runs "
-                         "the installed code", _status)
+    status = add_command(sub, "status", "whether it runs (in each Clavain plugin data folder), "
+                         "its pid and port, whether it runs the installed code", _status)
     add_json_flag(status)
     stop = add_command(sub, "stop", "stop it (the next session or tool call starts a new "
                        "one; CLAVAIN_RESIDENT_HOOKS=0 keeps it off)", _stop)
@@ -22,18 +22,24 @@ def register(commands: argparse._SubParsersAction) -> None:
 def _status(args: argparse.Namespace) -> int:
     from clavain.hooks import resident
 
-    shown = resident.status()
-    emit_json(shown) if args.json else print(f"Hook server {resident.describe(shown)}")
+    shown = resident.overview()
+    if args.json:
+        emit_json(shown)
+    else:
+        print("\n".join(resident.describe(shown)))
     return 0
 
 
 def _stop(args: argparse.Namespace) -> int:
     from clavain.hooks import resident
 
-    data = resident.data_dir()
-    pid = resident.stop(data) if data else None
+    stopped = [{"data_dir": data, "pid": pid} for data in resident.data_dirs()
+               if (pid := resident.stop(data)) is not None]
     if args.json:
-        emit_json({"stopped_pid": pid})
+        emit_json({"stopped": stopped})
+    elif stopped:
+        for server in stopped:
+            print(f"Stopped the hook server of {server['data_dir']} (pid {server['pid']})")
     else:
-        print(f"Stopped the hook server (pid {pid})" if pid else "No hook server was running")
+        print(f"No hook server was running (looked in {resident.overview()['looked_in']})")
     return 0

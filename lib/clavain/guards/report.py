@@ -89,7 +89,7 @@ def render(report: dict[str, Any]) -> str:
               for model, counts in sorted(report["models"].items())]
     hook = report["hook_ms"]
     if hook["calls"]:
-        lines += ["", f"PreToolUse hook (in process): p50 {hook['p50']:.1f} ms, p95 "
+        lines += ["", f"PreToolUse hook (from its launcher's start): p50 {hook['p50']:.1f} ms, p95 "
                       f"{hook['p95']:.1f} ms over {hook['calls']} calls."]
     return "\n".join(lines) + "\n"
 

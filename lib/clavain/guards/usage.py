@@ -77,7 +77,9 @@ def start_measuring(project: str, run_key: str, transcript: str) -> None:
     import subprocess
 
     lib = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    code = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
+    # The cwd is the project: its entry goes from sys.path (a project's json.py must not
+    # shadow the standard library).
+    code = ("import sys; sys.path = [sys.argv[1]] + [p for p in sys.path if p]\n"
             "from clavain.guards.usage import main; main(sys.argv[2:])")
     subprocess.Popen([sys.executable, "-S", "-c", code, lib, project, run_key, transcript],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

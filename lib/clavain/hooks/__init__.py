@@ -18,7 +18,8 @@ from clavain import fastjson
 # The events hooks/hooks.json registers; anything else is logged and ignored.
 EVENTS = ("SessionStart", "PreCompact", "Stop", "SubagentStop", "PreToolUse",
           "PostToolUseFailure")
-# "spawned": this process runs one hook call; the resident server sets "resident".
+# Who runs hook calls in this process (the trace says it): "spawned" (this one call) or
+# "resident" (set by the resident hook server).
 served_by = "spawned"
 # The per-tool-call events bin/clavain-hook hands to the resident server when one is up.
 RESIDENT_EVENTS = ("PreToolUse", "PostToolUseFailure")
@@ -106,27 +107,27 @@ def dispatch(event: str, payload: dict[str, object]) -> str | None:
     return fastjson.dumps(output) if output else None
 
 
-def run(event: str, raw: bytes) -> str | None:
-    """One hook call from its stdin bytes: the text to print, or None. Never raises: a failure
-    is one line in hooks.log. The spawned hook (`main`) and the resident server both call it."""
+def run(event: str, raw: bytes) -> tuple[str | None, bool]:
+    """One hook call from its stdin bytes: (the text to print or None, whether it went without
+    a failure). Never raises: a failure is one line in hooks.log. The spawned hook (`main`) and
+    the resident server both call it."""
     started = time.perf_counter()
     payload = None
     text = None
+    ok = True
     try:
         payload = read_payload(raw)
         text = dispatch(event, payload)
     # BaseException: a handler's SystemExit or a KeyboardInterrupt must not reach the host
     # either (its exit code would become the hook's).
     except BaseException as exc:
+        ok = False
         log_failure(event, f"{type(exc).__name__}: {exc}", payload)
-        connections = sys.modules.get("clavain.hooks.connections")
-        if connections is not None:
-            connections.forget_all()
     try:  # noqa: SIM105 - contextlib is one more import on every tool call
         _trace(event, started)
     except Exception:  # a trace that cannot be written must not become the hook's failure
         pass
-    return text
+    return text, ok
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException as exc:
         log_failure(event, f"stdin unreadable: {type(exc).__name__}: {exc}")
         return 0
-    text = run(event, raw)
+    text, _ = run(event, raw)
     if text:
         try:
             sys.stdout.write(text)

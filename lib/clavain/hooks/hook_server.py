@@ -1,29 +1,34 @@
 """The resident hook server's loop and protocol (`resident` finds, starts and stops it).
 
 Protocol: `bin/clavain-hook` is the client, in bash (`/dev/tcp`: so TCP on 127.0.0.1, not a
-Unix socket). It sends NUL-terminated fields: the token, the event, its working folder,
-`NAME=value` for HOME and every CLAUDE_* / CLAVAIN_* variable, a `--` field, then the hook's
-stdin and a final NUL (JSON text holds no NUL). The server answers `ok` + newline + the hook's
-stdout and closes. A request runs only once it is complete, so a client that dies mid-send
-counts nothing; the client falls back to the spawned Python hook only when it could not
-connect (a lost answer fails open: running the call again could count it twice).
+Unix socket), one round trip. It sends NUL-terminated fields: the token, the event, its
+working folder, `NAME=value` for HOME, the CLAUDE_* variables hooks read and every CLAVAIN_*
+one, a `--` field, then the hook's stdin and a final NUL (JSON text holds no NUL). A wrong
+token gets no answer; a right one gets the server key, a newline, `ok`, a newline and the
+hook's stdout, then the close. The client prints only an answer that starts with the key, so
+nothing but this server can speak for Clavain (a process squatting on a dead server's port
+gets no say; where /proc exists the client does not even connect unless the address's pid is
+a hook server). A call runs only once its request is complete, within 2 s of the connection:
+a client that dies mid-send counts nothing, and one that trickles cannot hold the server. The
+client falls back to the spawned Python hook only when it could not connect; after that a lost
+answer fails open (running the call again could count it twice).
 
 Calls run one at a time, each as the spawned hook would run it (`clavain.hooks.run`) with the
-client's variables and folder. The server exits after CLAVAIN_HOOKD_IDLE_SECONDS (default 1800)
-without a call, after 12 hours, when its address file is removed or replaced, or when its
-plugin folder is gone; nothing a request does can end it.
+client's variables and folder; a database lock is waited for at most 1.5 s (the spawned hook's
+30 s would hold every other session's calls). The server exits after
+CLAVAIN_HOOKD_IDLE_SECONDS (default 1800) without a call, after 12 hours, on SIGTERM, when its
+address file is removed or replaced, or when its plugin folder is gone — after the call it is
+running and those already waiting; nothing a call does can end it.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
 
 from clavain.hooks import resident
 
-LOCK_NAME = "hookd.lock"
 LOG_NAME = "hookd.log"
 DEFAULT_IDLE_SECONDS = 1800.0
 MAX_LIFETIME_SECONDS = 12 * 3600.0
@@ -31,9 +36,15 @@ MAX_LIFETIME_SECONDS = 12 * 3600.0
 TICK_SECONDS = 1.0
 # A replaced server holds the lock until its next tick; its successor waits that long.
 LOCK_WAIT_SECONDS = 10.0
-REQUEST_TIMEOUT_SECONDS = 5.0
+# A whole request must arrive within this long of the connection (a client sends at once).
+REQUEST_SECONDS = 2.0
 MAX_REQUEST_BYTES = 64 << 20
-FORWARDED_PREFIXES = ("CLAUDE_", "CLAVAIN_")
+# The CLAUDE_* variables hooks read; no other (a session's may hold credentials).
+FORWARDED_NAMES = ("HOME", "CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA",
+                   "CLAUDE_CONFIG_DIR")
+BUSY_TIMEOUT_MS = 1500
+# Wrong-token connections are logged at most this often.
+WRONG_TOKEN_LOG_SECONDS = 60.0
 # Imported before the first call, so no call pays for them.
 WARM_MODULES = ("clavain.hooks.pre_tool_use", "clavain.hooks.post_tool_use_failure",
                 "clavain.guards.gate", "clavain.guards.budget", "clavain.guards.commands",
@@ -44,33 +55,35 @@ WARM_MODULES = ("clavain.hooks.pre_tool_use", "clavain.hooks.post_tool_use_failu
 
 def forwarded(name: str) -> bool:
     """A variable the client sends and a call sees as its own."""
-    return name == "HOME" or name.startswith(FORWARDED_PREFIXES)
+    return name in FORWARDED_NAMES or name.startswith("CLAVAIN_")
 
 
-def parse_request(buffer: bytes) -> tuple[str, str, str, dict[str, str], bytes] | None:
-    """(token, event, cwd, env, stdin) once `buffer` holds a whole request, else None."""
+def parse_request(buffer: bytes) -> tuple[str, str, dict[str, str], bytes] | None:
+    """(event, cwd, env, stdin) once `buffer` (what follows the token) holds a whole request,
+    else None."""
     if not buffer.endswith(b"\0"):
         return None
     parts = buffer.split(b"\0")
     try:
-        marker = parts.index(b"--", 3)
+        marker = parts.index(b"--", 2)
     except ValueError:
         return None
     if len(parts) < marker + 3:
         return None
     text = [part.decode("utf-8", "surrogateescape") for part in parts[:marker]]
     env = {}
-    for entry in text[3:]:
+    for entry in text[2:]:
         name, sep, value = entry.partition("=")
         if sep and forwarded(name):
             env[name] = value
     # Everything between the marker and the final NUL: stdin with a stray NUL stays whole.
-    return text[0], text[1], text[2], env, b"\0".join(parts[marker + 1:-1])
+    return text[0], text[1], env, b"\0".join(parts[marker + 1:-1])
 
 
-def run_call(event: str, cwd: str, env: dict[str, str], stdin: bytes, home: str) -> bytes:
-    """One hook call as the spawned hook would run it: the client's variables and working folder
-    for its duration, then the server's own again."""
+def run_call(event: str, cwd: str, env: dict[str, str], stdin: bytes,
+             server_cwd: str) -> tuple[bytes, bool]:
+    """One hook call as the spawned hook would run it, with the client's variables and working
+    folder for its duration: (its output, whether it ran without failing)."""
     from clavain import hooks
 
     saved = {name: value for name, value in os.environ.items() if forwarded(name)}
@@ -78,44 +91,66 @@ def run_call(event: str, cwd: str, env: dict[str, str], stdin: bytes, home: str)
         del os.environ[name]
     os.environ.update(env)
     try:
-        with contextlib.suppress(OSError):
+        try:
             os.chdir(cwd)
+        except OSError:  # never the last call's folder
+            os.chdir("/")
         if event in hooks.RESIDENT_EVENTS:
-            text = hooks.run(event, stdin)
+            text, ok = hooks.run(event, stdin)
         else:
-            text = None
+            text, ok = None, True
             hooks.log_failure(event, "resident hook server: not a tool-call event; nothing ran")
     finally:
         for name in [name for name in os.environ if forwarded(name)]:
             del os.environ[name]
         os.environ.update(saved)
-        with contextlib.suppress(OSError):
-            os.chdir(home)
-    return (text or "").encode("utf-8")
+        try:
+            os.chdir(server_cwd)
+        except OSError:
+            os.chdir("/")
+    return (text or "").encode("utf-8"), ok
 
 
-def serve_connection(conn, token: str, home: str) -> None:
-    """Read one request, run it, answer; a wrong token or an unfinished request gets no
-    answer."""
+class WrongToken(Exception):
+    """A connection that did not know the token: answered with nothing."""
+
+
+def serve_connection(conn, token: bytes, server_key: bytes, server_cwd: str) -> bool | None:
+    """Check the token, read the request, run it, answer with the server key first. Whether
+    the call ran without failing; None when the client left before its request was complete."""
     import hmac
 
-    conn.settimeout(REQUEST_TIMEOUT_SECONDS)
+    deadline = time.monotonic() + REQUEST_SECONDS
     buffer = bytearray()
-    request = None
-    while request is None:
+    body_start = None  # where the request follows the token, once the token is checked
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"no whole request within {REQUEST_SECONDS:.0f} s")
+        conn.settimeout(remaining)
         chunk = conn.recv(1 << 16)
         if not chunk:
-            return  # the client left before its request ended: nothing ran
+            return None
         buffer += chunk
         if len(buffer) > MAX_REQUEST_BYTES:
             raise ValueError(f"request over {MAX_REQUEST_BYTES} bytes")
+        if body_start is None:
+            end = buffer.find(b"\0")
+            if end < 0:
+                if len(buffer) > 256:
+                    raise WrongToken()
+                continue
+            if not hmac.compare_digest(bytes(buffer[:end]), token):
+                raise WrongToken()
+            body_start = end + 1
         if chunk.endswith(b"\0"):  # only then can the request be whole
-            request = parse_request(bytes(buffer))
-    sent_token, event, cwd, env, stdin = request
-    if not hmac.compare_digest(sent_token.encode("utf-8", "surrogateescape"),
-                               token.encode("ascii")):
-        raise PermissionError("a request with a wrong token")
-    conn.sendall(b"ok\n" + run_call(event, cwd, env, stdin, home))
+            request = parse_request(bytes(buffer[body_start:]))
+            if request is not None:
+                break
+    event, cwd, env, stdin = request
+    output, ok = run_call(event, cwd, env, stdin, server_cwd)
+    conn.sendall(server_key + b"\nok\n" + output)
+    return ok
 
 
 def _idle_limit() -> float:
@@ -138,7 +173,7 @@ def _take_lock(data: str) -> int | None:
     """The data folder's server lock, waiting out a replaced server; None if another keeps it."""
     import fcntl
 
-    handle = os.open(os.path.join(data, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+    handle = os.open(os.path.join(data, resident.LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
     deadline = time.monotonic() + LOCK_WAIT_SECONDS
     while True:
         try:
@@ -167,78 +202,131 @@ def _still_ours(data: str, line: str) -> bool:
     try:
         with open(os.path.join(data, resident.ADDRESS_NAME), encoding="utf-8",
                   errors="surrogateescape") as handle:
+            # One character more than ours: a longer file is not ours either.
             return handle.read(len(line) + 1) == line
     except OSError:
         return False
 
 
+class Server:
+    """One server's listening socket, secrets and clocks."""
+
+    def __init__(self, data: str, root: str):
+        import secrets
+        import socket
+
+        self.data, self.root = data, root
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(128)
+        self.port = self.listener.getsockname()[1]
+        self.token, self.server_key = secrets.token_hex(16), secrets.token_hex(16)
+        self.line = (f"{self.port} {self.token} {self.server_key} {os.getpid()} "
+                     f"{resident.code_stamp()} {root}\n")
+        self.server_cwd = os.getcwd()
+        self.born = self.last_call = time.monotonic()
+        self.idle_limit = _idle_limit()
+        self.wrong_tokens, self.wrong_token_logged = 0, 0.0
+        self.stopping = False
+
+    def serve_one(self, conn) -> None:
+        """One connection; whatever goes wrong is logged, never raised."""
+        from clavain.hooks import connections
+
+        try:
+            with conn:
+                ran = serve_connection(conn, self.token.encode("ascii"),
+                                       self.server_key.encode("ascii"), self.server_cwd)
+            if ran is False:  # start the next call with fresh connections
+                connections.forget_all()
+        except WrongToken:
+            self.wrong_tokens += 1
+            now = time.monotonic()
+            if now - self.wrong_token_logged >= WRONG_TOKEN_LOG_SECONDS:
+                _log(self.data, f"{self.wrong_tokens} connection(s) with a wrong token")
+                self.wrong_tokens, self.wrong_token_logged = 0, now
+        except Exception as exc:  # one bad call never ends the server
+            _log(self.data, f"call failed: {type(exc).__name__}: {exc}")
+        self.last_call = time.monotonic()
+
+    def reason_to_exit(self) -> str | None:
+        now = time.monotonic()
+        if self.stopping:
+            return "SIGTERM"
+        if now - self.last_call > self.idle_limit:
+            return f"idle for {self.idle_limit:.0f} s"
+        if now - self.born > MAX_LIFETIME_SECONDS:
+            return "12 hours old"
+        if not _still_ours(self.data, self.line):
+            return "address file removed or replaced"
+        if not os.path.isdir(os.path.join(self.root, "lib", "clavain")):
+            return f"{self.root} is gone"
+        return None
+
+    def run(self) -> str:
+        """Serve until there is a reason to exit (checked at least every second, busy or
+        not); the reason."""
+        self.listener.settimeout(TICK_SECONDS)
+        checked = time.monotonic()
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except TimeoutError:
+                conn = None
+            if conn is not None:
+                self.serve_one(conn)
+            if conn is None or time.monotonic() - checked >= TICK_SECONDS:
+                checked = time.monotonic()
+                why = self.reason_to_exit()
+                if why:
+                    return why
+
+    def close(self) -> None:
+        """Withdraw the address (new calls go to the spawned hook), serve the calls already
+        waiting, close."""
+        if _still_ours(self.data, self.line):
+            os.unlink(os.path.join(self.data, resident.ADDRESS_NAME))
+        self.listener.setblocking(False)
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:  # BlockingIOError: nobody waiting
+                break
+            self.serve_one(conn)
+        self.listener.close()
+
+
 def serve(data: str, root: str) -> int:
-    """Serve until idle, replaced or orphaned. 0 when it served; 1 when another server runs."""
+    """Serve until idle, stopped, replaced or orphaned. 0 when it served; 1 when another server
+    kept the lock."""
     import importlib
-    import secrets
     import signal
-    import socket
 
     lock = _take_lock(data)
     if lock is None:
+        _log(data, f"not serving {root}: another server holds {resident.LOCK_NAME}")
         return 1
     from clavain import hooks
+    from clavain.hooks import connections
 
     hooks.served_by = "resident"
+    connections.keep_open(busy_timeout_ms=BUSY_TIMEOUT_MS)
     for name in WARM_MODULES:
         importlib.import_module(name)
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(128)
-    listener.settimeout(TICK_SECONDS)
-    token = secrets.token_hex(16)
-    line = (f"{listener.getsockname()[1]} {token} {os.getpid()} {resident.code_stamp()} "
-            f"{root}\n")
-    home = os.getcwd()
+    server = Server(data, root)
 
-    stopping = []
-
-    def terminate(signum, frame):
-        stopping.append(signum)
-        raise SystemExit(0)  # a call it interrupts fails open: hooks.run logs it
+    def terminate(signum, frame):  # finish the call at hand and those waiting, then exit
+        server.stopping = True
 
     signal.signal(signal.SIGTERM, terminate)
-    _publish(data, line)
-    _log(data, f"serving {root} on 127.0.0.1:{listener.getsockname()[1]}")
-    born = last_call = time.monotonic()
-    idle_limit = _idle_limit()
-    lib = os.path.join(root, "lib", "clavain")
-    why = "stopped"
+    _publish(data, server.line)
+    _log(data, f"serving {root} on 127.0.0.1:{server.port}")
+    why = "failed"
     try:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                now = time.monotonic()
-                if now - last_call > idle_limit:
-                    why = f"idle for {idle_limit:.0f} s"
-                elif now - born > MAX_LIFETIME_SECONDS:
-                    why = "12 hours old"
-                elif not _still_ours(data, line):
-                    why = "address file removed or replaced"
-                elif not os.path.isdir(lib):
-                    why = f"{lib} is gone"
-                else:
-                    continue
-                break
-            last_call = time.monotonic()
-            try:
-                with conn:
-                    serve_connection(conn, token, home)
-            except Exception as exc:  # one bad call never ends the server
-                _log(data, f"call failed: {type(exc).__name__}: {exc}")
-            if stopping:
-                why = "SIGTERM"
-                break
+        why = server.run()
     finally:
-        if _still_ours(data, line):
-            os.unlink(os.path.join(data, resident.ADDRESS_NAME))
-        listener.close()
+        server.close()
+        connections.forget_all()
         _log(data, f"exiting: {why}")
         os.close(lock)
     return 0

@@ -4,12 +4,14 @@ plugin install runs the per-tool-call hooks for every session and project of its
 tool call pays for bash and a loopback round trip instead of an interpreter start, imports and
 loading SQLite.
 
-Address: `<plugin data>/hookd.addr`, one line `PORT TOKEN PID STAMP ROOT`, mode 0600. The
-token (128 random bits) keeps other local users off the loopback port; the client checks that
-PID is alive and ROOT is its own plugin folder; STAMP names the code the server runs, so
-SessionStart replaces a server whose code changed. A tool call that found no server starts one
-(at most one try per 30 s); SessionStart starts one too. CLAVAIN_RESIDENT_HOOKS=0 turns all of
-it off. Stdlib only, `os` at import: `revive` runs in the spawned hook.
+Address: `<plugin data>/hookd.addr`, one line `PORT TOKEN SERVER_KEY PID STAMP ROOT`, mode
+0600. The token (128 random bits) keeps other local users off the loopback port and the server
+key proves the server to the client (`hook_server` has the protocol); the client checks that
+PID is alive and ROOT is its own plugin folder; STAMP names the code the server runs. One
+server per data folder: SessionStart replaces a server running other code or serving another
+plugin folder (an updated plugin). A tool call that found no server starts one (at most one
+try per 30 s). CLAVAIN_RESIDENT_HOOKS=0 turns all of it off. Stdlib only, `os`, `sys` and
+`time` at import: `revive` runs in the spawned hook.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 import time
 
 ADDRESS_NAME = "hookd.addr"
+LOCK_NAME = "hookd.lock"
 SPAWNED_NAME = "hookd.spawned"
 RESPAWN_EVERY_SECONDS = 30.0
 
@@ -48,17 +51,18 @@ def _lib_dir() -> str:
 
 
 def read_address(data: str) -> dict | None:
-    """{"port", "token", "pid", "stamp", "root"} from the address file, or None."""
+    """{"port", "token", "server_key", "pid", "stamp", "root"} from the address file, or
+    None."""
     try:
         with open(os.path.join(data, ADDRESS_NAME), encoding="utf-8") as handle:
             line = handle.readline(8192).rstrip("\n")
     except (OSError, ValueError):
         return None
-    parts = line.split(" ", 4)
-    if len(parts) != 5 or not parts[0].isdigit() or not parts[2].isdigit():
+    parts = line.split(" ", 5)
+    if len(parts) != 6 or not parts[0].isdigit() or not parts[3].isdigit():
         return None
-    return {"port": int(parts[0]), "token": parts[1], "pid": int(parts[2]), "stamp": parts[3],
-            "root": parts[4]}
+    return {"port": int(parts[0]), "token": parts[1], "server_key": parts[2],
+            "pid": int(parts[3]), "stamp": parts[4], "root": parts[5]}
 
 
 def alive(pid: int) -> bool:
@@ -108,9 +112,11 @@ def spawn(data: str, root: str) -> None:
     with open(marker, "w", encoding="utf-8"):
         pass
     os.utime(marker)  # an empty file truncated again need not get a new mtime
-    code = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
+    # -I: no PYTHON* variables and no folder of the caller's on sys.path (a project's json.py
+    # must never be imported into a server that serves every project).
+    code = ("import sys; sys.path = [sys.argv[1]] + [p for p in sys.path if p]\n"
             "from clavain.hooks.hook_server import main; sys.exit(main(sys.argv[2:]))")
-    subprocess.Popen([sys.executable, "-S", "-c", code, _lib_dir(), data, root],
+    subprocess.Popen([sys.executable, "-I", "-S", "-c", code, _lib_dir(), data, root],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
                      cwd=data)
@@ -136,26 +142,26 @@ def revive() -> bool:
 
 
 def ensure(data: str, root: str | None = None) -> str:
-    """From SessionStart: "running" (a server with this code is up), "restarted" (one with
-    other code was stopped and a new one started) or "started"."""
+    """From SessionStart: "running" (a server for this plugin folder and code is up),
+    "restarted" (a server for other code or another plugin folder was stopped and a new one
+    started) or "started"."""
     root = root or plugin_root()
-    address = running(data, root)
-    if address and address["stamp"] == code_stamp():
+    address = read_address(data)
+    live = address is not None and alive(address["pid"])
+    if live and address["root"] == root and address["stamp"] == code_stamp():
         return "running"
-    outcome = "started"
-    if address:
+    if live:
         stop(data)
-        outcome = "restarted"
     spawn(data, root)
-    return outcome
+    return "restarted" if live else "started"
 
 
 def stop(data: str) -> int | None:
-    """Stop the server of `data`: its address file goes (it exits within a second) and, where
-    /proc shows the pid is still that server, SIGTERM. The server's pid, or None when no server
-    was there (without /proc: the pid the address named)."""
+    """Stop the server of `data`: its address file goes (it exits within a second, after the
+    calls at hand) and, where /proc shows the pid is still that server, SIGTERM. The server's
+    pid, or None when no server was there (without /proc: the pid the address named)."""
     address = read_address(data)
-    try:  # noqa: SIM105 - contextlib is one more import on the spawned hook's path
+    try:  # noqa: SIM105 - contextlib is one more import in this module of the hot path
         os.unlink(os.path.join(data, ADDRESS_NAME))
     except OSError:
         pass
@@ -178,29 +184,71 @@ def stop(data: str) -> int | None:
     return address["pid"]
 
 
-def status(data: str | None = None, root: str | None = None) -> dict:
-    """What `clavain doctor` and `clavain hook-server status` show."""
-    data = data or data_dir()
-    if not enabled():
-        return {"state": "disabled", "why": "CLAVAIN_RESIDENT_HOOKS=0"}
-    if not data:
-        return {"state": "unavailable", "why": "no plugin data folder (CLAUDE_PLUGIN_DATA)"}
-    root = os.path.realpath(root or plugin_root())
+def data_dirs() -> list[str]:
+    """The plugin data folders a person's `clavain hook-server` looks at: the one named by the
+    session (CLAUDE_PLUGIN_DATA / CLAVAIN_PLUGIN_DATA), else Clavain's under Claude Code's
+    `plugins/data/` (a marketplace install and a `--plugin-dir` one each have their own)."""
+    named = data_dir()
+    if named:
+        return [named]
+    root = plugins_data_root()
+    try:
+        folders = sorted(os.path.join(root, name) for name in os.listdir(root))
+    except OSError:
+        return []
+    from pathlib import Path
+
+    from clavain import bootstrap
+
+    def clavains(folder: str) -> bool:
+        """Holds the server's files or the plugin venv."""
+        return any(os.path.exists(os.path.join(folder, name)) for name in
+                   (ADDRESS_NAME, LOCK_NAME)) or \
+            (bootstrap.venv_dir(Path(folder)) / bootstrap.READY_MARKER).exists()
+
+    return [folder for folder in folders if clavains(folder)]
+
+
+def plugins_data_root() -> str:
+    config = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"),
+                                                                 ".claude")
+    return os.path.join(config, "plugins", "data")
+
+
+def status(data: str) -> dict:
+    """The server of one data folder: {"state": "running", pid, port, root, code_current} or
+    {"state": "stopped"}; `data_dir` in both."""
     address = read_address(data)
-    if address is None or os.path.realpath(address["root"]) != root or \
-            not alive(address["pid"]):
+    if address is None or not alive(address["pid"]):
         return {"state": "stopped", "data_dir": data}
+    current = address["stamp"] == code_stamp(os.path.join(address["root"], "lib"))
     return {"state": "running", "data_dir": data, "pid": address["pid"],
-            "port": address["port"], "code_current": address["stamp"] == code_stamp()}
+            "port": address["port"], "root": address["root"], "code_current": current}
 
 
-def describe(shown: dict) -> str:
-    """One line for a person: what `resident.status` found."""
-    if shown["state"] == "running":
-        code = "current code" if shown["code_current"] else "older code (the next session " \
-            "replaces it)"
-        return f"running: pid {shown['pid']}, 127.0.0.1:{shown['port']}, {code}"
-    if shown["state"] == "stopped":
-        return (f"not running (tool calls start one; each call until then spawns Python) "
-                f"- {shown['data_dir']}")
-    return f"{shown['state']}: {shown['why']}"
+def overview() -> dict:
+    """What `clavain hook-server status` and `clavain doctor` show: whether resident hooks are
+    on, where it looked, and each data folder's server."""
+    return {"enabled": enabled(), "looked_in": data_dir() or plugins_data_root(),
+            "servers": [status(data) for data in data_dirs()]}
+
+
+def describe(shown: dict) -> list[str]:
+    """Lines for a person: what `overview` found."""
+    lines = []
+    if not shown["enabled"]:
+        lines.append("Resident hooks are off here (CLAVAIN_RESIDENT_HOOKS=0): every tool-call "
+                     "hook starts its own Python process.")
+    if not shown["servers"]:
+        lines.append(f"No Clavain plugin data folder in {shown['looked_in']} (Claude Code "
+                     "makes one when the plugin runs; CLAVAIN_PLUGIN_DATA names another).")
+    for server in shown["servers"]:
+        if server["state"] == "running":
+            code = "current code" if server["code_current"] else \
+                "older code: the next session replaces it"
+            lines.append(f"Hook server running: pid {server['pid']}, "
+                         f"127.0.0.1:{server['port']}, {code} ({server['data_dir']})")
+        else:
+            lines.append(f"Hook server not running: the next session or tool call starts one "
+                         f"({server['data_dir']})")
+    return lines
