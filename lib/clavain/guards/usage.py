@@ -77,11 +77,11 @@ def start_measuring(project: str, run_key: str, transcript: str) -> None:
     import subprocess
 
     lib = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    # The cwd is the project: its entry goes from sys.path (a project's json.py must not
-    # shadow the standard library).
+    # -I and no cwd entry: neither a PYTHONPATH of whichever session started the hook server
+    # nor a project's json.py may shadow the standard library.
     code = ("import sys; sys.path = [sys.argv[1]] + [p for p in sys.path if p]\n"
             "from clavain.guards.usage import main; main(sys.argv[2:])")
-    subprocess.Popen([sys.executable, "-S", "-c", code, lib, project, run_key, transcript],
+    subprocess.Popen([sys.executable, "-I", "-S", "-c", code, lib, project, run_key, transcript],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
                      cwd=project)

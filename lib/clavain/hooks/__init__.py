@@ -107,10 +107,12 @@ def dispatch(event: str, payload: dict[str, object]) -> str | None:
     return fastjson.dumps(output) if output else None
 
 
-def run(event: str, raw: bytes) -> tuple[str | None, bool]:
+def run(event: str, raw: bytes, handover: tuple[type[BaseException], ...] = ()
+        ) -> tuple[str | None, bool]:
     """One hook call from its stdin bytes: (the text to print or None, whether it went without
-    a failure). Never raises: a failure is one line in hooks.log. The spawned hook (`main`) and
-    the resident server both call it."""
+    a failure). A failure is one line in hooks.log; only the `handover` exceptions are raised
+    instead (the resident server hands such a call to a spawned hook). The spawned hook
+    (`main`) and the resident server both call it."""
     started = time.perf_counter()
     payload = None
     text = None
@@ -120,6 +122,8 @@ def run(event: str, raw: bytes) -> tuple[str | None, bool]:
         text = dispatch(event, payload)
     # BaseException: a handler's SystemExit or a KeyboardInterrupt must not reach the host
     # either (its exit code would become the hook's).
+    except handover:
+        raise
     except BaseException as exc:
         ok = False
         log_failure(event, f"{type(exc).__name__}: {exc}", payload)

@@ -8,21 +8,24 @@ token gets no answer; a right one gets the server key, a newline, `ok`, a newlin
 hook's stdout, then the close. The client prints only an answer that starts with the key, so
 nothing but this server can speak for Clavain (a process squatting on a dead server's port
 gets no say; where /proc exists the client does not even connect unless the address's pid is
-a hook server). A call runs only once its request is complete, within 2 s of the connection:
-a client that dies mid-send counts nothing, and one that trickles cannot hold the server. The
-client falls back to the spawned Python hook only when it could not connect; after that a lost
-answer fails open (running the call again could count it twice).
+a hook server). A call runs only once its request is complete: the token must come within
+0.5 s of the connection and the request within 2 s, so a client that dies mid-send counts
+nothing and nobody can hold the server for long. The client falls back to the spawned Python
+hook only when it could not connect; after that a lost answer fails open (running the call
+again could count it twice).
 
 Calls run one at a time, each as the spawned hook would run it (`clavain.hooks.run`) with the
-client's variables and folder; a database lock is waited for at most 1.5 s (the spawned hook's
-30 s would hold every other session's calls). The server exits after
-CLAVAIN_HOOKD_IDLE_SECONDS (default 1800) without a call, after 12 hours, on SIGTERM, when its
-address file is removed or replaced, or when its plugin folder is gone — after the call it is
-running and those already waiting; nothing a call does can end it.
+client's variables and folder; a call whose database stays locked for 0.5 s is handed to a
+spawned hook (which may wait the usual 30 s), so the other sessions' calls are not held. The
+server exits after CLAVAIN_HOOKD_IDLE_SECONDS (default 1800) without a call, after 12 hours,
+on SIGTERM, when its address file is removed or replaced, or when its plugin folder is gone —
+after the call it is running and those already waiting (5 s at most); nothing a call does can
+end it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -36,15 +39,22 @@ MAX_LIFETIME_SECONDS = 12 * 3600.0
 TICK_SECONDS = 1.0
 # A replaced server holds the lock until its next tick; its successor waits that long.
 LOCK_WAIT_SECONDS = 10.0
-# A whole request must arrive within this long of the connection (a client sends at once).
+# The client writes its token first thing after connecting, its whole request at once: a
+# connection that does not is dropped this soon (anyone can connect; nobody may hold the
+# server).
+TOKEN_SECONDS = 0.5
 REQUEST_SECONDS = 2.0
+# Exiting, the calls already waiting are served for at most this long.
+DRAIN_SECONDS = 5.0
 MAX_REQUEST_BYTES = 64 << 20
 # The CLAUDE_* variables hooks read; no other (a session's may hold credentials).
 FORWARDED_NAMES = ("HOME", "CLAUDE_PROJECT_DIR", "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA",
                    "CLAUDE_CONFIG_DIR")
-BUSY_TIMEOUT_MS = 1500
-# Wrong-token connections are logged at most this often.
-WRONG_TOKEN_LOG_SECONDS = 60.0
+# A call that finds its database locked longer than this is handed to a spawned hook, which
+# may wait the usual 30 s: the server moves on to the next call.
+BUSY_TIMEOUT_MS = 500
+# Refused connections (wrong token, too slow) are logged at most this often.
+REFUSED_LOG_SECONDS = 60.0
 # Imported before the first call, so no call pays for them.
 WARM_MODULES = ("clavain.hooks.pre_tool_use", "clavain.hooks.post_tool_use_failure",
                 "clavain.guards.gate", "clavain.guards.budget", "clavain.guards.commands",
@@ -83,7 +93,11 @@ def parse_request(buffer: bytes) -> tuple[str, str, dict[str, str], bytes] | Non
 def run_call(event: str, cwd: str, env: dict[str, str], stdin: bytes,
              server_cwd: str) -> tuple[bytes, bool]:
     """One hook call as the spawned hook would run it, with the client's variables and working
-    folder for its duration: (its output, whether it ran without failing)."""
+    folder for its duration: (its output, whether it ran without failing). A call whose
+    database stayed locked is handed to a spawned hook (nothing of it was committed) and
+    answered with nothing: the tool runs, the call is counted there."""
+    import sqlite3
+
     from clavain import hooks
 
     saved = {name: value for name, value in os.environ.items() if forwarded(name)}
@@ -95,11 +109,17 @@ def run_call(event: str, cwd: str, env: dict[str, str], stdin: bytes,
             os.chdir(cwd)
         except OSError:  # never the last call's folder
             os.chdir("/")
-        if event in hooks.RESIDENT_EVENTS:
-            text, ok = hooks.run(event, stdin)
-        else:
-            text, ok = None, True
+        if event not in hooks.RESIDENT_EVENTS:
             hooks.log_failure(event, "resident hook server: not a tool-call event; nothing ran")
+            return b"", True
+        try:
+            text, ok = hooks.run(event, stdin, handover=(sqlite3.OperationalError,))
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) and "busy" not in str(exc):
+                hooks.log_failure(event, f"OperationalError: {exc}")
+                return b"", False
+            _hand_over(event, stdin)
+            return b"", False
     finally:
         for name in [name for name in os.environ if forwarded(name)]:
             del os.environ[name]
@@ -111,8 +131,26 @@ def run_call(event: str, cwd: str, env: dict[str, str], stdin: bytes,
     return (text or "").encode("utf-8"), ok
 
 
-class WrongToken(Exception):
-    """A connection that did not know the token: answered with nothing."""
+def _hand_over(event: str, stdin: bytes) -> None:
+    """Run the call in a detached spawned hook (this call's variables and folder are current):
+    it waits for the lock as long as any spawned hook would, and counts the call."""
+    import subprocess
+    import tempfile
+
+    with tempfile.TemporaryFile() as payload:
+        payload.write(stdin)
+        payload.seek(0)
+        code = ("import sys; sys.path = [sys.argv[1]] + [p for p in sys.path if p]\n"
+                "from clavain.hooks import main; sys.exit(main(sys.argv[2:]))")
+        subprocess.Popen([sys.executable, "-I", "-S", "-c", code, resident.lib_dir(), event],
+                         stdin=payload, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True,
+                         env={**os.environ, "CLAVAIN_RESIDENT_HOOKS": "0"})
+
+
+class Refused(Exception):
+    """A connection without the token or too slow to send it or its request: closed
+    unanswered, nothing ran."""
 
 
 def serve_connection(conn, token: bytes, server_key: bytes, server_cwd: str) -> bool | None:
@@ -120,15 +158,19 @@ def serve_connection(conn, token: bytes, server_key: bytes, server_cwd: str) -> 
     the call ran without failing; None when the client left before its request was complete."""
     import hmac
 
-    deadline = time.monotonic() + REQUEST_SECONDS
+    accepted = time.monotonic()
     buffer = bytearray()
     body_start = None  # where the request follows the token, once the token is checked
     while True:
-        remaining = deadline - time.monotonic()
+        limit = REQUEST_SECONDS if body_start is not None else TOKEN_SECONDS
+        remaining = accepted + limit - time.monotonic()
         if remaining <= 0:
-            raise TimeoutError(f"no whole request within {REQUEST_SECONDS:.0f} s")
+            raise Refused(f"no {'whole request' if body_start else 'token'} within {limit} s")
         conn.settimeout(remaining)
-        chunk = conn.recv(1 << 16)
+        try:
+            chunk = conn.recv(1 << 16)
+        except TimeoutError:
+            continue  # the deadline above says which
         if not chunk:
             return None
         buffer += chunk
@@ -138,10 +180,10 @@ def serve_connection(conn, token: bytes, server_key: bytes, server_cwd: str) -> 
             end = buffer.find(b"\0")
             if end < 0:
                 if len(buffer) > 256:
-                    raise WrongToken()
+                    raise Refused("a wrong token")
                 continue
             if not hmac.compare_digest(bytes(buffer[:end]), token):
-                raise WrongToken()
+                raise Refused("a wrong token")
             body_start = end + 1
         if chunk.endswith(b"\0"):  # only then can the request be whole
             request = parse_request(bytes(buffer[body_start:]))
@@ -226,11 +268,12 @@ class Server:
         self.server_cwd = os.getcwd()
         self.born = self.last_call = time.monotonic()
         self.idle_limit = _idle_limit()
-        self.wrong_tokens, self.wrong_token_logged = 0, 0.0
+        self.refused, self.refused_logged = 0, 0.0
         self.stopping = False
 
     def serve_one(self, conn) -> None:
-        """One connection; whatever goes wrong is logged, never raised."""
+        """One connection; whatever goes wrong is logged, never raised. Only a call that ran
+        counts as activity for the idle clock."""
         from clavain.hooks import connections
 
         try:
@@ -239,15 +282,16 @@ class Server:
                                        self.server_key.encode("ascii"), self.server_cwd)
             if ran is False:  # start the next call with fresh connections
                 connections.forget_all()
-        except WrongToken:
-            self.wrong_tokens += 1
+            if ran is not None:
+                self.last_call = time.monotonic()
+        except Refused as why:
+            self.refused += 1
             now = time.monotonic()
-            if now - self.wrong_token_logged >= WRONG_TOKEN_LOG_SECONDS:
-                _log(self.data, f"{self.wrong_tokens} connection(s) with a wrong token")
-                self.wrong_tokens, self.wrong_token_logged = 0, now
+            if now - self.refused_logged >= REFUSED_LOG_SECONDS:
+                _log(self.data, f"{self.refused} connection(s) refused, the last: {why}")
+                self.refused, self.refused_logged = 0, now
         except Exception as exc:  # one bad call never ends the server
             _log(self.data, f"call failed: {type(exc).__name__}: {exc}")
-        self.last_call = time.monotonic()
 
     def reason_to_exit(self) -> str | None:
         now = time.monotonic()
@@ -273,6 +317,10 @@ class Server:
                 conn, _ = self.listener.accept()
             except TimeoutError:
                 conn = None
+            except OSError as exc:  # out of descriptors, an aborted connection: go on
+                _log(self.data, f"accept failed: {exc}")
+                time.sleep(0.1)
+                conn = None
             if conn is not None:
                 self.serve_one(conn)
             if conn is None or time.monotonic() - checked >= TICK_SECONDS:
@@ -283,11 +331,13 @@ class Server:
 
     def close(self) -> None:
         """Withdraw the address (new calls go to the spawned hook), serve the calls already
-        waiting, close."""
+        waiting (for 5 s at most), close."""
         if _still_ours(self.data, self.line):
-            os.unlink(os.path.join(self.data, resident.ADDRESS_NAME))
+            with contextlib.suppress(OSError):  # `stop` may have removed it meanwhile
+                os.unlink(os.path.join(self.data, resident.ADDRESS_NAME))
         self.listener.setblocking(False)
-        while True:
+        deadline = time.monotonic() + DRAIN_SECONDS
+        while time.monotonic() < deadline:
             try:
                 conn, _ = self.listener.accept()
             except OSError:  # BlockingIOError: nobody waiting

@@ -46,7 +46,7 @@ def plugin_root() -> str:
         os.path.abspath(__file__)))))
 
 
-def _lib_dir() -> str:
+def lib_dir() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -86,7 +86,7 @@ def code_stamp(lib: str | None = None) -> str:
     """A short hash of the library's files (path, size, mtime): what a server runs."""
     import hashlib
 
-    lib = lib or _lib_dir()
+    lib = lib or lib_dir()
     digest = hashlib.blake2b(digest_size=8)
     for folder, dirs, files in os.walk(os.path.join(lib, "clavain")):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -116,44 +116,62 @@ def spawn(data: str, root: str) -> None:
     # must never be imported into a server that serves every project).
     code = ("import sys; sys.path = [sys.argv[1]] + [p for p in sys.path if p]\n"
             "from clavain.hooks.hook_server import main; sys.exit(main(sys.argv[2:]))")
-    subprocess.Popen([sys.executable, "-I", "-S", "-c", code, _lib_dir(), data, root],
+    subprocess.Popen([sys.executable, "-I", "-S", "-c", code, lib_dir(), data, root],
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
                      cwd=data)
 
 
 def revive() -> bool:
-    """From a tool call that was not served by a server: start one when none runs for this
-    plugin folder and no start was tried in the last 30 s. True when one was started."""
+    """From a tool call that was not served by a server: start one when none runs in the data
+    folder and no start was tried in the last 30 s. True when one was started."""
     data = data_dir()
     if not enabled() or not data or not os.path.isdir(data):
         return False
-    root = plugin_root()
-    if running(data, root):
-        return False
+    address = read_address(data)
+    if address is not None and alive(address["pid"]):
+        return False  # ours, or another plugin version's: SessionStart decides between them
     try:
         if time.time() - os.stat(os.path.join(data, SPAWNED_NAME)).st_mtime \
                 < RESPAWN_EVERY_SECONDS:
             return False
     except OSError:
         pass
-    spawn(data, root)
+    spawn(data, plugin_root())
     return True
 
 
 def ensure(data: str, root: str | None = None) -> str:
-    """From SessionStart: "running" (a server for this plugin folder and code is up),
-    "restarted" (a server for other code or another plugin folder was stopped and a new one
-    started) or "started"."""
+    """From SessionStart: "running" (a server for this plugin folder and code is up), "newer"
+    (one serves a newer plugin version: an old session must not take the data folder back),
+    "restarted" (one for other code or an older version was stopped and a new one started) or
+    "started"."""
     root = root or plugin_root()
     address = read_address(data)
     live = address is not None and alive(address["pid"])
     if live and address["root"] == root and address["stamp"] == code_stamp():
         return "running"
+    if live and address["root"] != root and \
+            plugin_version(address["root"]) > plugin_version(root):
+        return "newer"
     if live:
         stop(data)
     spawn(data, root)
     return "restarted" if live else "started"
+
+
+def plugin_version(root: str) -> tuple:
+    """The version in a plugin folder's manifest, comparable; () when it has none (a folder
+    gone or unreadable loses to any version)."""
+    import json
+
+    try:
+        with open(os.path.join(root, ".claude-plugin", "plugin.json"), encoding="utf-8") as f:
+            text = json.load(f).get("version", "")
+    except (OSError, ValueError, AttributeError):
+        return ()
+    parts = str(text).split("+")[0].split("-")[0].split(".")
+    return tuple(int(part) if part.isdigit() else 0 for part in parts)
 
 
 def stop(data: str) -> int | None:
@@ -165,7 +183,7 @@ def stop(data: str) -> int | None:
         os.unlink(os.path.join(data, ADDRESS_NAME))
     except OSError:
         pass
-    if address is None:
+    if address is None or not alive(address["pid"]):
         return None
     if not os.path.isdir("/proc/self"):
         return address["pid"]
