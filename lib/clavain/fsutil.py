@@ -106,11 +106,13 @@ def read_regular(path: str | Path, max_bytes: int, *, from_end: bool = False,
         os.close(fd)
 
 
-def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None) -> None:
+def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None,
+                 mode: int | None = None) -> None:
     """Replace `path` with `data` so a reader sees the old file or the new one, never a torn one.
 
     With `inside` (the state folder), every folder below it must be real (`real_folder`); the
-    final rename replaces a symlink at `path` itself rather than writing through it.
+    final rename replaces a symlink at `path` itself rather than writing through it. `mode`:
+    the new file's permissions (default: the replaced file's, else what `open` would give).
     """
     if inside is not None:
         real_folder(inside, path.parent)
@@ -119,7 +121,7 @@ def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None) -
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        os.fchmod(fd, _mode_for(path))
+        os.fchmod(fd, _mode_for(path) if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:
             handle.write(raw)
             handle.flush()

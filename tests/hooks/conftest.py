@@ -59,13 +59,23 @@ def wait_for(condition: Callable[[], object], what: str, timeout: float = 20.0) 
     return value
 
 
+def server_for(data: Path | str, root: Path | str) -> dict | None:
+    """The address of a live hook server in `data` serving plugin folder `root`, or None."""
+    from clavain.hooks import resident
+
+    address = resident.read_address(str(data))
+    if address and address["root"] == str(root) and resident.alive(address["pid"]):
+        return address
+    return None
+
+
 def start_resident_server(data: Path) -> dict:
     """A resident hook server for plugin data folder `data` serving this checkout, once it has
     published its address."""
     from clavain.hooks import resident
 
     resident.spawn(str(data), str(REPO))
-    return wait_for(lambda: resident.running(str(data), str(REPO)), "the server's address")
+    return wait_for(lambda: server_for(data, REPO), "the server's address")
 
 
 def exited(pid: int) -> bool:

@@ -27,6 +27,7 @@ from .conftest import (
     REPO,
     exited,
     payload_for,
+    server_for,
     start_resident_server,
     stop_resident_server,
     wait_for,
@@ -88,10 +89,10 @@ def _commands(project: Path) -> int:
 def test_session_start_starts_a_server_that_serves_tool_calls(calls, tmp_path: Path) -> None:
     project = _project(tmp_path, {"maxCommands": 2})
     calls("SessionStart", payload_for("SessionStart", project), project)
-    address = wait_for(lambda: resident.running(str(calls.data), ROOT), "a server")
+    address = wait_for(lambda: server_for(calls.data, ROOT), "a server")
     assert (calls.data / resident.ADDRESS_NAME).stat().st_mode & 0o777 == 0o600
     calls("SessionStart", payload_for("SessionStart", project), project)
-    assert resident.running(str(calls.data), ROOT)["pid"] == address["pid"]  # the same one
+    assert server_for(calls.data, ROOT)["pid"] == address["pid"]  # the same one
     outputs = [calls("PreToolUse", _bash(project, f"ls {i}"), project) for i in range(3)]
     assert outputs[2]["permissionDecision"] == "deny"
     assert calls.served_by()[-3:] == ["resident"] * 3
@@ -111,7 +112,7 @@ def test_without_a_server_the_call_is_spawned_and_starts_one(calls, tmp_path: Pa
     project = _project(tmp_path)
     assert calls("PreToolUse", _bash(project, "ls"), project) is None
     assert calls.served_by() == ["spawned"]
-    wait_for(lambda: resident.running(str(calls.data), ROOT), "the revived server")
+    wait_for(lambda: server_for(calls.data, ROOT), "the revived server")
     calls("PreToolUse", _bash(project, "ls 2"), project)
     assert calls.served_by() == ["spawned", "resident"]
     assert _commands(project) == 2  # each call counted once, whoever served it
@@ -550,9 +551,9 @@ def test_an_old_session_leaves_a_newer_versions_server(tmp_path: Path) -> None:
     (newer / "lib").symlink_to(REPO / "lib")
     try:
         resident.spawn(str(data), str(newer))
-        server = wait_for(lambda: resident.running(str(data), str(newer)), "the newer server")
+        server = wait_for(lambda: server_for(data, str(newer)), "the newer server")
         assert resident.ensure(str(data), ROOT) == "newer"
-        assert resident.running(str(data), str(newer))["pid"] == server["pid"]
+        assert server_for(data, str(newer))["pid"] == server["pid"]
         assert resident.revive() is False  # nor does a tool call start a doomed one
     finally:
         stop_resident_server(data)
@@ -571,12 +572,12 @@ def test_session_start_replaces_a_server_for_other_code(tmp_path: Path, monkeypa
         old_root = str(tmp_path / "clavain-0.0.9")
     try:
         assert resident.ensure(str(data), old_root) == "started"
-        old = wait_for(lambda: resident.running(str(data), old_root), "the old server")
+        old = wait_for(lambda: server_for(data, old_root), "the old server")
         assert resident.ensure(str(data), old_root) == "running"
         if change == "code":
             monkeypatch.setattr(resident, "code_stamp", lambda lib=None: "changed")
         assert resident.ensure(str(data), ROOT) == "restarted"
-        new = wait_for(lambda: resident.running(str(data), ROOT), "the new server")
+        new = wait_for(lambda: server_for(data, ROOT), "the new server")
         assert new["pid"] != old["pid"]
         wait_for(lambda: exited(old["pid"]), "the old server to exit")
     finally:

@@ -11,8 +11,6 @@ for it, and later calls compare the last measured figures with the limits.
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 from clavain.clock import now_iso
@@ -72,19 +70,10 @@ def _minute_before(stamp: str) -> str:
 
 
 def start_measuring(project: str, run_key: str, transcript: str) -> None:
-    """Measure in a detached process (`python -S`, its own session, no pipes): the hook returns
-    at once and the process outlives it."""
-    import subprocess
+    """Measure in a detached process: the hook returns at once and the process outlives it."""
+    from clavain import detached
 
-    lib = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    # -I and no cwd entry: neither a PYTHONPATH of whichever session started the hook server
-    # nor a project's json.py may shadow the standard library.
-    code = ("import sys; sys.path = [sys.argv[1]] + [p for p in sys.path if p]\n"
-            "from clavain.guards.usage import main; main(sys.argv[2:])")
-    subprocess.Popen([sys.executable, "-I", "-S", "-c", code, lib, project, run_key, transcript],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                     cwd=project)
+    detached.start("clavain.guards.usage", [project, run_key, transcript], cwd=project)
 
 
 def main(argv: list[str]) -> None:

@@ -134,18 +134,15 @@ def run_call(event: str, cwd: str, env: dict[str, str], stdin: bytes,
 def _hand_over(event: str, stdin: bytes) -> None:
     """Run the call in a detached spawned hook (this call's variables and folder are current):
     it waits for the lock as long as any spawned hook would, and counts the call."""
-    import subprocess
     import tempfile
+
+    from clavain import detached
 
     with tempfile.TemporaryFile() as payload:
         payload.write(stdin)
         payload.seek(0)
-        code = ("import sys; sys.path = [sys.argv[1]] + [p for p in sys.path if p]\n"
-                "from clavain.hooks import main; sys.exit(main(sys.argv[2:]))")
-        subprocess.Popen([sys.executable, "-I", "-S", "-c", code, resident.lib_dir(), event],
-                         stdin=payload, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True,
-                         env={**os.environ, "CLAVAIN_RESIDENT_HOOKS": "0"})
+        detached.start("clavain.hooks", [event], cwd=os.getcwd(), stdin=payload,
+                       env={**os.environ, "CLAVAIN_RESIDENT_HOOKS": "0"})
 
 
 class Refused(Exception):
@@ -226,18 +223,6 @@ def _take_lock(data: str) -> int | None:
                 os.close(handle)
                 return None
             time.sleep(0.05)
-
-
-def _publish(data: str, line: str) -> None:
-    """Write the address file atomically, readable by this user only."""
-    path = os.path.join(data, resident.ADDRESS_NAME)
-    temporary = f"{path}.{os.getpid()}.tmp"
-    handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.write(handle, line.encode("utf-8", "surrogateescape"))
-    finally:
-        os.close(handle)
-    os.replace(temporary, path)
 
 
 def _still_ours(data: str, line: str) -> bool:
@@ -369,7 +354,13 @@ def serve(data: str, root: str) -> int:
         server.stopping = True
 
     signal.signal(signal.SIGTERM, terminate)
-    _publish(data, server.line)
+    from pathlib import Path
+
+    from clavain.fsutil import write_atomic
+
+    # Readable by this user only: the token and the key are what keep others out.
+    write_atomic(Path(data) / resident.ADDRESS_NAME,
+                 server.line.encode("utf-8", "surrogateescape"), mode=0o600)
     _log(data, f"serving {root} on 127.0.0.1:{server.port}")
     why = "failed"
     try:

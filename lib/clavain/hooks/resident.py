@@ -8,16 +8,15 @@ Address: `<plugin data>/hookd.addr`, one line `PORT TOKEN SERVER_KEY PID STAMP R
 0600. The token (128 random bits) keeps other local users off the loopback port and the server
 key proves the server to the client (`hook_server` has the protocol); the client checks that
 PID is alive and ROOT is its own plugin folder; STAMP names the code the server runs. One
-server per data folder: SessionStart replaces a server running other code or serving another
-plugin folder (an updated plugin). A tool call that found no server starts one (at most one
-try per 30 s). CLAVAIN_RESIDENT_HOOKS=0 turns all of it off. Stdlib only, `os`, `sys` and
-`time` at import: `revive` runs in the spawned hook.
+server per data folder: SessionStart replaces a server running other code or an older plugin
+version, never a newer one. A tool call that found no server starts one (at most one try per
+30 s). CLAVAIN_RESIDENT_HOOKS=0 turns all of it off. Stdlib only, `os` and `time` at
+import: `revive` runs in the spawned hook.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 ADDRESS_NAME = "hookd.addr"
@@ -46,10 +45,6 @@ def plugin_root() -> str:
         os.path.abspath(__file__)))))
 
 
-def lib_dir() -> str:
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
 def read_address(data: str) -> dict | None:
     """{"port", "token", "server_key", "pid", "stamp", "root"} from the address file, or
     None."""
@@ -74,19 +69,13 @@ def alive(pid: int) -> bool:
     return True
 
 
-def running(data: str, root: str) -> dict | None:
-    """The address of a live server for plugin folder `root`, or None."""
-    address = read_address(data)
-    if address and address["root"] == root and alive(address["pid"]):
-        return address
-    return None
-
-
 def code_stamp(lib: str | None = None) -> str:
     """A short hash of the library's files (path, size, mtime): what a server runs."""
     import hashlib
 
-    lib = lib or lib_dir()
+    from clavain.detached import LIB_DIR
+
+    lib = lib or LIB_DIR
     digest = hashlib.blake2b(digest_size=8)
     for folder, dirs, files in os.walk(os.path.join(lib, "clavain")):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
@@ -103,23 +92,15 @@ def code_stamp(lib: str | None = None) -> str:
 
 
 def spawn(data: str, root: str) -> None:
-    """Start a detached server (its own session, no pipes: it outlives the hook and never holds
-    the host's output open), and note when, so a tool call racing its start does not start
+    """Start a detached server, and note when, so a tool call racing its start does not start
     another."""
-    import subprocess
+    from clavain import detached
 
     marker = os.path.join(data, SPAWNED_NAME)
     with open(marker, "w", encoding="utf-8"):
         pass
     os.utime(marker)  # an empty file truncated again need not get a new mtime
-    # -I: no PYTHON* variables and no folder of the caller's on sys.path (a project's json.py
-    # must never be imported into a server that serves every project).
-    code = ("import sys; sys.path = [sys.argv[1]] + [p for p in sys.path if p]\n"
-            "from clavain.hooks.hook_server import main; sys.exit(main(sys.argv[2:]))")
-    subprocess.Popen([sys.executable, "-I", "-S", "-c", code, lib_dir(), data, root],
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True,
-                     cwd=data)
+    detached.start("clavain.hooks.hook_server", [data, root], cwd=data)
 
 
 def revive() -> bool:
