@@ -24,20 +24,24 @@ sys.path.insert(0, str(LIB))
 
 from clavain.paths import StatePaths  # noqa: E402
 from clavain.store import db  # noqa: E402
-from clavain.workgraph import export, graph, leases, results  # noqa: E402
+from clavain.workgraph import edits, export, leases, results  # noqa: E402
+from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph  # noqa: E402
 
 _WORKER = """
 import json, os, sys, time
 from pathlib import Path
-from clavain.workgraph import graph, leases
+from clavain.paths import StatePaths
 from clavain.store import db
-conn = db.connect(sys.argv[1])
+from clavain.workgraph import leases
+from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
+state = StatePaths(Path(sys.argv[1]))
+g = Graph(db.connect(state.db), DEFAULT_GRAPH, state)
 go = Path(sys.argv[3])
 while not go.exists():
     time.sleep(0.001)
 n = 0
 for _ in range(int(sys.argv[2])):
-    if leases.claim_next(conn, run_id=f"w{os.getpid()}", pid=os.getpid()) is None:
+    if leases.claim_next(g, run_id=f"w{os.getpid()}", pid=os.getpid()) is None:
         break
     n += 1
 print(json.dumps({"claims": n, "end": time.time()}))
@@ -56,55 +60,56 @@ def realistic_specs(count: int, seed: int = 7) -> list[dict]:
     return specs
 
 
-def build(folder: Path, count: int) -> tuple[StatePaths, object, float]:
+def build(folder: Path, count: int) -> tuple[Graph, float]:
+    """The default graph of a new project holding `count` nodes, and how long adding took."""
     state = StatePaths(folder / ".clavain")
-    conn = db.connect(state.db)
+    g = Graph(db.connect(state.db), DEFAULT_GRAPH, state)
     start = time.perf_counter()
-    graph.add_nodes(conn, state, realistic_specs(count))
-    return state, conn, time.perf_counter() - start
+    edits.add_nodes(g, realistic_specs(count))
+    return g, time.perf_counter() - start
 
 
-def claim_latency(conn: object, samples: int) -> list[float]:
+def claim_latency(g: Graph, samples: int) -> list[float]:
     """Claim then finish each node, so readiness keeps moving through the graph."""
     times = []
     for _ in range(samples):
         start = time.perf_counter()
-        node = leases.claim_next(conn, run_id="bench", pid=os.getpid())
+        node = leases.claim_next(g, run_id="bench", pid=os.getpid())
         times.append(time.perf_counter() - start)
         if node is None:
             break
-        conn.execute("UPDATE nodes SET status = 'done', lock_run_id = NULL WHERE id = ?",
-                     (node["id"],))
+        g.conn.execute("UPDATE nodes SET status = 'done', lock_run_id = NULL "
+                       "WHERE graph_id = ? AND id = ?", (g.id, node["id"]))
     return times
 
 
 def apply_latency(folder: Path, count: int, samples: int, lag: float) -> list[float]:
     """apply_result (claim first, outside the timing) on a graph of `count` nodes, with the
     snapshot allowed to lag `lag` seconds (0: rewritten after every change, the old rule)."""
-    state, conn, _ = build(folder, count)
-    state.config.write_text(json.dumps({"defaults": {"snapshotMaxLagSeconds": lag}}))
+    g, _ = build(folder, count)
+    g.state.config.write_text(json.dumps({"defaults": {"snapshotMaxLagSeconds": lag}}))
     times = []
     for _ in range(samples):
-        node = leases.claim_next(conn, run_id="bench")
+        node = leases.claim_next(g, run_id="bench")
         if node is None:
             break
         start = time.perf_counter()
-        results.apply_result(conn, state, node["id"], {"status": "success", "summary": "ok"},
+        results.apply_result(g, node["id"], {"status": "success", "summary": "ok"},
                              run_id="bench")
         times.append(time.perf_counter() - start)
-    conn.close()
+    g.conn.close()
     return times
 
 
 def claim_rate(folder: Path, workers: int, per_worker: int) -> tuple[int, float]:
     state = StatePaths(folder / ".clavain")
-    conn = db.connect(state.db)
-    graph.add_nodes(conn, state, [{"id": f"r{i:06d}", "type": "task"}
-                                 for i in range(workers * per_worker)])
-    conn.close()
+    g = Graph(db.connect(state.db), DEFAULT_GRAPH, state)
+    edits.add_nodes(g, [{"id": f"r{i:06d}", "type": "task"}
+                        for i in range(workers * per_worker)])
+    g.conn.close()
     go = folder / "go"
     env = {**os.environ, "PYTHONPATH": str(LIB)}
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(state.db), str(per_worker),
+    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(state.root), str(per_worker),
                                str(go)], stdout=subprocess.PIPE, text=True, env=env)
              for _ in range(workers)]
     time.sleep(1.5)  # let every worker import and connect before the start signal
@@ -126,28 +131,28 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         for size in (int(s) for s in args.sizes.split(",")):
-            _state, conn, took = build(root / f"g{size}", size)
-            times = sorted(claim_latency(conn, args.samples))
+            g, took = build(root / f"g{size}", size)
+            times = sorted(claim_latency(g, args.samples))
             p50 = statistics.median(times) * 1000
             p95 = times[int(len(times) * 0.95) - 1] * 1000
             print(f"{size:>7} nodes: insert {took:6.2f} s ({size / took:8.0f} nodes/s); "
                   f"next+claim p50 {p50:.3f} ms, p95 {p95:.3f} ms")
-            conn.close()
+            g.conn.close()
 
-        state, conn, _ = build(root / "snap", args.snapshot_size)
+        g, _ = build(root / "snap", args.snapshot_size)
         runs = []
         for _ in range(5):
             start = time.perf_counter()
-            export.write_snapshot(conn, state)
+            export.write_snapshot(g.conn, g.state)
             runs.append(time.perf_counter() - start)
-        size_kb = state.workgraph_json.stat().st_size / 1024
+        size_kb = g.state.workgraph_json.stat().st_size / 1024
         print(f"snapshot export at {args.snapshot_size} nodes: p50 "
               f"{statistics.median(runs) * 1000:.1f} ms ({size_kb:.0f} KiB)")
         start = time.perf_counter()
-        export.mermaid(conn)
+        export.mermaid(g)
         took = (time.perf_counter() - start) * 1000
         print(f"mermaid at {args.snapshot_size} nodes: {took:.1f} ms")
-        conn.close()
+        g.conn.close()
 
         for lag, label in ((1.0, "snapshot lags <= 1 s (default)"),
                            (0.0, "snapshot after every change (before)")):

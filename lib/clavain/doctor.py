@@ -138,10 +138,31 @@ def _hook_server() -> dict[str, Any]:
                 **shown)
 
 
+def _sprint(state: StatePaths) -> dict[str, Any]:
+    """The sprint checkpoint: readable, damaged (with the fix), and damaged ones set aside."""
+    from clavain.errors import ClavainError
+    from clavain.sprint import checkpoint
+
+    kept = checkpoint.set_aside_files(state)
+    aside = f"; {len(kept)} damaged checkpoint(s) set aside ({kept[-1]})" if kept else ""
+    try:
+        active = checkpoint.read(state)
+    except ClavainError as exc:
+        return _row("sprint", FAIL, f"{exc}", set_aside=kept)
+    except OSError as exc:
+        return _row("sprint", FAIL, f"{state.sprint_checkpoint} unreadable: {exc}",
+                    set_aside=kept)
+    if active is None:
+        return _row("sprint", OK, f"no active sprint{aside}", set_aside=kept)
+    return _row("sprint", OK, f"{active['sprint_id']} at step {active['current_step']}{aside}",
+                sprint_id=active["sprint_id"], set_aside=kept)
+
+
 def run(state: StatePaths | None = None) -> dict[str, Any]:
     state = state or StatePaths.discover()
     checks = [_python(), _venv(), _dependencies(), _claude(), _plugin_root(), _state(state),
-              _config(state), _schema(state), _hook_cost(state), _hook_server()]
+              _config(state), _schema(state), _sprint(state), _hook_cost(state),
+              _hook_server()]
     healthy = all(row["status"] != FAIL for row in checks)
     return {"version": __version__, "healthy": healthy, "checks": checks}
 

@@ -5,66 +5,84 @@ attention. Read-only: it creates nothing and releases no lock (`graph next` does
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
-from clavain.paths import StatePaths
 from clavain.workgraph import deadlock, leases, schedule
+from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import get_node
 
 # `replaced`: failed, then replaced by what its escalation added (it blocks nothing).
-STATUS_ORDER = ("done", "in_progress", "open", "needs_human", "failed", "replaced")
+STATUS_ORDER = ("done", "in_progress", "open", "needs_human", "failed", "replaced", "cancelled")
 SHOWN = 5
 
 
-def _workgraph(conn: sqlite3.Connection, cfg: dict[str, Any]) -> dict[str, Any]:
+def _workgraph(g: Graph, cfg: dict[str, Any]) -> dict[str, Any]:
     at = now_iso()
+    conn = g.conn
     counts = dict(conn.execute(
         "SELECT CASE WHEN superseded_by IS NOT NULL THEN 'replaced' ELSE status END, count(*) "
-        "FROM nodes GROUP BY 1").fetchall())
+        "FROM nodes WHERE graph_id = ? GROUP BY 1", (g.id,)).fetchall())
     lease = float(config_mod.get(cfg, "defaults.lockLeaseSeconds", 3600))
     stale = {node_id: reason for node_id, _run, reason in
-             leases.stale_locks(conn, lease_seconds=lease)}
+             leases.stale_locks(g, lease_seconds=lease)}
     running = [{"id": r["id"], "run_id": r["lock_run_id"], "since": r["lock_started_at"],
                 "stale": stale.get(r["id"])}
                for r in conn.execute("SELECT id, lock_run_id, lock_started_at FROM nodes "
-                                     "WHERE status = 'in_progress' ORDER BY lock_started_at, id")]
+                                     "WHERE graph_id = ? AND status = 'in_progress' "
+                                     "ORDER BY lock_started_at, id", (g.id,))]
     waiting = [{"id": r["id"], "until": r["blocked_until"], "attempts": r["attempts"]}
                for r in conn.execute("SELECT id, blocked_until, attempts FROM nodes "
-                                     "WHERE status = 'open' AND blocked_until > ? "
-                                     "ORDER BY blocked_until, id", (at,))]
+                                     "WHERE graph_id = ? AND status = 'open' "
+                                     "AND blocked_until > ? ORDER BY blocked_until, id",
+                                     (g.id, at))]
     humans = [{"id": r["id"], "question": r["question"]}
               for r in conn.execute("SELECT id, json_extract(human_question_json, '$.question') "
-                                    "AS question FROM nodes WHERE status = 'needs_human' "
-                                    "ORDER BY id")]
-    blocked = sorted(deadlock.blockers(conn, cfg).values(), key=lambda b: b["id"])
-    ready = get_node(conn, leases.select_next(conn) or "")
+                                    "AS question FROM nodes WHERE graph_id = ? "
+                                    "AND status = 'needs_human' ORDER BY id", (g.id,))]
+    blocked = sorted(deadlock.blockers(g, cfg).values(), key=lambda b: b["id"])
+    ready = get_node(g, leases.select_next(g) or "")
     upcoming = ({"node": ready["id"], "title": ready["title"], "attempts": ready["attempts"],
-                 "last_error": _last_error(conn, ready["id"]) if ready["attempts"] else None}
-                if ready else {"node": None, **schedule.idle_reason(conn, cfg=cfg)})
-    return {"nodes": sum(counts.values()),
+                 "last_error": _last_error(g, ready["id"]) if ready["attempts"] else None}
+                if ready else {"node": None, **schedule.idle_reason(g, cfg=cfg)})
+    return {"graph_id": g.id, "nodes": sum(counts.values()),
             "counts": {s: counts.get(s, 0) for s in STATUS_ORDER},
             "running": running, "waiting": waiting, "needs_human": humans,
             "blocked": blocked, "next": upcoming}
 
 
-def _last_error(conn: sqlite3.Connection, node_id: str) -> str | None:
-    row = conn.execute("SELECT value_text FROM kv_latest WHERE node_id = ? AND key = "
-                       "'err.summary'", (node_id,)).fetchone()
+def _last_error(g: Graph, node_id: str) -> str | None:
+    row = g.conn.execute("SELECT value_text FROM kv_latest WHERE graph_id = ? AND node_id = ? "
+                         "AND key = 'err.summary'", (g.id, node_id)).fetchone()
     return row["value_text"] if row else None
 
 
-def collect(conn: sqlite3.Connection, state: StatePaths) -> dict[str, Any]:
-    """Everything `clavain status` shows, as data."""
+def collect(g: Graph, active: dict[str, Any] | None) -> dict[str, Any]:
+    """Everything `clavain status` shows, as data: the active sprint (its step, place in the
+    route and what its gate still waits for), its workgraph, the verdicts."""
     from clavain.verdicts import files, summary
 
+    state = g.state
     cfg = config_mod.load(state.config)
     found = files.parse_all(state.verdicts)
-    return {"workgraph": _workgraph(conn, cfg),
+    return {"sprint": _sprint(g, active),
+            "workgraph": _workgraph(g, cfg),
             "verdicts": {"counts": summary.count_by_status(found),
                          "attention": summary.get_attention(found)}}
+
+
+def _sprint(g: Graph, active: dict[str, Any] | None) -> dict[str, Any] | None:
+    if active is None:
+        return None
+    from clavain.sprint import gates
+
+    step = active["current_step"]
+    return {"sprint_id": active["sprint_id"], "description": active["description"],
+            "step": step, "position": active["route"].index(step) + 1 if step else None,
+            "route": active["route"], "completed_steps": active["completed_steps"],
+            "gate": gates.problems(g, active, step) if step else [],
+            "waivers": active.get("waivers", [])}
 
 
 def _clip(text: str, limit: int = 100) -> str:
@@ -79,12 +97,13 @@ def _more(items: list[Any]) -> str:
 def render(report: dict[str, Any]) -> str:
     """The one screen for people."""
     graph, verdicts = report["workgraph"], report["verdicts"]
-    lines = []
+    lines = _sprint_lines(report["sprint"])
     if graph["nodes"]:
         counts = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in graph["counts"].items() if n)
-        lines.append(f"Workgraph  {graph['nodes']} node(s): {counts}")
+        lines.append(f"Workgraph  {graph['graph_id']}: {graph['nodes']} node(s): {counts}")
     else:
-        lines.append("Workgraph  no nodes yet (clavain graph import PLAN.json)")
+        lines.append(f"Workgraph  {graph['graph_id']}: no nodes yet "
+                     "(clavain graph import PLAN.json)")
     for item in graph["running"][:SHOWN]:
         stale = (f" — stale: {item['stale']}; `clavain graph next` releases it" if item["stale"]
                  else "")
@@ -116,3 +135,21 @@ def render(report: dict[str, Any]) -> str:
         detail = f" → {item['detail_path']}" if item["detail_path"] else ""
         lines.append(f"  {item['status']} {item['agent']}: {item['summary']}{detail}")
     return "\n".join(lines)
+
+
+def _sprint_lines(sprint: dict[str, Any] | None) -> list[str]:
+    if sprint is None:
+        return []
+    lines = [f"Sprint     {sprint['sprint_id']}: {_clip(sprint['description'], 80)}"]
+    if sprint["step"] is None:
+        lines.append("Step       every step done")
+        return lines
+    lines.append(f"Step       {sprint['step']} ({sprint['position']} of {len(sprint['route'])}: "
+                 f"{' → '.join(sprint['route'])})")
+    for problem in sprint["gate"][:SHOWN]:
+        lines.append(f"Gate       {_clip(problem, 160)}")
+    if not sprint["gate"]:
+        lines.append(f"Gate       open: `clavain sprint done {sprint['step']}` records it")
+    for waiver in sprint["waivers"][-SHOWN:]:
+        lines.append(f"Waived     {waiver['step']}: {_clip(waiver['reason'], 100)}")
+    return lines

@@ -25,11 +25,12 @@ def _seed(project: Path) -> None:
     """In-process (cheaper than one more subprocess per case) but the same library call."""
     from clavain.paths import StatePaths
     from clavain.store import db
-    from clavain.workgraph import graph
+    from clavain.workgraph import edits
+    from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 
     state = StatePaths(project / ".clavain")
     conn = db.connect(state.db)
-    graph.add_nodes(conn, state, [{"id": "seed", "type": "task"}])
+    edits.add_nodes(Graph(conn, DEFAULT_GRAPH, state), [{"id": "seed", "type": "task"}])
     conn.close()
 
 
@@ -84,12 +85,13 @@ def test_unknown_runner_is_refused_naming_the_configured_ones(run_cli, project) 
 
 def test_next_exits_3_when_nothing_is_runnable(run_cli) -> None:
     empty = run_cli("graph", "next")
-    assert empty.returncode == 3 and "the workgraph has no nodes yet" in empty.stderr
+    assert empty.returncode == 3 and "the workgraph 'default' has no nodes yet" in empty.stderr
     as_json = run_cli("graph", "next", "--claim", "--json")
     assert as_json.returncode == 3
-    assert json.loads(as_json.stdout) == {"node": None, "run_id": None, "claimed": False,
-                                          "released": [], "reset": [], "reason": "empty",
-                                          "message": "the workgraph has no nodes yet"}
+    assert json.loads(as_json.stdout) == {"graph_id": "default", "node": None, "run_id": None,
+                                          "claimed": False, "released": [], "reset": [],
+                                          "reason": "empty",
+                                          "message": "the workgraph 'default' has no nodes yet"}
 
 
 def test_next_reports_a_deadlock_with_its_chain(run_cli, cli_json) -> None:
@@ -140,7 +142,8 @@ def test_import_scaffold_answer_reset_export_mermaid(run_cli, cli_json, project,
     spec.write_text(json.dumps({"nodes": [
         {"id": "t1", "type": "task", "verify": ["true"]},
         {"id": "t2", "type": "task", "dependsOn": ["t1"]}]}))
-    assert cli_json("graph", "import", str(spec)) == {"added": ["t1", "t2"]}
+    assert cli_json("graph", "import", str(spec)) == {"graph_id": "default",
+                                                      "added": ["t1", "t2"]}
     report = cli_json("graph", "scaffold")
     assert report["verify"] == ["verify-t1", "verify-t2"] and report["final"] == "final-verify"
     assert run_cli("graph", "scaffold").stdout.strip() == "scaffolding already complete"
@@ -201,8 +204,8 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, cli_json, proj
 @pytest.mark.parametrize(("args", "code", "out"), [
     (("graph", "ls", "--json"), 0, "[]"),
     (("graph", "show", "ghost"), 2, "unknown node 'ghost'"),
-    (("graph", "next"), 3, "the workgraph has no nodes yet"),
-    (("graph", "next", "--claim"), 3, "the workgraph has no nodes yet"),
+    (("graph", "next"), 3, "the workgraph 'default' has no nodes yet"),
+    (("graph", "next", "--claim"), 3, "the workgraph 'default' has no nodes yet"),
     (("graph", "deadlock"), 0, "no deadlock"),
     (("graph", "mermaid"), 0, "flowchart TD"),
     (("graph", "apply", "ghost", "--result", "-"), 2, "no workgraph yet"),
@@ -291,3 +294,123 @@ def test_argument_errors_are_json_when_json_was_asked_for(run_cli) -> None:
     result = run_cli("graph", "next", "--json", "--bogus")
     assert result.returncode == 2 and result.stderr == ""
     assert json.loads(result.stdout)["error"].startswith("unrecognized arguments: --bogus")
+
+
+# ---------------------------------------------------------------- one workgraph per sprint
+
+def _ls_ids(cli_json, *args: str, **kwargs: object) -> list[tuple[str, str]]:
+    return [(n["graph_id"], n["id"]) for n in cli_json("graph", "ls", *args, **kwargs)]
+
+
+def test_graph_ls_shows_the_current_graph_and_all_shows_every_graph(run_cli, cli_json) -> None:
+    assert run_cli("graph", "add", "--id", "a", "--type", "task",
+                   "--title", "in default").stdout.strip() == "added a to graph default"
+    # Two graphs may hold the same node id: each is its own node.
+    added = run_cli("graph", "add", "--id", "a", "--type", "task", "--title", "in other",
+                    "--graph", "other")
+    assert added.returncode == 0 and added.stdout.strip() == "added a to graph other"
+    cli_json("graph", "add", "--id", "b", "--type", "task", "--graph", "other")
+
+    assert _ls_ids(cli_json) == [("default", "a")]
+    assert _ls_ids(cli_json, "--graph", "other") == [("other", "a"), ("other", "b")]
+    assert sorted(_ls_ids(cli_json, "--all")) == [("default", "a"), ("other", "a"),
+                                                  ("other", "b")]
+    table = run_cli("graph", "ls", "--all").stdout.splitlines()
+    assert table[0].split()[:2] == ["GRAPH", "ID"]
+    assert sorted(line.split()[:2] for line in table[1:]) == [["default", "a"], ["other", "a"],
+                                                              ["other", "b"]]
+    assert [line.split()[0] for line in run_cli("graph", "ls").stdout.splitlines()[1:]] == ["a"]
+
+    assert cli_json("graph", "show", "a")["title"] == "in default"
+    assert cli_json("graph", "show", "a", "--graph", "other")["title"] == "in other"
+    # Work on one graph's `a` leaves the other's alone.
+    done = run_cli("graph", "apply", "a", "--graph", "other", "--result", "-",
+                   input='{"status":"success","summary":"ok"}')
+    assert done.returncode == 0, done.stderr
+    assert cli_json("graph", "show", "a", "--graph", "other")["status"] == "done"
+    assert cli_json("graph", "show", "a")["status"] == "open"
+    assert cli_json("graph", "next")["node"]["id"] == "a"
+    assert cli_json("graph", "next", "--graph", "other")["node"]["id"] == "b"
+    assert {g["id"]: g["nodes"] for g in cli_json("graph", "graphs")} == {"default": 1,
+                                                                          "other": 2}
+
+    refused = run_cli("graph", "ls", "--all", "--graph", "other")
+    assert refused.returncode == 2 and refused.stderr.strip() == (
+        "clavain: error: --all lists every graph; leave out --graph")
+
+
+def test_clavain_graph_in_the_environment_picks_the_graph_and_graph_flag_wins(
+        run_cli, cli_json) -> None:
+    env = {"CLAVAIN_GRAPH": "from-env"}
+    added = run_cli("graph", "add", "--id", "t", "--type", "task", env=env)
+    assert added.returncode == 0 and added.stdout.strip() == "added t to graph from-env"
+    assert _ls_ids(cli_json, env=env) == [("from-env", "t")]
+    assert cli_json("graph", "ls") == []  # without it: the default graph, still empty
+    assert cli_json("graph", "show", "t", env=env)["graph_id"] == "from-env"
+    missing = run_cli("graph", "show", "t")
+    assert missing.returncode == 2 and missing.stderr.strip() == (
+        "clavain: error: unknown node 't' in graph 'default'; `clavain graph ls` lists its "
+        "nodes (`--all`: every graph's)")
+    cli_json("graph", "add", "--id", "t", "--type", "task", "--graph", "default", env=env)
+    assert _ls_ids(cli_json, "--graph", "default", env=env) == [("default", "t")]
+
+    bad = run_cli("graph", "ls", env={"CLAVAIN_GRAPH": "no spaces"})
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+    assert "graph id 'no spaces' is not" in bad.stderr
+
+
+def test_the_active_sprints_graph_is_the_current_one(run_cli, cli_json) -> None:
+    cli_json("graph", "add", "--id", "before", "--type", "task")
+    sprint = cli_json("sprint", "start", "--complexity", "2", "add a login page")["sprint_id"]
+    assert (run_cli("graph", "add", "--id", "t1", "--type", "task").stdout.strip()
+            == f"added t1 to graph {sprint}")
+    # A new sprint does not see the open work added before it.
+    assert _ls_ids(cli_json) == [(sprint, "t1")]
+    assert cli_json("graph", "next")["node"]["id"] == "t1"
+    assert _ls_ids(cli_json, "--graph", "default") == [("default", "before")]
+    kinds = {g["id"]: (g["kind"], g["status"]) for g in cli_json("graph", "graphs")}
+    assert kinds == {"default": ("default", "active"), sprint: ("sprint", "active")}
+
+
+@pytest.mark.parametrize("outcome", ["abandoned", "shipped"])
+def test_a_closed_graph_refuses_new_nodes_in_one_line(run_cli, cli_json, project,
+                                                      outcome) -> None:
+    if outcome == "abandoned":
+        closed = cli_json("sprint", "start", "--complexity", "2", "try a thing")["sprint_id"]
+        cli_json("graph", "add", "--id", "t1", "--type", "task")
+        assert run_cli("sprint", "abandon").returncode == 0
+    else:
+        from clavain.clock import now_iso
+        from clavain.paths import StatePaths
+        from clavain.store import db
+        from clavain.workgraph import graphs
+
+        closed = "shipped-run"
+        cli_json("graph", "add", "--id", "t1", "--type", "task", "--graph", closed)
+        state = StatePaths(project / ".clavain")
+        conn = db.connect(state.db)
+        with db.transaction(conn):
+            graphs.close(graphs.Graph(conn, closed, state), "shipped", at=now_iso(), note="test")
+        conn.close()
+    assert {g["id"]: g["status"] for g in cli_json("graph", "graphs")}[closed] == outcome
+    before = _db_counts(project)
+
+    expected = (f"clavain: error: graph {closed!r} was {outcome}: its sprint is over and "
+                "nothing is added to it; start a new sprint, or use another graph (--graph)")
+    for args, stdin in ((("graph", "add", "--id", "t2", "--type", "task"), None),
+                        (("graph", "import", "-"),
+                         json.dumps({"nodes": [{"id": "t3", "type": "task"}]})),
+                        (("graph", "scaffold"), None)):
+        refused = run_cli(*args, "--graph", closed, input=stdin)
+        assert refused.returncode == 2, refused.stdout + refused.stderr
+        assert refused.stderr.strip() == expected and refused.stdout == ""
+        as_json = run_cli(*args, "--graph", closed, "--json", input=stdin)
+        assert as_json.returncode == 2 and f"was {outcome}" in json.loads(as_json.stdout)["error"]
+    assert _db_counts(project) == before
+    # Its nodes are still listed (the unfinished one cancelled), and other graphs take work.
+    assert [(n["id"], n["status"]) for n in cli_json("graph", "ls", "--graph", closed)] == [
+        ("t1", "cancelled")]
+    assert ("t1", "cancelled") in [(n["id"], n["status"]) for n in cli_json("graph", "ls",
+                                                                            "--all")]
+    assert (run_cli("graph", "add", "--id", "t1", "--type", "task").stdout.strip()
+            == "added t1 to graph default")

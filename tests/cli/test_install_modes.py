@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import BIN, REPO, subprocess_env
 
 RUNNER_BIN = ("from clavain.paths import StatePaths; from clavain.workgraph.runner_env import "
-              "runner_env; print(runner_env(StatePaths.discover(), {'id': 'n'}, 'r')"
+              "runner_env; print(runner_env(StatePaths.discover(), {'id': 'n'}, 'r', 'default')"
               "['CLAVAIN_BIN'])")
 PLAN = {"nodes": [{"id": "task-a", "type": "task", "verify": ["true"]}]}
 

@@ -19,23 +19,25 @@ def test_status_shows_running_waiting_needs_you_blocked_next_and_verdicts(
     from clavain.paths import StatePaths
     from clavain.store import db
     from clavain.verdicts import files
-    from clavain.workgraph import graph, leases, results
+    from clavain.workgraph import edits, leases, results
+    from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 
     state = StatePaths(project / ".clavain")
     conn = db.connect(state.db)
-    graph.add_nodes(conn, state, [
+    g = Graph(conn, DEFAULT_GRAPH, state)
+    edits.add_nodes(g, [
         {"id": "run-me", "type": "task"}, {"id": "crashed", "type": "task"},
         {"id": "retry-me", "type": "task"}, {"id": "ask-me", "type": "task"},
         {"id": "broken", "type": "task", "retryPolicy": {"maxAttempts": 1}},
         {"id": "after-broken", "type": "task", "dependsOn": ["broken"]},
         {"id": "ready", "type": "task", "title": "the next one"}])
     state.config.write_text(json.dumps({"defaults": {"maxEscalations": 0}}))
-    leases.claim_node(conn, "run-me", run_id="r1")
-    leases.claim_node(conn, "crashed", run_id="r2", pid=_dead_pid())
-    results.apply_result(conn, state, "retry-me", {"status": "fail", "summary": "red"})
-    results.apply_result(conn, state, "ask-me", {"status": "checkpoint", "summary": "?",
-                                                 "question": "Which port?"})
-    results.apply_result(conn, state, "broken", {"status": "fail", "summary": "no"})
+    leases.claim_node(g, "run-me", run_id="r1")
+    leases.claim_node(g, "crashed", run_id="r2", pid=_dead_pid())
+    results.apply_result(g, "retry-me", {"status": "fail", "summary": "red"})
+    results.apply_result(g, "ask-me", {"status": "checkpoint", "summary": "?",
+                                       "question": "Which port?"})
+    results.apply_result(g, "broken", {"status": "fail", "summary": "no"})
     files.write(state.verdicts, files.build(
         {"type": "verdict", "status": "NEEDS_ATTENTION", "summary": "retry loop has no cap"},
         agent="clavain:fd-quality"))
@@ -43,8 +45,9 @@ def test_status_shows_running_waiting_needs_you_blocked_next_and_verdicts(
 
     report = cli_json("status")
     graph_part = report["workgraph"]
+    assert graph_part["graph_id"] == "default"
     assert graph_part["counts"] == {"done": 0, "in_progress": 2, "open": 3, "needs_human": 1,
-                                    "failed": 1, "replaced": 0}
+                                    "failed": 1, "replaced": 0, "cancelled": 0}
     running = {r["id"]: r for r in graph_part["running"]}
     assert running["run-me"]["stale"] is None and "is gone" in running["crashed"]["stale"]
     assert [w["id"] for w in graph_part["waiting"]] == ["retry-me"]
@@ -79,8 +82,8 @@ def test_status_names_the_blocker_when_nothing_can_run(run_cli, cli_json) -> Non
 def test_status_in_an_empty_project_creates_nothing(run_cli, project: Path) -> None:
     result = run_cli("status")
     assert result.returncode == 0
-    assert result.stdout.splitlines() == ["Workgraph  no nodes yet (clavain graph import "
-                                          "PLAN.json)", "Verdicts   none yet"]
+    assert result.stdout.splitlines() == ["Workgraph  default: no nodes yet (clavain graph "
+                                          "import PLAN.json)", "Verdicts   none yet"]
     assert not (project / ".clavain").exists()
 
 
@@ -101,8 +104,8 @@ def test_status_shows_a_replaced_node_and_why_the_next_one_retries(run_cli, cli_
     state = StatePaths.discover()
     conn = db.connect(state.db)
     conn.execute("UPDATE nodes SET attempts = 1 WHERE id = 'b'")
-    conn.execute("INSERT INTO kv_latest (node_id, key, value_text, updated_at) VALUES "
-                 "('b', 'err.summary', 'tests red: test_login', 'now')")
+    conn.execute("INSERT INTO kv_latest (graph_id, node_id, key, value_text, updated_at) "
+                 "VALUES ('default', 'b', 'err.summary', 'tests red: test_login', 'now')")
     conn.close()
     screen = run_cli("status").stdout
     assert "Next       b (after 1 failed attempt(s); last error: tests red: test_login)" in screen

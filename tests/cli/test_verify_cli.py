@@ -63,7 +63,8 @@ def test_bad_input_is_one_line_and_writes_nothing(graph, run_cli, project) -> No
     unknown = run_cli("verify", "nope")
     assert unknown.returncode == 2
     assert unknown.stderr.strip() == (
-        "clavain: error: unknown node 'nope'; `clavain graph ls` lists the nodes")
+        "clavain: error: unknown node 'nope' in graph 'default'; `clavain graph ls` lists its "
+        "nodes (`--all`: every graph's)")
     task = run_cli("verify", "task-a", "--json")
     assert task.returncode == 2
     assert "only verify and final_verify nodes" in json.loads(task.stdout)["error"]

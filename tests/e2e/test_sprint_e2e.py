@@ -89,7 +89,7 @@ def sprint_script(calls: list[str]):
             return say(bash(PLAN, "Write the plan and record the plan step"))
         last, seen = _latest(request), all_text(request)
         claim = f"clavain graph next --claim --run-id {RUN} --json"
-        if "plan done; imported 1 task(s)" in last:
+        if "plan done; plan recorded in graph" in last and "1 task(s) added" in last:
             return say(bash(claim, "Claim the next node"))
         if '"claimed": true' in last:
             node = json.loads(last[last.index("{"):last.rindex("}") + 1])["node"]
@@ -146,7 +146,8 @@ def test_a_sprint_runs_then_resumes_in_a_new_session(claude_runner: ClaudeRunner
     assert checkpoint["current_step"] == "test"
     assert (project / "src" / "app.py").read_text() == "def bar():\n    return 'bar'\n"
     with sqlite3.connect(project / ".clavain" / "state.sqlite") as conn:
-        statuses = dict(conn.execute("SELECT id, status FROM nodes"))
+        statuses = dict(conn.execute("SELECT id, status FROM nodes WHERE graph_id = ?",
+                                     (checkpoint["sprint_id"],)))
     assert statuses == {"task-rename": "done", "verify-task-rename": "done",
                         "integrate": "done", "final-verify": "done"}
     # The executor's result was recorded by SubagentStop: nobody ran `graph apply task-rename`.
@@ -171,5 +172,5 @@ def test_a_sprint_runs_then_resumes_in_a_new_session(claude_runner: ClaudeRunner
                                 allowed_tools=("Bash", "Read")).check()
     prompt = "\n".join(user_texts(resumed.requests[0]))
     assert "Resuming from step 3 (test). Completed: [plan, execute]" in prompt, prompt
-    assert "Warning: the code changed since the checkpoint" in prompt
+    assert "Warning: 1 commit(s) since the checkpoint on " in prompt
     assert "Verdicts: 1 COMPLETE, 2 CLEAN" in prompt or "Verdicts: 2 CLEAN, 1 COMPLETE" in prompt

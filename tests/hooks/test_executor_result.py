@@ -8,7 +8,8 @@ from pathlib import Path
 
 from clavain.paths import StatePaths
 from clavain.store import db
-from clavain.workgraph import graph, leases, nodes, packets
+from clavain.workgraph import edits, leases, nodes, packets
+from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 
 from .test_subagent_stop import payload, transcript_lines
 
@@ -26,9 +27,10 @@ SUMMARY: renamed foo to bar
 def _claimed_task(project: Path, run_id: str = "r-exec") -> tuple[StatePaths, str]:
     state = StatePaths(project / ".clavain")
     conn = db.connect(state.db)
-    graph.add_nodes(conn, state, [{"id": "task-a", "type": "task", "verify": ["true"]}])
-    leases.claim_node(conn, "task-a", run_id=run_id)
-    packet = packets.render_packet(conn, state, "task-a", thin=True)["packet"]
+    g = Graph(conn, DEFAULT_GRAPH, state)
+    edits.add_nodes(g, [{"id": "task-a", "type": "task", "verify": ["true"]}])
+    leases.claim_node(g, "task-a", run_id=run_id)
+    packet = packets.render_packet(g, "task-a", thin=True)["packet"]
     conn.close()
     return state, packet
 
@@ -43,14 +45,14 @@ def _agent_transcript(path: Path, packet: str, answer: str) -> Path:
 def _node(state: StatePaths) -> dict:
     conn = db.connect(state.db)
     try:
-        return nodes.get_node(conn, "task-a")
+        return nodes.get_node(Graph(conn, DEFAULT_GRAPH, state), "task-a")
     finally:
         conn.close()
 
 
 def test_the_executors_result_is_recorded_for_its_node(run_hook, tmp_path: Path) -> None:
     state, packet = _claimed_task(tmp_path)
-    assert "Clavain node: task-a · run: r-exec" in packet
+    assert "Clavain node: task-a · run: r-exec · graph: default" in packet
     agent_transcript = _agent_transcript(tmp_path / "agent-a1.jsonl", packet, ANSWER)
     result = run_hook("SubagentStop", payload(tmp_path, "clavain:executor", ANSWER,
                                               agent_transcript_path=str(agent_transcript)))
@@ -84,4 +86,30 @@ def test_without_a_packet_or_a_result_nothing_is_applied(run_hook, tmp_path: Pat
     run_hook("SubagentStop", payload(tmp_path, "clavain:executor", no_result, agent_id="a2",
                                      agent_transcript_path=str(with_packet)))
     assert _node(state)["status"] == "in_progress"
+    assert not (state.logs / "hooks.log").exists()
+
+
+def test_the_result_is_recorded_on_the_graph_the_packet_names(run_hook, tmp_path: Path) -> None:
+    """A node of a graph the session would not pick (not the active sprint's) still gets its
+    result: the packet's marker names the graph."""
+    state = StatePaths(tmp_path / ".clavain")
+    conn = db.connect(state.db)
+    try:
+        g = Graph(conn, "run-side", state)
+        edits.add_nodes(g, [{"id": "task-a", "type": "task", "verify": ["true"]}])
+        leases.claim_node(g, "task-a", run_id="r-exec")
+        packet = packets.render_packet(g, "task-a", thin=True)["packet"]
+    finally:
+        conn.close()
+    assert "Clavain node: task-a · run: r-exec · graph: run-side" in packet
+    agent_transcript = _agent_transcript(tmp_path / "agent-a1.jsonl", packet, ANSWER)
+    result = run_hook("SubagentStop", payload(tmp_path, "clavain:executor", ANSWER,
+                                              agent_transcript_path=str(agent_transcript)))
+    assert (result.returncode, result.stdout) == (0, "")
+    conn = db.connect(state.db)
+    try:
+        node = nodes.get_node(Graph(conn, "run-side", state), "task-a")
+    finally:
+        conn.close()
+    assert (node["status"], node["lock_run_id"]) == ("done", None)
     assert not (state.logs / "hooks.log").exists()

@@ -183,3 +183,16 @@ def test_the_hot_path_is_stdlib_only(tmp_path: Path) -> None:
     forbidden = {"pydantic", "jsonschema", "filelock", "clavain.models", "shlex", "typing",
                  "re", "json", "pathlib", "datetime", "hashlib", "subprocess", "contextlib"}
     assert not names & forbidden, names & forbidden
+
+
+def test_the_agent_cannot_waive_a_sprint_gate(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    for command in ('clavain sprint done quality-gates --waive "reviewers are slow"',
+                    "cd src && clavain sprint done ship --waive=done"):
+        denied = _pre(run_hook, project, "Bash", {"command": command})
+        assert denied["permissionDecision"] == "deny"
+        assert "passing a gate with `--waive` is a person's decision" in \
+            denied["permissionDecisionReason"]
+    # The gate itself, and waive mentioned elsewhere, are not the agent lifting it.
+    assert _pre(run_hook, project, "Bash", {"command": "clavain sprint done ship"}) is None
+    assert _pre(run_hook, project, "Bash", {"command": "grep -- --waive README.md"}) is None

@@ -1,4 +1,5 @@
-"""Library-level fixtures: a state folder in tmp_path and a real SQLite connection to it."""
+"""Library-level fixtures: a state folder in tmp_path, a real SQLite connection to it, and the
+default workgraph on it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from clavain.paths import StatePaths
 from clavain.store import db
+from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 
 
 @pytest.fixture
@@ -22,3 +24,9 @@ def conn(state: StatePaths) -> Iterator[sqlite3.Connection]:
     connection = db.connect(state.db)
     yield connection
     connection.close()
+
+
+@pytest.fixture
+def g(conn: sqlite3.Connection, state: StatePaths) -> Graph:
+    """The project's default workgraph on that connection (work added with no sprint)."""
+    return Graph(conn, DEFAULT_GRAPH, state)

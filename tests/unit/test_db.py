@@ -13,7 +13,10 @@ def test_connect_creates_and_migrates(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-    assert {"meta", "nodes", "deps", "kv_latest", "kv_history", "events"} <= tables
+    assert {"meta", "graphs", "nodes", "deps", "kv_latest", "kv_history", "events"} <= tables
+    # Work added with no sprint active goes to the default graph, there from the start.
+    assert [tuple(row) for row in conn.execute("SELECT id, kind, status FROM graphs")] == [
+        ("default", "default", "active")]
 
 
 def test_migrate_is_idempotent(tmp_path: Path) -> None:
@@ -67,8 +70,8 @@ def test_a_failed_commit_leaves_no_open_transaction(tmp_path: Path) -> None:
     conn = db.connect(tmp_path / "state.sqlite")
     with pytest.raises(sqlite3.IntegrityError), db.transaction(conn):
         conn.execute("PRAGMA defer_foreign_keys = ON")
-        conn.execute("INSERT INTO nodes (id, type, parent_id, created_at, updated_at) "
-                     "VALUES ('a', 'task', 'ghost', 'now', 'now')")
+        conn.execute("INSERT INTO nodes (graph_id, id, type, parent_id, created_at, "
+                     "updated_at) VALUES ('default', 'a', 'task', 'ghost', 'now', 'now')")
     assert not conn.in_transaction
     assert conn.execute("SELECT count(*) FROM nodes").fetchone()[0] == 0
     with db.transaction(conn):
@@ -88,9 +91,10 @@ def test_rollback_keeps_the_original_error_when_sqlite_already_rolled_back(
 def test_deleting_a_done_dependency_keeps_unmet_deps_right(tmp_path: Path) -> None:
     conn = db.connect(tmp_path / "state.sqlite")
     rows = [("a", "done"), ("b", "open"), ("x", "open")]
-    conn.executemany("INSERT INTO nodes (id, type, status, created_at, updated_at) "
-                     "VALUES (?, 'task', ?, 'now', 'now')", rows)
-    conn.executemany("INSERT INTO deps (node_id, depends_on_id) VALUES ('x', ?)", [("a",), ("b",)])
+    conn.executemany("INSERT INTO nodes (graph_id, id, type, status, created_at, updated_at) "
+                     "VALUES ('default', ?, 'task', ?, 'now', 'now')", rows)
+    conn.executemany("INSERT INTO deps (graph_id, node_id, depends_on_id) "
+                     "VALUES ('default', 'x', ?)", [("a",), ("b",)])
     unmet = lambda: conn.execute(  # noqa: E731
         "SELECT unmet_deps FROM nodes WHERE id = 'x'").fetchone()[0]
     assert unmet() == 1
@@ -122,17 +126,149 @@ def test_a_version_1_database_migrates_its_json_to_the_current_shape(tmp_path: P
     old.close()
     conn = db.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == db.latest_version()
+    from clavain.paths import StatePaths
     from clavain.workgraph import nodes
+    from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 
-    task = nodes.get_node(conn, "t")
+    g = Graph(conn, DEFAULT_GRAPH, StatePaths(tmp_path / ".clavain"))
+    task = nodes.get_node(g, "t")
+    assert task["graph_id"] == "default"
     assert task["retry_policy"] == {"max_attempts": 4}
     assert task["human_question"]["question"] == "Which?"
     assert task["human_question"]["run_id"] == "r1"
     assert (task["escalations"], task["superseded_by"], task["lock_renewed_at"]) == (0, None, None)
-    check = nodes.get_node(conn, "verify-t")
+    check = nodes.get_node(g, "verify-t")
     assert check["inputs"] == [{"node_id": "t", "key": "out.summary", "as": "taskSummary"},
                                {"node_id": "__run__", "key": "ctx.a"}]
     assert check["verifies"] == "t"
+
+
+
+def _database_at(path: Path, version: int) -> sqlite3.Connection:
+    """A database built by migrations 0001..`version` only, as an older Clavain left it."""
+    old = sqlite3.connect(path, isolation_level=None)
+    old.row_factory = sqlite3.Row
+    old.execute("PRAGMA foreign_keys = ON")
+    for number, name in db._migration_files():
+        if number <= version:
+            for statement in db._statements((Path(db.MIGRATIONS_DIR) / name).read_text()):
+                old.execute(statement)
+    old.execute(f"PRAGMA user_version = {version}")
+    return old
+
+
+def _rows(conn: sqlite3.Connection, table: str, order: str) -> list[dict]:
+    return [dict(row) for row in conn.execute(f"SELECT * FROM {table} ORDER BY {order}")]
+
+
+def test_a_version_3_database_moves_into_the_default_graph(tmp_path: Path) -> None:
+    """0004 rebuilds every table that names a node with a graph_id: a version-3 database's
+    nodes, edges, kv values and history and events all land in the `default` graph unchanged,
+    ids and counters included, and the rebuilt triggers and indexes work on them."""
+    from clavain.paths import StatePaths
+    from clavain.workgraph import kv, leases, nodes
+    from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
+
+    path = tmp_path / "v3.sqlite"
+    old = _database_at(path, 3)
+    first, later = "2026-01-01T00:00:00.000Z", "2026-01-02T00:00:00.000Z"
+    node_rows = [  # id, type, status, parent, created
+        ("p", "plan", "done", None, first), ("t", "task", "done", "p", later),
+        ("h", "task", "failed", "p", later), ("u", "task", "open", "p", later),
+        ("v", "verify", "open", "p", later), ("q", "task", "needs_human", None, later),
+        ("x", "task", "in_progress", None, later)]
+    old.executemany("INSERT INTO nodes (id, type, status, parent_id, created_at, updated_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", [(*row, row[4]) for row in node_rows])
+    old.execute("UPDATE nodes SET title = 'the task', attempts = 2, completed_at = ?, "
+                "retry_policy_json = '{\"max_attempts\":4}', "
+                "inputs_json = '[{\"node_id\":\"p\",\"key\":\"out.summary\"}]' "
+                "WHERE id = 't'", (later,))
+    old.execute("UPDATE nodes SET escalations = 1, auto_resets = 1, superseded_by = 'p' "
+                "WHERE id = 'h'")
+    old.execute("UPDATE nodes SET verifies = 'u', verify_json = '[\"pytest -q\"]' "
+                "WHERE id = 'v'")
+    old.execute("UPDATE nodes SET human_question_json = '{\"question\":\"Which?\"}' "
+                "WHERE id = 'q'")
+    old.execute("UPDATE nodes SET lock_run_id = 'r1', lock_pid = 42, lock_host = 'box', "
+                "lock_started_at = ?, lock_renewed_at = ? WHERE id = 'x'", (later, later))
+    old.executemany("INSERT INTO deps (node_id, depends_on_id, kind) VALUES (?, ?, ?)", [
+        ("u", "t", "done"), ("u", "h", "settled"), ("v", "u", "done")])
+    for n in range(1, 4):
+        old.execute("INSERT INTO kv_history (node_id, key, value_text, run_id, attempt, "
+                    "created_at) VALUES ('t', 'out.summary', ?, 'r0', ?, ?)",
+                    (f"v{n}", n, later))
+    old.execute("INSERT INTO kv_latest (node_id, key, value_text, fingerprint_json, run_id, "
+                "attempt, updated_at) VALUES ('t', 'out.summary', 'v3', '{\"inputs\":\"abc\"}', "
+                "'r0', 3, ?)", (later,))
+    old.execute("INSERT INTO kv_latest (node_id, key, artifact_path, artifact_sha256, "
+                "updated_at) VALUES ('__run__', 'ctx.big', 'artifacts/' || ?, ?, ?)",
+                ("0" * 64, "0" * 64, later))
+    old.executemany("INSERT INTO events (node_id, from_status, to_status, run_id, at, note) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", [
+                        ("t", None, "open", None, first, "added"),
+                        ("t", "open", "done", "r0", later, ""),
+                        ("h", "in_progress", "failed", "r0", later, "broke")])
+    old.execute("INSERT INTO meta (key, value) VALUES ('kept', 'yes')")
+    old.execute("INSERT INTO budget_runs (run_key, started_at, updated_at, commands) "
+                "VALUES ('session:s', ?, ?, 7)", (first, first))
+    before = {"nodes": _rows(old, "nodes", "id"),
+              "deps": _rows(old, "deps", "node_id, depends_on_id"),
+              "kv_latest": _rows(old, "kv_latest", "node_id, key"),
+              "kv_history": _rows(old, "kv_history", "id"),
+              "events": _rows(old, "events", "id")}
+    assert [(n["id"], n["unmet_deps"]) for n in before["nodes"] if n["unmet_deps"]] == [("v", 1)]
+    old.close()
+
+    conn = db.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == db.latest_version() >= 4
+    assert [dict(row) for row in conn.execute("SELECT * FROM graphs")] == [
+        {"id": "default", "kind": "default", "status": "active",
+         "title": "work added with no sprint active", "created_at": first, "closed_at": None}]
+    for table, rows in before.items():
+        after = _rows(conn, table, "id" if table in ("nodes", "kv_history", "events") else
+                      "node_id, depends_on_id" if table == "deps" else "node_id, key")
+        assert {row.pop("graph_id") for row in after} == {"default"}, table
+        assert after == rows, table
+    assert conn.execute("SELECT value FROM meta WHERE key = 'kept'").fetchone()[0] == "yes"
+    assert conn.execute("SELECT commands FROM budget_runs").fetchone()[0] == 7
+    # Nothing of the old tables is left; the schema is whole.
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert not [name for name in names if name.endswith("_v3")]
+    assert {"deps_count_insert", "deps_count_delete", "nodes_delete_edges", "deps_count_status",
+            "nodes_ready", "events_node", "kv_history_node_key"} <= names
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+
+    # The graph API finds it all in the default graph.
+    g = Graph(conn, DEFAULT_GRAPH, StatePaths(tmp_path / ".clavain"))
+    task = nodes.get_node(g, "t")
+    assert (task["graph_id"], task["retry_policy"], task["attempts"]) == (
+        "default", {"max_attempts": 4}, 2)
+    assert task["inputs"] == [{"node_id": "p", "key": "out.summary"}]
+    assert nodes.get_node(g, "u")["depends_on"] == ["h", "t"]
+    assert nodes.get_node(g, "q")["human_question"] == {"question": "Which?"}
+    assert kv.get(g, "t", "out.summary")["fingerprint"] == {"inputs": "abc"}
+    assert [e["value"] for e in kv.history(g, "t", "out.summary")] == ["v3", "v2", "v1"]
+    assert [(e["node_id"], e["key"]) for e in kv.ls(g)] == [
+        ("__run__", "ctx.big"), ("t", "out.summary")]
+    assert leases.select_next(g) == "u"  # the ready index: u's edges are satisfied, v waits
+    # The rebuilt triggers keep counting on the migrated rows.
+    conn.execute("UPDATE nodes SET status = 'done' WHERE graph_id = 'default' AND id = 'u'")
+    assert nodes.get_node(g, "v")["unmet_deps"] == 0
+    conn.execute("UPDATE nodes SET status = 'open' WHERE graph_id = 'default' AND id = 't'")
+    assert nodes.get_node(g, "u")["unmet_deps"] == 1
+    # New rows continue the old id sequences.
+    nodes.record_event(g, "t", "done", "open", at=later, note="after")
+    assert conn.execute("SELECT max(id) FROM events").fetchone()[0] == 4
+
+
+def test_a_version_3_database_without_nodes_gets_a_default_graph(tmp_path: Path) -> None:
+    path = tmp_path / "empty-v3.sqlite"
+    _database_at(path, 3).close()
+    conn = db.connect(path)
+    [row] = conn.execute("SELECT id, kind, status, created_at FROM graphs").fetchall()
+    assert tuple(row)[:3] == ("default", "default", "active")
+    assert row["created_at"].endswith("Z")
 
 
 def test_open_reads_no_migration_file_when_current(tmp_path: Path, monkeypatch) -> None:

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from clavain.paths import StatePaths
 from clavain.store import db
-from clavain.workgraph import export, graph, leases
+from clavain.workgraph import edits, export, leases
+from clavain.workgraph.graphs import Graph
 
 LIB = Path(__file__).resolve().parents[2] / "lib"
 WORKERS, CLAIMS = 16, 500
@@ -23,14 +24,17 @@ _CLAIMER = """
 import json, os, sys, time
 from pathlib import Path
 from clavain.workgraph import leases
+from clavain.workgraph.graphs import Graph
+from clavain.paths import StatePaths
 from clavain.store import db
 path, worker, claims, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), Path(sys.argv[4])
 conn = db.connect(path)
+g = Graph(conn, "default", StatePaths(Path(path).parent, db=path))
 while not go.exists():
     time.sleep(0.005)
 got = []
 for _ in range(claims):
-    node = leases.claim_next(conn, run_id=worker, pid=os.getpid())
+    node = leases.claim_next(g, run_id=worker, pid=os.getpid())
     got.append(node["id"] if node else None)
 print(json.dumps(got))
 """
@@ -39,16 +43,18 @@ _APPLIER = """
 import os, sys
 from pathlib import Path
 from clavain.workgraph import leases, results
+from clavain.workgraph.graphs import Graph
 from clavain.paths import StatePaths
 from clavain.store import db
 state = StatePaths(Path(sys.argv[1]))
 conn = db.connect(state.db)
+g = Graph(conn, "default", state)
 i = 0
 while True:
-    node = leases.claim_next(conn, run_id="killme", pid=os.getpid())
+    node = leases.claim_next(g, run_id="killme", pid=os.getpid())
     if node is None:
         break
-    results.apply_result(conn, state, node["id"], {
+    results.apply_result(g, node["id"], {
         "status": "success" if i % 3 else "fail", "summary": "s" * 3000,
         "next": {"addNodes": [{"id": f"{node['id']}-c{j}", "type": "verify",
                                "dependsOn": [node["id"]]} for j in range(3)]}},
@@ -67,8 +73,8 @@ def test_claim_storm_never_claims_a_node_twice(tmp_path: Path) -> None:
     path = tmp_path / "state.sqlite"
     conn = db.connect(path)
     total = WORKERS * CLAIMS
-    graph.add_nodes(conn, StatePaths(tmp_path),
-                    [{"id": f"n{i:05d}", "type": "task"} for i in range(total)])
+    g = Graph(conn, "default", StatePaths(tmp_path))
+    edits.add_nodes(g, [{"id": f"n{i:05d}", "type": "task"} for i in range(total)])
     go = tmp_path / "go"
     procs = [subprocess.Popen([sys.executable, "-c", _CLAIMER, str(path), f"w{w}", str(CLAIMS),
                                str(go)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -90,13 +96,14 @@ def test_claim_storm_never_claims_a_node_twice(tmp_path: Path) -> None:
     assert rows == claimed
     events = conn.execute("SELECT count(*) FROM events WHERE note = 'claimed'").fetchone()[0]
     assert events == total
-    assert leases.claim_next(conn, run_id="late") is None
+    assert leases.claim_next(g, run_id="late") is None
 
 
 def test_sigkill_mid_apply_leaves_a_sound_db_and_snapshot(tmp_path: Path) -> None:
     state = StatePaths(tmp_path / ".clavain")
     conn = db.connect(state.db)
-    graph.add_nodes(conn, state, [{"id": f"t{i:04d}", "type": "task"} for i in range(2000)])
+    g = Graph(conn, "default", state)
+    edits.add_nodes(g, [{"id": f"t{i:04d}", "type": "task"} for i in range(2000)])
     for delay in (0.0, 0.05, 0.13):
         proc = subprocess.Popen([sys.executable, "-c", _APPLIER, str(state.root)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -111,12 +118,14 @@ def test_sigkill_mid_apply_leaves_a_sound_db_and_snapshot(tmp_path: Path) -> Non
         # Every claim either committed with its whole result or not at all.
         orphans = check.execute(
             "SELECT count(*) FROM nodes p WHERE p.status = 'done' AND p.id NOT LIKE '%-c%' "
-            "AND (SELECT count(*) FROM nodes c WHERE c.parent_id = p.id) <> 3").fetchone()[0]
+            "AND (SELECT count(*) FROM nodes c WHERE c.graph_id = p.graph_id "
+            "AND c.parent_id = p.id) <> 3").fetchone()[0]
         assert orphans == 0
         check.close()
         snapshot = json.loads(state.workgraph_json.read_text(encoding="utf-8"))
         assert snapshot["version"] == export.SNAPSHOT_VERSION and snapshot["nodes"]
+        assert {node["graph_id"] for node in snapshot["nodes"]} == {"default"}
         # The dead writer's lock is stale and released, so work can continue.
-        leases.release_stale_locks(conn, state)
+        leases.release_stale_locks(g)
         assert conn.execute("SELECT count(*) FROM nodes WHERE status = 'in_progress'"
                             ).fetchone()[0] == 0

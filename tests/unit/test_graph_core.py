@@ -9,7 +9,7 @@ import pytest
 
 from clavain import clock
 from clavain.errors import ClavainError
-from clavain.workgraph import graph, leases, nodes
+from clavain.workgraph import edits, leases, nodes
 
 
 def _counts(conn) -> tuple[int, int, int]:
@@ -19,46 +19,47 @@ def _counts(conn) -> tuple[int, int, int]:
 
 def test_db_init_creates_graph_tables_triggers_and_ready_index(conn) -> None:
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
-    assert {"nodes", "deps", "kv_latest", "kv_history", "events", "meta"} <= names
-    assert {"deps_count_insert", "deps_count_delete", "deps_count_status"} <= names
+    assert {"graphs", "nodes", "deps", "kv_latest", "kv_history", "events", "meta"} <= names
+    assert {"deps_count_insert", "deps_count_delete", "deps_count_status",
+            "nodes_delete_edges"} <= names
     plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + leases._NEXT_ID_SQL,
-                                               {"now": clock.now_iso()}))
+                                               {"graph": "default", "now": clock.now_iso()}))
     assert "nodes_ready" in plan and "TEMP B-TREE" not in plan
 
 
-def test_add_and_get_node_round_trips_every_field(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "p", "type": "plan"}])
-    graph.add_nodes(conn, state, [{
+def test_add_and_get_node_round_trips_every_field(g) -> None:
+    edits.add_nodes(g, [{"id": "p", "type": "plan"}])
+    edits.add_nodes(g, [{
         "id": "t1", "type": "task", "title": "Do it", "parent": "p", "dependsOn": ["p"],
         "runner": "claude", "inputs": [{"nodeId": "p", "key": "out.summary", "as": "plan"}],
         "ownership": ["src/**"], "acceptance": ["works"], "verify": ["pytest -q"],
         "retryPolicy": {"maxAttempts": 5},
     }])
-    node = nodes.get_node(conn, "t1")
+    node = nodes.get_node(g, "t1")
     assert node["parent_id"] == "p" and node["depends_on"] == ["p"]
     assert node["inputs"] == [{"node_id": "p", "key": "out.summary", "as": "plan"}]
     assert node["verify"] == ["pytest -q"] and node["ownership"] == ["src/**"]
     assert node["retry_policy"] == {"max_attempts": 5}
     assert node["status"] == "open" and node["unmet_deps"] == 1 and node["attempts"] == 0
     assert node["created_at"].endswith("Z") and node["lock_run_id"] is None
-    assert nodes.get_node(conn, "missing") is None
+    assert nodes.get_node(g, "missing") is None
 
 
-def test_defaults_come_from_config(conn, state) -> None:
+def test_defaults_come_from_config(g, state) -> None:
     state.root.mkdir(parents=True, exist_ok=True)
     state.config.write_text(json.dumps({"defaults": {"maxAttempts": 7, "verifyRunner": "vr"}}))
-    graph.add_nodes(conn, state, [{"id": "v", "type": "verify"}, {"id": "t", "type": "task"}])
-    assert nodes.get_node(conn, "t")["retry_policy"] == {"max_attempts": 7}
-    assert nodes.get_node(conn, "v")["runner"] == "vr"
-    assert nodes.get_node(conn, "t")["runner"] is None
+    edits.add_nodes(g, [{"id": "v", "type": "verify"}, {"id": "t", "type": "task"}])
+    assert nodes.get_node(g, "t")["retry_policy"] == {"max_attempts": 7}
+    assert nodes.get_node(g, "v")["runner"] == "vr"
+    assert nodes.get_node(g, "t")["runner"] is None
 
 
-def test_batch_may_reference_later_nodes_as_parent_and_dep(conn, state) -> None:
-    graph.add_nodes(conn, state, [
+def test_batch_may_reference_later_nodes_as_parent_and_dep(g) -> None:
+    edits.add_nodes(g, [
         {"id": "b", "type": "task", "parent": "a", "dependsOn": ["a"]},
         {"id": "a", "type": "epic"},
     ])
-    assert nodes.get_node(conn, "b")["parent_id"] == "a"
+    assert nodes.get_node(g, "b")["parent_id"] == "a"
 
 
 @pytest.mark.parametrize(("specs", "message"), [
@@ -76,38 +77,38 @@ def test_batch_may_reference_later_nodes_as_parent_and_dep(conn, state) -> None:
     ([{"id": "i1", "type": "integrate"}, {"id": "i2", "type": "integrate"}],
      "exactly one integrate"),
 ])
-def test_bad_batches_name_the_node_and_write_nothing(conn, state, specs, message) -> None:
-    graph.add_nodes(conn, state, [{"id": "seed", "type": "plan"}])
+def test_bad_batches_name_the_node_and_write_nothing(g, conn, specs, message) -> None:
+    edits.add_nodes(g, [{"id": "seed", "type": "plan"}])
     before = _counts(conn)
     with pytest.raises(ClavainError, match=re.escape(message)):
-        graph.add_nodes(conn, state, [{"id": "ok", "type": "task"}, *specs])
+        edits.add_nodes(g, [{"id": "ok", "type": "task"}, *specs])
     assert _counts(conn) == before
 
 
-def test_existing_id_is_rejected(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+def test_existing_id_is_rejected(g) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])
     with pytest.raises(ClavainError, match="node 'a' already exists"):
-        graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+        edits.add_nodes(g, [{"id": "a", "type": "task"}])
 
 
-def test_second_integrate_is_refused_across_batches(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "integrate", "type": "integrate"}])
+def test_second_integrate_is_refused_across_batches(g) -> None:
+    edits.add_nodes(g, [{"id": "integrate", "type": "integrate"}])
     with pytest.raises(ClavainError, match="exactly one integrate"):
-        graph.add_nodes(conn, state, [{"id": "other", "type": "integrate"}])
+        edits.add_nodes(g, [{"id": "other", "type": "integrate"}])
 
 
-def test_import_requires_nodes_object(conn, state) -> None:
+def test_import_requires_nodes_object(g) -> None:
     with pytest.raises(ClavainError, match='"nodes"'):
-        graph.import_nodes(conn, state, [{"id": "a", "type": "task"}])
+        edits.import_nodes(g, [{"id": "a", "type": "task"}])
     with pytest.raises(ClavainError, match="unexpected top-level key 'extra'"):
-        graph.import_nodes(conn, state, {"nodes": [], "extra": 1})
-    assert graph.import_nodes(conn, state, {"nodes": [{"id": "a", "type": "task"}]}) == ["a"]
+        edits.import_nodes(g, {"nodes": [], "extra": 1})
+    assert edits.import_nodes(g, {"nodes": [{"id": "a", "type": "task"}]}) == ["a"]
 
 
-def test_unmet_deps_follow_status_changes(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"},
+def test_unmet_deps_follow_status_changes(g, conn) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"},
                                   {"id": "c", "type": "task", "dependsOn": ["a", "b"]}])
-    unmet = lambda: nodes.get_node(conn, "c")["unmet_deps"]  # noqa: E731
+    unmet = lambda: nodes.get_node(g, "c")["unmet_deps"]  # noqa: E731
     assert unmet() == 2
     conn.execute("UPDATE nodes SET status = 'done' WHERE id = 'a'")
     assert unmet() == 1
@@ -117,22 +118,22 @@ def test_unmet_deps_follow_status_changes(conn, state) -> None:
     assert unmet() == 1
 
 
-def test_list_nodes_filters_by_status_in_selection_order(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "z-task", "type": "task"},
+def test_list_nodes_filters_by_status_in_selection_order(g, conn) -> None:
+    edits.add_nodes(g, [{"id": "z-task", "type": "task"},
                                   {"id": "a-final", "type": "final_verify"},
                                   {"id": "m-verify", "type": "verify"}])
-    assert [n["id"] for n in nodes.list_nodes(conn)] == ["m-verify", "z-task", "a-final"]
+    assert [n["id"] for n in nodes.list_nodes(g)] == ["m-verify", "z-task", "a-final"]
     conn.execute("UPDATE nodes SET status = 'done' WHERE id = 'z-task'")
-    assert [n["id"] for n in nodes.list_nodes(conn, "done")] == ["z-task"]
+    assert [n["id"] for n in nodes.list_nodes(g, "done")] == ["z-task"]
 
 
-def test_answer_reopens_a_checkpointed_node_with_the_answer(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+def test_answer_reopens_a_checkpointed_node_with_the_answer(g, conn) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])
     with pytest.raises(ClavainError, match="not needs_human"):
-        graph.answer(conn, state, "a", "yes")
+        edits.answer(g, "a", "yes")
     conn.execute("UPDATE nodes SET status = 'needs_human', "
                  "human_question_json = '{\"question\": \"Which DB?\"}' WHERE id = 'a'")
-    node = graph.answer(conn, state, "a", "Postgres")
+    node = edits.answer(g, "a", "Postgres")
     assert node["status"] == "open"
     assert node["human_question"]["question"] == "Which DB?"
     assert node["human_question"]["answer"] == "Postgres" and node["human_question"]["answered_at"]
@@ -140,23 +141,23 @@ def test_answer_reopens_a_checkpointed_node_with_the_answer(conn, state) -> None
                         "LIMIT 1").fetchone()
     assert tuple(last) == ("needs_human", "open", "answered")
     with pytest.raises(ClavainError, match="unknown node 'nope'"):
-        graph.answer(conn, state, "nope", "x")
+        edits.answer(g, "nope", "x")
     with pytest.raises(ClavainError, match="empty"):
-        graph.answer(conn, state, "a", "  ")
+        edits.answer(g, "a", "  ")
 
 
-def test_reset_clears_attempts_backoff_and_lock(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "b", "type": "task",
+def test_reset_clears_attempts_backoff_and_lock(g, conn) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}, {"id": "b", "type": "task",
                                                                "dependsOn": ["a"]}])
     conn.execute("UPDATE nodes SET status = 'done', attempts = 2, completed_at = 'x', "
                  "blocked_until = '2999-01-01T00:00:00.000Z' WHERE id = 'a'")
-    assert nodes.get_node(conn, "b")["unmet_deps"] == 0
-    node = graph.reset(conn, state, "a")
+    assert nodes.get_node(g, "b")["unmet_deps"] == 0
+    node = edits.reset(g, "a")
     assert (node["status"], node["attempts"], node["blocked_until"], node["completed_at"]) == (
         "open", 0, None, None)
-    assert nodes.get_node(conn, "b")["unmet_deps"] == 1
+    assert nodes.get_node(g, "b")["unmet_deps"] == 1
     with pytest.raises(ClavainError, match="unknown node"):
-        graph.reset(conn, state, "ghost")
+        edits.reset(g, "ghost")
 
 
 def test_find_cycle_reports_a_closed_path() -> None:

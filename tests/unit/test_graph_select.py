@@ -16,7 +16,8 @@ from clavain import clock, config
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store import db
-from clavain.workgraph import graph, kv, leases, nodes
+from clavain.workgraph import edits, kv, leases, nodes
+from clavain.workgraph.graphs import Graph
 
 
 def _done(conn, *ids: str) -> None:
@@ -24,59 +25,59 @@ def _done(conn, *ids: str) -> None:
         conn.execute("UPDATE nodes SET status = 'done' WHERE id = ?", (node_id,))
 
 
-def test_selection_order_is_verify_task_plan_integrate_final_then_id(conn, state) -> None:
-    # Raw rows: through `graph.add_nodes` the tasks would get their verify gates first.
+def test_selection_order_is_verify_task_plan_integrate_final_then_id(g, conn) -> None:
+    # Raw rows: through `edits.add_nodes` the tasks would get their verify gates first.
     specs = nodes.validate_specs([
         {"id": "f", "type": "final_verify"}, {"id": "i", "type": "integrate"},
         {"id": "e", "type": "epic"}, {"id": "d-plan", "type": "plan"},
         {"id": "t2", "type": "task"}, {"id": "t1", "type": "task"}, {"id": "v", "type": "verify"},
     ])
     with db.transaction(conn):
-        nodes.insert_nodes(conn, config.DEFAULTS, specs, at=clock.now_iso())
+        nodes.insert_nodes(g, config.DEFAULTS, specs, at=clock.now_iso())
     order = []
-    while (picked := leases.claim_next(conn, run_id="r")) is not None:
+    while (picked := leases.claim_next(g, run_id="r")) is not None:
         order.append(picked["id"])
     assert order == ["v", "t1", "t2", "d-plan", "e", "i", "f"]
 
 
-def test_a_node_waits_for_every_dep_to_be_done(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"},
-                                  {"id": "v", "type": "verify", "dependsOn": ["a", "b"]}])
-    assert leases.select_next(conn) == "a"
+def test_a_node_waits_for_every_dep_to_be_done(g, conn) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"},
+                        {"id": "v", "type": "verify", "dependsOn": ["a", "b"]}])
+    assert leases.select_next(g) == "a"
     _done(conn, "a")
-    assert leases.select_next(conn) == "b"
+    assert leases.select_next(g) == "b"
     conn.execute("UPDATE nodes SET status = 'in_progress' WHERE id = 'b'")
-    assert leases.select_next(conn) is None
+    assert leases.select_next(g) is None
     _done(conn, "b")
-    assert leases.select_next(conn) == "v"
+    assert leases.select_next(g) == "v"
 
 
-def test_claim_locks_and_a_second_claim_of_the_same_node_fails(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
-    first = leases.claim_node(conn, "a", run_id="r1", pid=os.getpid(), host="h")
+def test_claim_locks_and_a_second_claim_of_the_same_node_fails(g, conn) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])
+    first = leases.claim_node(g, "a", run_id="r1", pid=os.getpid(), host="h")
     assert first["status"] == "in_progress" and first["lock_run_id"] == "r1"
     assert first["lock_pid"] == os.getpid() and first["lock_host"] == "h"
     assert first["lock_started_at"] == first["lock_renewed_at"] is not None
-    assert leases.claim_node(conn, "a", run_id="r2") is None
-    assert leases.claim_next(conn, run_id="r2") is None
-    assert nodes.get_node(conn, "a")["lock_run_id"] == "r1"
+    assert leases.claim_node(g, "a", run_id="r2") is None
+    assert leases.claim_next(g, run_id="r2") is None
+    assert nodes.get_node(g, "a")["lock_run_id"] == "r1"
     event = conn.execute("SELECT from_status, to_status, run_id FROM events WHERE note = 'claimed'")
     assert [tuple(r) for r in event] == [("open", "in_progress", "r1")]
 
 
-def test_claim_needs_a_run_id(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+def test_claim_needs_a_run_id(g) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])
     with pytest.raises(ClavainError, match="run id"):
-        leases.claim_next(conn, run_id="")
+        leases.claim_next(g, run_id="")
 
 
-def test_blocked_until_defers_selection(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"}])
+def test_blocked_until_defers_selection(g, conn) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"}])
     now = datetime(2030, 1, 1, tzinfo=timezone.utc)
     conn.execute("UPDATE nodes SET blocked_until = ? WHERE id = 'a'",
                  (clock.later_iso(60, now),))
-    assert leases.select_next(conn, now=now) == "b"
-    assert leases.select_next(conn, now=now + timedelta(seconds=61)) == "a"
+    assert leases.select_next(g, now=now) == "b"
+    assert leases.select_next(g, now=now + timedelta(seconds=61)) == "a"
 
 
 def _dead_pid() -> int:
@@ -89,68 +90,67 @@ def _lease(seconds: float, **defaults: object) -> dict:
     return config.merged({"defaults": {"lockLeaseSeconds": seconds, **defaults}})
 
 
-def test_stale_lock_of_a_dead_pid_on_this_host_is_released(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "dead", "type": "task"}, {"id": "alive", "type": "task"},
-                                  {"id": "elsewhere", "type": "task"}])
-    leases.claim_node(conn, "dead", run_id="r1", pid=_dead_pid())
-    leases.claim_node(conn, "alive", run_id="r2", pid=os.getpid())
-    leases.claim_node(conn, "elsewhere", run_id="r3", pid=_dead_pid(), host="other-host")
-    assert leases.release_stale_locks(conn, state, cfg=_lease(3600)) == ["dead"]
-    node = nodes.get_node(conn, "dead")
+def test_stale_lock_of_a_dead_pid_on_this_host_is_released(g, conn) -> None:
+    edits.add_nodes(g, [{"id": "dead", "type": "task"}, {"id": "alive", "type": "task"},
+                        {"id": "elsewhere", "type": "task"}])
+    leases.claim_node(g, "dead", run_id="r1", pid=_dead_pid())
+    leases.claim_node(g, "alive", run_id="r2", pid=os.getpid())
+    leases.claim_node(g, "elsewhere", run_id="r3", pid=_dead_pid(), host="other-host")
+    assert leases.release_stale_locks(g, cfg=_lease(3600)) == ["dead"]
+    node = nodes.get_node(g, "dead")
     assert node["status"] == "open" and node["lock_run_id"] is None and node["lock_pid"] is None
     # A runner that died used up an attempt and waits out a backoff, like a failed one.
     assert node["attempts"] == 1 and node["blocked_until"] is not None
-    assert "stopped without a result" in kv.get(conn, state, "dead", "err.summary")["value"]
+    assert "stopped without a result" in kv.get(g, "dead", "err.summary")["value"]
     note = conn.execute("SELECT note FROM events WHERE node_id = 'dead' "
                         "ORDER BY id DESC").fetchone()
     assert "stale lock released" in note[0] and "is gone" in note[0]
-    assert nodes.get_node(conn, "alive")["status"] == "in_progress"
-    assert nodes.get_node(conn, "elsewhere")["status"] == "in_progress"
+    assert nodes.get_node(g, "alive")["status"] == "in_progress"
+    assert nodes.get_node(g, "elsewhere")["status"] == "in_progress"
 
 
-def test_lock_older_than_the_lease_is_released(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+def test_lock_older_than_the_lease_is_released(g) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])
     start = datetime(2030, 1, 1, tzinfo=timezone.utc)
-    leases.claim_node(conn, "a", run_id="r1", pid=os.getpid(), now=start)
+    leases.claim_node(g, "a", run_id="r1", pid=os.getpid(), now=start)
     soon = start + timedelta(seconds=59)
-    assert leases.release_stale_locks(conn, state, cfg=_lease(60), now=soon) == []
+    assert leases.release_stale_locks(g, cfg=_lease(60), now=soon) == []
     later = start + timedelta(seconds=61)
-    assert leases.release_stale_locks(conn, state, cfg=_lease(60), now=later) == ["a"]
+    assert leases.release_stale_locks(g, cfg=_lease(60), now=later) == ["a"]
     # Released as a failed attempt: claimable again once the retry backoff (30 s) is over.
-    assert leases.claim_next(conn, run_id="r2", now=later) is None
-    assert leases.claim_next(conn, run_id="r2", now=later + timedelta(seconds=31))["id"] == "a"
+    assert leases.claim_next(g, run_id="r2", now=later) is None
+    assert leases.claim_next(g, run_id="r2", now=later + timedelta(seconds=31))["id"] == "a"
 
 
-def test_a_heartbeat_renews_the_lease(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
+def test_a_heartbeat_renews_the_lease(g) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])
     start = datetime(2030, 1, 1, tzinfo=timezone.utc)
-    leases.claim_node(conn, "a", run_id="r1", now=start)
-    renewed = leases.heartbeat(conn, "a", run_id="r1", now=start + timedelta(seconds=50))
+    leases.claim_node(g, "a", run_id="r1", now=start)
+    renewed = leases.heartbeat(g, "a", run_id="r1", now=start + timedelta(seconds=50))
     assert renewed["lock_renewed_at"] == clock.now_iso(start + timedelta(seconds=50))
     later = start + timedelta(seconds=100)  # 100 s after the claim, 50 s after the heartbeat
-    assert leases.release_stale_locks(conn, state, cfg=_lease(60), now=later) == []
-    assert nodes.get_node(conn, "a")["lock_run_id"] == "r1"
+    assert leases.release_stale_locks(g, cfg=_lease(60), now=later) == []
+    assert nodes.get_node(g, "a")["lock_run_id"] == "r1"
     with pytest.raises(ClavainError, match=r"not held by run 'r2' \(run 'r1' holds it\)"):
-        leases.heartbeat(conn, "a", run_id="r2")
-    assert leases.release_stale_locks(conn, state, cfg=_lease(60),
+        leases.heartbeat(g, "a", run_id="r2")
+    assert leases.release_stale_locks(g, cfg=_lease(60),
                                       now=later + timedelta(seconds=11)) == ["a"]
     with pytest.raises(ClavainError, match="not claimed"):
-        leases.heartbeat(conn, "a", run_id="r1")
+        leases.heartbeat(g, "a", run_id="r1")
 
 
-def test_a_crash_loop_reaches_max_attempts_and_escalates(conn, state) -> None:
+def test_a_crash_loop_reaches_max_attempts_and_escalates(g) -> None:
     """A runner that dies holding the lock every time must not retry forever."""
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task",
-                                   "retryPolicy": {"maxAttempts": 3}}])
+    edits.add_nodes(g, [{"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 3}}])
     at = datetime(2030, 1, 1, tzinfo=timezone.utc)
     cfg = _lease(3600, retryBackoffSeconds=0)
     for attempt in range(1, 4):
-        assert leases.claim_next(conn, run_id=f"r{attempt}", pid=_dead_pid(), now=at)["id"] == "a"
-        assert leases.release_stale_locks(conn, state, cfg=cfg, now=at) == ["a"]
-        assert nodes.get_node(conn, "a")["attempts"] == attempt
-    node = nodes.get_node(conn, "a")
+        assert leases.claim_next(g, run_id=f"r{attempt}", pid=_dead_pid(), now=at)["id"] == "a"
+        assert leases.release_stale_locks(g, cfg=cfg, now=at) == ["a"]
+        assert nodes.get_node(g, "a")["attempts"] == attempt
+    node = nodes.get_node(g, "a")
     assert node["status"] == "failed" and node["escalations"] == 1
-    assert nodes.get_node(conn, "plan-escalate-a")["status"] == "open"
+    assert nodes.get_node(g, "plan-escalate-a")["status"] == "open"
 
 
 # ---------------------------------------------------------------- hypothesis
@@ -169,8 +169,9 @@ graphs = st.integers(min_value=1, max_value=14).flatmap(lambda n: st.tuples(
 def _naive_ready(conn) -> set[str]:
     return {r[0] for r in conn.execute(
         "SELECT n.id FROM nodes n WHERE n.status = 'open' AND n.lock_run_id IS NULL "
-        "AND NOT EXISTS (SELECT 1 FROM deps d JOIN nodes x ON x.id = d.depends_on_id "
-        "WHERE d.node_id = n.id AND NOT (x.status = 'done' OR "
+        "AND NOT EXISTS (SELECT 1 FROM deps d JOIN nodes x ON x.graph_id = d.graph_id "
+        "AND x.id = d.depends_on_id WHERE d.graph_id = n.graph_id AND d.node_id = n.id "
+        "AND NOT (x.status = 'done' OR "
         "(d.kind = 'settled' AND x.status = 'failed')))")}
 
 
@@ -182,20 +183,21 @@ def test_selection_never_returns_a_node_with_an_unfinished_dep(tmp_path: Path, s
     path = tmp_path / f"h{os.getpid()}-{id(spec)}.sqlite"
     conn = db.connect(path)
     state = StatePaths(tmp_path / f"h{os.getpid()}-{id(spec)}")
+    g = Graph(conn, "default", state)
     try:
         # Edges only point from higher to lower index, so the graph is acyclic by construction.
         deps = {i: sorted({b for a, b in edges if a == i and b < i}) for i in range(n)}
-        graph.add_nodes(conn, state, [{"id": f"n{i:02d}", "type": types[i],
-                                      "dependsOn": [f"n{d:02d}" for d in deps[i]]}
-                                     for i in range(n)])
+        edits.add_nodes(g, [{"id": f"n{i:02d}", "type": types[i],
+                            "dependsOn": [f"n{d:02d}" for d in deps[i]]}
+                           for i in range(n)])
         for index, status in changes:
             node_id = f"n{index:02d}"
             if status == "reset":
-                graph.reset(conn, state, node_id)
+                edits.reset(g, node_id)
             else:
                 conn.execute("UPDATE nodes SET status = ? WHERE id = ?", (status, node_id))
             ready = _naive_ready(conn)
-            picked = leases.select_next(conn)
+            picked = leases.select_next(g)
             assert (picked is None) == (not ready)
             if picked:
                 assert picked in ready
@@ -205,12 +207,12 @@ def test_selection_never_returns_a_node_with_an_unfinished_dep(tmp_path: Path, s
         claimed = set()
         while True:
             ready = _naive_ready(conn)
-            node = leases.claim_next(conn, run_id="r")
+            node = leases.claim_next(g, run_id="r")
             if node is None:
                 assert not ready
                 break
             assert node["id"] in ready
-            assert all(nodes.get_node(conn, d)["status"] == "done" for d in node["depends_on"])
+            assert all(nodes.get_node(g, d)["status"] == "done" for d in node["depends_on"])
             assert node["id"] not in claimed
             claimed.add(node["id"])
             conn.execute("UPDATE nodes SET status = 'done', lock_run_id = NULL WHERE id = ?",
@@ -221,9 +223,9 @@ def test_selection_never_returns_a_node_with_an_unfinished_dep(tmp_path: Path, s
             Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-def test_a_lease_too_long_to_date_means_no_lock_ever_expires(conn, state) -> None:
+def test_a_lease_too_long_to_date_means_no_lock_ever_expires(g) -> None:
     """`lockLeaseSeconds: 1e12` (as good as "never") must not crash every `graph next`."""
-    graph.add_nodes(conn, state, [{"id": "a", "type": "task"}])
-    leases.claim_node(conn, "a", run_id="r1", pid=os.getpid())
-    assert leases.release_stale_locks(conn, state, cfg=_lease(1e12)) == []
-    assert nodes.get_node(conn, "a")["lock_run_id"] == "r1"
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])
+    leases.claim_node(g, "a", run_id="r1", pid=os.getpid())
+    assert leases.release_stale_locks(g, cfg=_lease(1e12)) == []
+    assert nodes.get_node(g, "a")["lock_run_id"] == "r1"

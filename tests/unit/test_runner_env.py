@@ -7,35 +7,46 @@ import pytest
 
 from clavain.paths import StatePaths, plugin_root
 from clavain.store.db import connect
-from clavain.workgraph import graph, kv, nodes
+from clavain.workgraph import edits, kv, nodes
+from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 from clavain.workgraph.runner_env import RUNNER_ENV_VARS, runner_env
+
+SPRINT = "sprint-9"
 
 
 @pytest.fixture
 def state(project: Path) -> StatePaths:
     state = StatePaths.discover()
     conn = connect(state.db)
-    graph.add_nodes(conn, state, [
+    edits.add_nodes(Graph(conn, DEFAULT_GRAPH, state), [
         {"id": "plan-1", "type": "plan", "title": "the plan"},
         {"id": "task-a", "type": "task", "parent": "plan-1"},
         {"id": "task-b", "type": "task", "parent": "plan-1"},
     ])
+    # Another graph (a sprint's) reusing a node id: the runner must stay on its own graph.
+    edits.add_nodes(Graph(conn, SPRINT, state), [{"id": "task-a", "type": "task"}])
     conn.close()
     return state
 
 
-def _node(state: StatePaths, node_id: str) -> dict:
+def _node(state: StatePaths, node_id: str, graph_id: str = DEFAULT_GRAPH) -> dict:
     conn = connect(state.db)
     try:
-        return nodes.get_node(conn, node_id)
+        return nodes.get_node(Graph(conn, graph_id, state), node_id)
     finally:
         conn.close()
 
 
+def _env(state: StatePaths, node_id: str, run_id: str,
+         graph_id: str = DEFAULT_GRAPH) -> dict[str, str]:
+    return runner_env(state, _node(state, node_id, graph_id), run_id, graph_id)
+
+
 def test_pointers_for_a_child_node(state: StatePaths) -> None:
-    env = runner_env(state, _node(state, "task-a"), "run-7")
+    env = _env(state, "task-a", "run-7")
     assert tuple(env) == RUNNER_ENV_VARS
     assert env["CLAVAIN_DB"] == str(state.db.resolve())
+    assert env["CLAVAIN_GRAPH"] == DEFAULT_GRAPH
     assert env["CLAVAIN_NODE_ID"] == "task-a"
     assert env["CLAVAIN_RUN_ID"] == "run-7"
     assert env["CLAVAIN_PARENT_NODE_ID"] == "plan-1"
@@ -48,13 +59,14 @@ def test_pointers_for_a_child_node(state: StatePaths) -> None:
 
 
 def test_root_node_gets_an_empty_parent(state: StatePaths) -> None:
-    assert runner_env(state, _node(state, "plan-1"), "r")["CLAVAIN_PARENT_NODE_ID"] == ""
+    assert _env(state, "plan-1", "r")["CLAVAIN_PARENT_NODE_ID"] == ""
 
 
-def _run_in_runner(state: StatePaths, node_id: str, script: str, cwd: Path):
+def _run_in_runner(state: StatePaths, node_id: str, script: str, cwd: Path,
+                   graph_id: str = DEFAULT_GRAPH):
     # Only what a runner really gets: no test-only project pointer.
     inherited = {k: v for k, v in os.environ.items() if k != "CLAVAIN_PROJECT_DIR"}
-    env = {**inherited, **runner_env(state, _node(state, node_id), "run-42"),
+    env = {**inherited, **_env(state, node_id, "run-42", graph_id),
            "CLAVAIN_PYTHON": sys.executable}
     return subprocess.run(["bash", "-c", script], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=60)
@@ -65,7 +77,7 @@ def test_a_real_runner_process_sees_the_pointers(state: StatePaths, tmp_path: Pa
     # Run from elsewhere: the pointers are absolute, so they hold from any directory.
     result = _run_in_runner(state, "task-a", script, cwd=tmp_path)
     seen = dict(line.split("=", 1) for line in result.stdout.splitlines())
-    assert seen == runner_env(state, _node(state, "task-a"), "run-42")
+    assert seen == _env(state, "task-a", "run-42")
 
 
 def test_runner_agent_writes_its_node_through_the_pointers(state: StatePaths) -> None:
@@ -82,11 +94,40 @@ def test_runner_agent_writes_its_node_through_the_pointers(state: StatePaths) ->
 
     conn = connect(state.db)
     try:
-        entry = kv.get(conn, state, "task-a", "out.notes")
+        g = Graph(conn, DEFAULT_GRAPH, state)
+        entry = kv.get(g, "task-a", "out.notes")
         assert entry["value"] == "from the agent"
         assert entry["run_id"] == "run-42"  # the writer's run, taken from CLAVAIN_RUN_ID
-        assert kv.get(conn, state, "__run__", "ctx.shared")["value"] == "for everyone"
-        assert kv.ls(conn, "task-b") == []
+        assert kv.get(g, "__run__", "ctx.shared")["value"] == "for everyone"
+        assert kv.ls(g, "task-b") == []
+        # The sprint's task-a shares the id, not the keys.
+        assert kv.ls(Graph(conn, SPRINT, state)) == []
+    finally:
+        conn.close()
+
+
+def test_runner_of_another_graph_writes_that_graph(state: StatePaths) -> None:
+    """CLAVAIN_GRAPH keeps a runner's commands on its node's graph, whatever graph the project
+    would otherwise pick (here the default graph, which has a task-a too)."""
+    env = _env(state, "task-a", "run-42", SPRINT)
+    assert env["CLAVAIN_GRAPH"] == SPRINT and env["CLAVAIN_NODE_ID"] == "task-a"
+    result = _run_in_runner(
+        state, "task-a", '"$CLAVAIN_BIN" kv put --key out.notes --value "sprint work" && '
+        '"$CLAVAIN_BIN" kv put --run --key ctx.shared --value "sprint-wide"',
+        cwd=state.project, graph_id=SPRINT)
+    assert result.returncode == 0, result.stderr
+    # task-b exists only in the default graph: unknown to this runner's graph.
+    missing = _run_in_runner(state, "task-a",
+                             '"$CLAVAIN_BIN" kv get --node task-b --key out.x',
+                             cwd=state.project, graph_id=SPRINT)
+    assert missing.returncode != 0 and "unknown node 'task-b'" in missing.stderr
+
+    conn = connect(state.db)
+    try:
+        sprint = Graph(conn, SPRINT, state)
+        assert kv.get(sprint, "task-a", "out.notes")["value"] == "sprint work"
+        assert kv.get(sprint, "__run__", "ctx.shared")["value"] == "sprint-wide"
+        assert kv.ls(Graph(conn, DEFAULT_GRAPH, state)) == []
     finally:
         conn.close()
 
@@ -105,7 +146,7 @@ def test_runner_elsewhere_stores_large_values_in_the_projects_artifacts(
     assert not (elsewhere / ".clavain").exists()
     conn = connect(state.db)
     try:
-        entry = kv.get(conn, state, "task-a", "out.log")
+        entry = kv.get(Graph(conn, DEFAULT_GRAPH, state), "task-a", "out.log")
     finally:
         conn.close()
     assert entry["value"] == big

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from clavain.clock import now_iso
-from clavain.workgraph import graph, leases
+from clavain.workgraph import edits, leases
 
 NOW = datetime(2030, 1, 1, 12, 0, 0, 500_000, tzinfo=timezone.utc)
 ONE_MS = timedelta(milliseconds=1)
@@ -19,14 +19,13 @@ def _block(conn, node_id: str, until: datetime) -> None:
 
 
 @pytest.fixture
-def blocked(conn, state):
+def blocked(g, conn):
     """`at-now` blocked until exactly NOW, `later` until 1 ms after; `later` sorts first by
     rank (verify before task), so picking it would show."""
-    graph.add_nodes(conn, state, [{"id": "later", "type": "verify"},
-                                  {"id": "at-now", "type": "task"}])
+    edits.add_nodes(g, [{"id": "later", "type": "verify"}, {"id": "at-now", "type": "task"}])
     _block(conn, "at-now", NOW)
     _block(conn, "later", NOW + ONE_MS)
-    return conn
+    return g
 
 
 def test_select_next_takes_a_node_blocked_until_exactly_now(blocked) -> None:

@@ -21,17 +21,21 @@ from clavain.clock import now_iso
 from clavain.paths import StatePaths
 from clavain.store.db import connect
 
-STATUSES = ("open", "in_progress", "done", "failed", "needs_human")
+STATUSES = ("open", "in_progress", "done", "failed", "needs_human", "cancelled")
+# Two graphs holding the same ids: a trigger that forgets the graph moves the other's counts.
+# Most steps stay in one graph, so edges (both ends in one graph) remain as common as before.
+GRAPH = st.sampled_from(("default", "default", "default", "other"))
 IDS = st.integers(0, 3).map(lambda n: f"n{n}")
 
-_INSERT_NODE = st.tuples(st.just("insert_node"), IDS, st.sampled_from(STATUSES))
-_INSERT_EDGE = st.tuples(st.just("insert_edge"), IDS, IDS, st.sampled_from(("done", "settled")))
-_SET_STATUS = st.tuples(st.just("set_status"), IDS, st.sampled_from(STATUSES))
+_INSERT_NODE = st.tuples(st.just("insert_node"), GRAPH, IDS, st.sampled_from(STATUSES))
+_INSERT_EDGE = st.tuples(st.just("insert_edge"), GRAPH, IDS, IDS,
+                         st.sampled_from(("done", "settled")))
+_SET_STATUS = st.tuples(st.just("set_status"), GRAPH, IDS, st.sampled_from(STATUSES))
 # Edges and status changes are what move the counts, so they come up most often.
 OPERATION = st.one_of(
     _INSERT_NODE, _INSERT_EDGE, _INSERT_EDGE, _SET_STATUS, _SET_STATUS, _SET_STATUS,
-    st.tuples(st.just("delete_edge"), IDS, IDS),
-    st.tuples(st.just("delete_node"), IDS),
+    st.tuples(st.just("delete_edge"), GRAPH, IDS, IDS),
+    st.tuples(st.just("delete_node"), GRAPH, IDS),
 )
 # Every example starts with a few nodes so edges (which need both ends) are common from step one.
 STARTING_NODES = st.lists(_INSERT_NODE, min_size=3, max_size=6)
@@ -44,39 +48,44 @@ def _exists(conn: sqlite3.Connection, sql: str, *params: str) -> bool:
 
 
 def _apply(conn: sqlite3.Connection, operation: tuple[str, ...]) -> None:
-    kind, *args = operation
+    kind, graph_id, *args = operation
     if kind == "insert_node":
         node_id, status = args
-        if not _exists(conn, "SELECT 1 FROM nodes WHERE id = ?", node_id):
+        if not _exists(conn, "SELECT 1 FROM nodes WHERE graph_id = ? AND id = ?",
+                       graph_id, node_id):
             at = now_iso()
-            conn.execute("INSERT INTO nodes (id, type, status, created_at, updated_at) "
-                         "VALUES (?, 'task', ?, ?, ?)", (node_id, status, at, at))
+            conn.execute("INSERT INTO nodes (graph_id, id, type, status, created_at, updated_at) "
+                         "VALUES (?, ?, 'task', ?, ?, ?)", (graph_id, node_id, status, at, at))
     elif kind == "insert_edge":
         node_id, depends_on, edge_kind = args
-        both_exist = conn.execute("SELECT count(*) FROM nodes WHERE id IN (?, ?)",
-                                  (node_id, depends_on)).fetchone()[0] == 2
+        both_exist = conn.execute("SELECT count(*) FROM nodes WHERE graph_id = ? AND id IN (?, ?)",
+                                  (graph_id, node_id, depends_on)).fetchone()[0] == 2
         if node_id != depends_on and both_exist and not _exists(
-                conn, "SELECT 1 FROM deps WHERE node_id = ? AND depends_on_id = ?",
-                node_id, depends_on):
-            conn.execute("INSERT INTO deps (node_id, depends_on_id, kind) VALUES (?, ?, ?)",
-                         (node_id, depends_on, edge_kind))
+                conn, "SELECT 1 FROM deps WHERE graph_id = ? AND node_id = ? "
+                "AND depends_on_id = ?", graph_id, node_id, depends_on):
+            conn.execute("INSERT INTO deps (graph_id, node_id, depends_on_id, kind) "
+                         "VALUES (?, ?, ?, ?)", (graph_id, node_id, depends_on, edge_kind))
     elif kind == "delete_edge":
-        conn.execute("DELETE FROM deps WHERE node_id = ? AND depends_on_id = ?", args)
+        conn.execute("DELETE FROM deps WHERE graph_id = ? AND node_id = ? AND depends_on_id = ?",
+                     (graph_id, *args))
     elif kind == "delete_node":
-        conn.execute("DELETE FROM nodes WHERE id = ?", args)
+        conn.execute("DELETE FROM nodes WHERE graph_id = ? AND id = ?", (graph_id, *args))
     else:
         node_id, status = args
-        conn.execute("UPDATE nodes SET status = ? WHERE id = ?", (status, node_id))
+        conn.execute("UPDATE nodes SET status = ? WHERE graph_id = ? AND id = ?",
+                     (status, graph_id, node_id))
 
 
-def _recount(conn: sqlite3.Connection) -> dict[str, int]:
-    """What unmet_deps must be, from the rows alone: edges whose dependency is not satisfied."""
-    status = {row["id"]: row["status"] for row in conn.execute("SELECT id, status FROM nodes")}
+def _recount(conn: sqlite3.Connection) -> dict[tuple[str, str], int]:
+    """What unmet_deps must be, from the rows alone: edges whose dependency (in the same graph)
+    is not satisfied."""
+    status = {(row["graph_id"], row["id"]): row["status"]
+              for row in conn.execute("SELECT graph_id, id, status FROM nodes")}
     unmet = dict.fromkeys(status, 0)
-    for edge in conn.execute("SELECT node_id, depends_on_id, kind FROM deps"):
-        dep_status = status[edge["depends_on_id"]]
+    for edge in conn.execute("SELECT graph_id, node_id, depends_on_id, kind FROM deps"):
+        dep_status = status[(edge["graph_id"], edge["depends_on_id"])]
         if not (dep_status == "done" or (edge["kind"] == "settled" and dep_status == "failed")):
-            unmet[edge["node_id"]] += 1
+            unmet[(edge["graph_id"], edge["node_id"])] += 1
     return unmet
 
 
@@ -88,10 +97,12 @@ def _check_every_sequence(conn: sqlite3.Connection, **overrides: object) -> None
         # One transaction per example, rolled back: every sequence starts from empty tables.
         conn.execute("BEGIN")
         try:
+            conn.execute("INSERT INTO graphs (id, kind, created_at) VALUES ('other', 'run', ?) "
+                         "ON CONFLICT (id) DO NOTHING", (now_iso(),))
             for step, operation in enumerate(operations):
                 _apply(conn, operation)
-                stored = {row["id"]: row["unmet_deps"]
-                          for row in conn.execute("SELECT id, unmet_deps FROM nodes")}
+                stored = {(row["graph_id"], row["id"]): row["unmet_deps"] for row in
+                          conn.execute("SELECT graph_id, id, unmet_deps FROM nodes")}
                 assert stored == _recount(conn), f"after step {step}: {operation}"
         finally:
             conn.execute("ROLLBACK")
@@ -111,10 +122,14 @@ def test_unmet_deps_matches_a_recount_after_every_step(conn) -> None:
 
 
 def _trigger_sql(name: str) -> str:
-    script = (resources.files("clavain.store") / "migrations" / "0001_workgraph.sql").read_text()
-    match = re.search(rf"CREATE TRIGGER {name}\b.*?\nEND;", script, re.DOTALL)
-    assert match, f"trigger {name} not found in 0001_workgraph.sql"
-    return match.group(0)
+    """The trigger as the newest migration that (re)creates it defines it."""
+    folder = resources.files("clavain.store") / "migrations"
+    for script in sorted((f for f in folder.iterdir() if f.name.endswith(".sql")),
+                         key=lambda f: f.name, reverse=True):
+        match = re.search(rf"CREATE TRIGGER {name}\b.*?\nEND;", script.read_text(), re.DOTALL)
+        if match:
+            return match.group(0)
+    raise AssertionError(f"trigger {name} not found in any migration")
 
 
 def _apply_mutant(conn: sqlite3.Connection, trigger: str,
@@ -140,6 +155,10 @@ MUTANTS = {
     "edge insert ignores settled edges": ("deps_count_insert", {
         " OR (NEW.kind = 'settled' AND d.status = 'failed')": ""}),
     "node delete leaves its edges to the cascade": ("nodes_delete_edges", None),
+    "edge insert counts against every graph's node": ("deps_count_insert", {
+        "WHERE graph_id = NEW.graph_id AND id = NEW.node_id": "WHERE id = NEW.node_id"}),
+    "status change counts against every graph's dependents": ("deps_count_status", {
+        "WHERE graph_id = NEW.graph_id\n    AND id IN": "WHERE id IN"}),
 }
 
 

@@ -9,7 +9,8 @@ import pytest
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import connect
-from clavain.workgraph import graph, kv, nodes
+from clavain.workgraph import edits, kv, nodes
+from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 from clavain.workgraph.verifier import result_line, run_verify, safe_path_part
 
 
@@ -25,14 +26,14 @@ def conn(state: StatePaths) -> sqlite3.Connection:
     connection.close()
 
 
-def _verify_node(conn, state, commands: list[str], node_id: str = "verify-a") -> str:
-    graph.add_nodes(conn, state, [{"id": node_id, "type": "verify", "verify": commands}])
+def _verify_node(g: Graph, commands: list[str], node_id: str = "verify-a") -> str:
+    edits.add_nodes(g, [{"id": node_id, "type": "verify", "verify": commands}])
     return node_id
 
 
-def test_all_commands_pass(conn, state, project) -> None:
-    node = _verify_node(conn, state, ["echo first", "pwd; echo node=$CLAVAIN_NODE_ID"])
-    report = run_verify(conn, state, node, apply=False, run_id="run-1")
+def test_all_commands_pass(g, state, project) -> None:
+    node = _verify_node(g, ["echo first", "pwd; echo node=$CLAVAIN_NODE_ID"])
+    report = run_verify(g, node, apply=False, run_id="run-1")
 
     assert report["result"] == {"status": "success", "summary": "all 2 verify commands passed",
                                 "errors": []}
@@ -44,13 +45,13 @@ def test_all_commands_pass(conn, state, project) -> None:
     assert json.loads((run_dir / "result.json").read_text()) == report["result"]
     assert [c["exit_code"] for c in report["commands"]] == [0, 0]
     # --no-apply leaves the graph alone.
-    assert nodes.get_node(conn, node)["status"] == "open"
-    assert kv.ls(conn, node) == []
+    assert nodes.get_node(g, node)["status"] == "open"
+    assert kv.ls(g, node) == []
 
 
-def test_first_failure_is_reported_and_stops_the_rest(conn, state) -> None:
-    node = _verify_node(conn, state, ["true", "echo boom >&2; exit 3", "touch ran-third"])
-    report = run_verify(conn, state, node, apply=False, run_id="run-2")
+def test_first_failure_is_reported_and_stops_the_rest(g, state) -> None:
+    node = _verify_node(g, ["true", "echo boom >&2; exit 3", "touch ran-third"])
+    report = run_verify(g, node, apply=False, run_id="run-2")
 
     result = report["result"]
     assert result["status"] == "fail"
@@ -86,11 +87,11 @@ def _settle(pid: int, limit: float = 10.0) -> int:
     return pid
 
 
-def test_timeout_kills_the_whole_process_group(conn, state, tmp_path) -> None:
+def test_timeout_kills_the_whole_process_group(g, state, tmp_path) -> None:
     pid_file = tmp_path / "child.pid"
     # The child outlives bash unless the group is killed.
-    node = _verify_node(conn, state, [f"sleep 300 & echo $! > {pid_file}; wait"])
-    report = run_verify(conn, state, node, apply=False, run_id="run-3", timeout=1)
+    node = _verify_node(g, [f"sleep 300 & echo $! > {pid_file}; wait"])
+    report = run_verify(g, node, apply=False, run_id="run-3", timeout=1)
 
     result = report["result"]
     assert result["status"] == "fail"
@@ -101,10 +102,10 @@ def test_timeout_kills_the_whole_process_group(conn, state, tmp_path) -> None:
     assert "timed out" in (state.runs / "run-3" / node / "cmd-1.log").read_text()
 
 
-def test_background_leftovers_of_a_passing_command_are_killed(conn, state, tmp_path) -> None:
+def test_background_leftovers_of_a_passing_command_are_killed(g, state, tmp_path) -> None:
     pid_file = tmp_path / "leftover.pid"
-    node = _verify_node(conn, state, [f"sleep 300 & echo $! > {pid_file}"])
-    assert run_verify(conn, state, node, apply=False)["result"]["status"] == "success"
+    node = _verify_node(g, [f"sleep 300 & echo $! > {pid_file}"])
+    assert run_verify(g, node, apply=False)["result"]["status"] == "success"
     assert not _running(_settle(int(pid_file.read_text())))
 
 
@@ -114,62 +115,62 @@ def test_ids_cannot_escape_the_runs_folder() -> None:
     assert safe_path_part("") == "_"
 
 
-def test_timeout_comes_from_config(conn, state) -> None:
+def test_timeout_comes_from_config(g, state) -> None:
     state.config.write_text(json.dumps({"defaults": {"verifyTimeoutSeconds": 1}}))
-    node = _verify_node(conn, state, ["sleep 300"])
-    report = run_verify(conn, state, node, apply=False, run_id="run-4")
+    node = _verify_node(g, ["sleep 300"])
+    report = run_verify(g, node, apply=False, run_id="run-4")
     assert "timed out after 1s" in report["result"]["summary"]
 
 
-def test_no_commands_is_a_failure(conn, state) -> None:
-    node = _verify_node(conn, state, [])
-    result = run_verify(conn, state, node, apply=False, run_id="r")["result"]
+def test_no_commands_is_a_failure(g, state) -> None:
+    node = _verify_node(g, [])
+    result = run_verify(g, node, apply=False, run_id="r")["result"]
     assert result["status"] == "fail" and "no commands" in result["summary"]
 
 
-def test_apply_success_marks_the_node_done(conn, state) -> None:
-    node = _verify_node(conn, state, ["true"])
-    report = run_verify(conn, state, node, run_id="run-5")
+def test_apply_success_marks_the_node_done(g, state) -> None:
+    node = _verify_node(g, ["true"])
+    report = run_verify(g, node, run_id="run-5")
     assert report["applied"] is True
-    assert nodes.get_node(conn, node)["status"] == "done"
-    assert kv.get(conn, state, node, "out.summary")["value"] == "all 1 verify commands passed"
-    assert kv.get(conn, state, node, "out.last_result_path")["value"] == report["result_path"]
+    assert nodes.get_node(g, node)["status"] == "done"
+    assert kv.get(g, node, "out.summary")["value"] == "all 1 verify commands passed"
+    assert kv.get(g, node, "out.last_result_path")["value"] == report["result_path"]
 
 
-def test_apply_failure_records_the_error_and_retries(conn, state) -> None:
-    node = _verify_node(conn, state, ["exit 1"])
-    run_verify(conn, state, node, run_id="run-6")
-    after = nodes.get_node(conn, node)
+def test_apply_failure_records_the_error_and_retries(g, state) -> None:
+    node = _verify_node(g, ["exit 1"])
+    run_verify(g, node, run_id="run-6")
+    after = nodes.get_node(g, node)
     assert after["status"] == "open" and after["attempts"] == 1
-    assert "exit 1" in kv.get(conn, state, node, "err.summary")["value"]
-    log = kv.get(conn, state, node, "out.last_stdout_path")["value"]
+    assert "exit 1" in kv.get(g, node, "err.summary")["value"]
+    log = kv.get(g, node, "out.last_stdout_path")["value"]
     assert log.endswith("cmd-1.log") and Path(log).exists()
 
 
-def test_apply_refuses_a_task_node_before_running_anything(conn, state) -> None:
-    graph.add_nodes(conn, state, [{"id": "task-a", "type": "task", "verify": ["touch ran"]}])
+def test_apply_refuses_a_task_node_before_running_anything(g, state) -> None:
+    edits.add_nodes(g, [{"id": "task-a", "type": "task", "verify": ["touch ran"]}])
     with pytest.raises(ClavainError, match="decides only verify and final_verify nodes"):
-        run_verify(conn, state, "task-a", run_id="run-7")
+        run_verify(g, "task-a", run_id="run-7")
     assert not (state.project / "ran").exists()
     assert not (state.runs / "run-7").exists()
     # Just running a task's commands is fine.
-    assert run_verify(conn, state, "task-a", apply=False)["result"]["status"] == "success"
+    assert run_verify(g, "task-a", apply=False)["result"]["status"] == "success"
 
 
-def test_apply_refuses_a_node_that_is_already_done(conn, state) -> None:
-    node = _verify_node(conn, state, ["true"])
-    run_verify(conn, state, node, run_id="run-8")
+def test_apply_refuses_a_node_that_is_already_done(g, state) -> None:
+    node = _verify_node(g, ["true"])
+    run_verify(g, node, run_id="run-8")
     with pytest.raises(ClavainError, match="is done"):
-        run_verify(conn, state, node, run_id="run-9")
+        run_verify(g, node, run_id="run-9")
     assert not (state.runs / "run-9").exists()
 
 
-def test_unknown_node_and_bad_timeout(conn, state) -> None:
+def test_unknown_node_and_bad_timeout(g, state) -> None:
     with pytest.raises(ClavainError, match="unknown node 'nope'"):
-        run_verify(conn, state, "nope")
-    node = _verify_node(conn, state, ["true"])
+        run_verify(g, "nope")
+    node = _verify_node(g, ["true"])
     with pytest.raises(ClavainError, match="positive"):
-        run_verify(conn, state, node, timeout=0)
+        run_verify(g, node, timeout=0)
 
 
 def test_result_line_is_one_parseable_line() -> None:
@@ -178,32 +179,32 @@ def test_result_line_is_one_parseable_line() -> None:
     assert json.loads(line.removeprefix("<result>").removesuffix("</result>"))["summary"] == "a\nb"
 
 
-def test_missing_bash_is_one_error_before_anything_runs(conn, state, tmp_path,
+def test_missing_bash_is_one_error_before_anything_runs(g, state, tmp_path,
                                                         monkeypatch) -> None:
-    node = _verify_node(conn, state, ["true"])
+    node = _verify_node(g, ["true"])
     empty = tmp_path / "empty-bin"
     empty.mkdir()
     monkeypatch.setenv("PATH", str(empty))
     with pytest.raises(ClavainError, match="bash"):
-        run_verify(conn, state, node, run_id="run-nobash")
+        run_verify(g, node, run_id="run-nobash")
     assert not (state.runs / "run-nobash").exists()
-    after = nodes.get_node(conn, node)
+    after = nodes.get_node(g, node)
     assert (after["status"], after["attempts"]) == ("open", 0)
 
 
-def test_a_timeout_that_is_not_a_number_is_refused(conn, state) -> None:
-    node = _verify_node(conn, state, ["true"])
+def test_a_timeout_that_is_not_a_number_is_refused(g, state) -> None:
+    node = _verify_node(g, ["true"])
     with pytest.raises(ClavainError, match="positive"):
-        run_verify(conn, state, node, timeout=float("nan"), run_id="run-nan")
+        run_verify(g, node, timeout=float("nan"), run_id="run-nan")
     assert not (state.runs / "run-nan").exists()
 
 
-def test_a_very_long_failing_command_still_gives_an_applicable_result(conn, state) -> None:
+def test_a_very_long_failing_command_still_gives_an_applicable_result(g, state) -> None:
     command = "exit 3 #" + "x" * 30_000
-    node = _verify_node(conn, state, [command])
-    report = run_verify(conn, state, node, run_id="run-long")
+    node = _verify_node(g, [command])
+    report = run_verify(g, node, run_id="run-long")
     assert report["applied"] is True and report["result"]["status"] == "fail"
-    assert nodes.get_node(conn, node)["attempts"] == 1
+    assert nodes.get_node(g, node)["attempts"] == 1
 
 
 def test_state_dir_elsewhere_does_not_move_where_commands_run(
@@ -214,26 +215,27 @@ def test_state_dir_elsewhere_does_not_move_where_commands_run(
     assert state.project == project
     conn = connect(state.db)
     try:
-        node = _verify_node(conn, state, ["pwd > where.txt"])
-        run_verify(conn, state, node, apply=False, run_id="run-elsewhere")
+        g = Graph(conn, DEFAULT_GRAPH, state)
+        node = _verify_node(g, ["pwd > where.txt"])
+        run_verify(g, node, apply=False, run_id="run-elsewhere")
     finally:
         conn.close()
     assert (project / "where.txt").read_text().strip() == str(project)
     assert not (tmp_path / "where.txt").exists()
 
 
-def test_a_long_verify_renews_its_lease(conn, state) -> None:
+def test_a_long_verify_renews_its_lease(g, state) -> None:
     """A verify that runs longer than the lease is alive: another scheduling step must not
     release it as stale (and then refuse its result)."""
     state.config.write_text(json.dumps({"defaults": {"lockLeaseSeconds": 2}}))
-    node = _verify_node(conn, state, ["sleep 3.5; clavain graph next --json > next.json; true"])
-    report = run_verify(conn, state, node, run_id="long")
+    node = _verify_node(g, ["sleep 3.5; clavain graph next --json > next.json; true"])
+    report = run_verify(g, node, run_id="long")
     assert report["apply"]["to"] == "done"
     seen = json.loads((state.project / "next.json").read_text())
     assert seen["released"] == []
 
 
-def test_a_signal_while_the_result_is_recorded_waits_for_it(conn, state, monkeypatch) -> None:
+def test_a_signal_while_the_result_is_recorded_waits_for_it(g, state, monkeypatch) -> None:
     import signal
 
     from clavain.workgraph import verifier
@@ -246,9 +248,24 @@ def test_a_signal_while_the_result_is_recorded_waits_for_it(conn, state, monkeyp
         return real_apply(*args, **kwargs)
 
     monkeypatch.setattr(verifier, "apply_result", apply_then_signalled)
-    node = _verify_node(conn, state, ["true"])
+    node = _verify_node(g, ["true"])
     with pytest.raises(Interrupted) as stopped:
-        run_verify(conn, state, node, run_id="r-sig")
+        run_verify(g, node, run_id="r-sig")
     assert stopped.value.recorded and stopped.value.signum == signal.SIGTERM
-    assert nodes.get_node(conn, node)["status"] == "done"
+    assert nodes.get_node(g, node)["status"] == "done"
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
+
+
+def test_a_verify_decides_its_own_graphs_node_only(g, conn, state) -> None:
+    """Node ids are unique per graph: verifying a sprint's `verify-a` leaves the default graph's
+    `verify-a` alone, and its commands are told which graph they run in."""
+    sprint = Graph(conn, "sprint-1", state)
+    _verify_node(g, ["true"])
+    node = _verify_node(sprint, ["echo graph=$CLAVAIN_GRAPH"])
+    report = run_verify(sprint, node, run_id="run-sprint")
+    assert report["applied"] is True and report["graph_id"] == "sprint-1"
+    assert nodes.get_node(sprint, node)["status"] == "done"
+    assert kv.get(sprint, node, "out.summary")["value"] == "all 1 verify commands passed"
+    assert nodes.get_node(g, node)["status"] == "open"
+    assert kv.get(g, node, "out.summary") is None
+    assert "graph=sprint-1" in (state.runs / "run-sprint" / node / "cmd-1.log").read_text()

@@ -1,33 +1,75 @@
-"""How a command opens the state database, in the three ways commands need."""
+"""How a command opens the state database and picks its workgraph, in the three ways commands
+need. The graph is `clavain.current_graph.resolve`: `--graph`, else $CLAVAIN_GRAPH, else the
+active sprint's, else the default graph."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import sqlite3
 
 from clavain.paths import StatePaths
+from clavain.workgraph.graphs import Graph
+
+GRAPH_HELP = ("the workgraph (default: $CLAVAIN_GRAPH, else the active sprint's, else "
+              "`default`)")
 
 
-def open_for_write() -> tuple[StatePaths, sqlite3.Connection]:
+def add_graph_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--graph", metavar="ID", help=GRAPH_HELP)
+
+
+def _graph(state: StatePaths, conn: sqlite3.Connection, explicit: str | None) -> Graph:
+    from clavain.current_graph import resolve
+
+    try:
+        return Graph(conn, resolve(state, explicit), state)
+    except BaseException:
+        conn.close()
+        raise
+
+
+def graph_for_write(explicit: str | None = None) -> Graph:
     """For commands that create work: `.clavain/` (and its .gitignore block) made if missing."""
     from clavain.project import ensure_state
     from clavain.store.db import connect
 
     state = ensure_state(StatePaths.discover())
-    return state, connect(state.db)
+    return _graph(state, connect(state.db), explicit)
 
 
-def open_for_read() -> tuple[StatePaths, sqlite3.Connection]:
+def graph_for_read(explicit: str | None = None) -> Graph:
     """For commands that only look: no database yet reads as the empty graph, and creates
-    nothing (no `.clavain/`, no `.gitignore`)."""
+    nothing (no `.clavain/`, no `.gitignore`); a read-only `.clavain/` is read as it is."""
     from clavain.store.db import connect
 
     state = StatePaths.discover()
-    return state, connect(state.db if state.db.exists() else ":memory:")
+    if not state.db.exists():
+        return _graph(state, connect(":memory:"), explicit)
+    return _graph(state, read_only_or_writable(state), explicit)
 
 
-def open_existing() -> tuple[StatePaths, sqlite3.Connection]:
-    """(state, connection), refusing rather than creating an empty database as a side effect of a
-    read or of naming a node that cannot exist yet."""
+def read_only_or_writable(state: StatePaths) -> sqlite3.Connection:
+    """The database opened for writing, or read-only (nothing migrated or created) when its
+    folder cannot be written."""
+    from clavain.errors import ClavainError
+    from clavain.store import db
+
+    folder = os.path.dirname(os.path.abspath(state.db))
+    if os.access(folder, os.W_OK) and os.access(state.db, os.W_OK):
+        return db.connect(state.db)
+    conn = db.connect_readonly(state.db, immutable=True)
+    have, want = conn.execute("PRAGMA user_version").fetchone()[0], db.latest_version()
+    if have < want:
+        conn.close()
+        raise ClavainError(f"{state.db} is read-only and older than this Clavain (schema {have},"
+                           f" needs {want}); run any write command once with write access")
+    return conn
+
+
+def existing_graph(explicit: str | None = None) -> Graph:
+    """The graph, refusing rather than creating an empty database as a side effect of a read or
+    of naming a node that cannot exist yet."""
     from clavain.errors import ClavainError
     from clavain.store.db import connect
 
@@ -35,4 +77,4 @@ def open_existing() -> tuple[StatePaths, sqlite3.Connection]:
     if not state.db.exists():
         raise ClavainError(f"no workgraph yet ({state.db} is missing); "
                            "add nodes with `clavain graph add` or `clavain graph import`")
-    return state, connect(state.db)
+    return _graph(state, connect(state.db), explicit)

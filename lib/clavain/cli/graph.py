@@ -14,21 +14,21 @@ from typing import Any
 
 from clavain.cli._input import read_input
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
-from clavain.cli._state import open_existing, open_for_read, open_for_write
+from clavain.cli._state import add_graph_flag, existing_graph, graph_for_read, graph_for_write
 
 GRAPH_SUBPARSERS: argparse._SubParsersAction | None = None
 
 EXIT_NOTHING_RUNNABLE = 3
 LIST_COLUMNS = ["id", "type", "status", "attempts", "runner", "depends_on", "title"]
-STATUSES = ("open", "in_progress", "done", "failed", "needs_human")
+STATUSES = ("open", "in_progress", "done", "failed", "needs_human", "cancelled")
 TYPES = ("plan", "epic", "task", "verify", "integrate", "final_verify")
 RUN_ID_HELP = "the run (default: $CLAVAIN_RUN_ID, else a new id)"
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     global GRAPH_SUBPARSERS
-    graph = add_command(commands, "graph", "the workgraph: add, import, list, claim, apply",
-                        _no_subcommand)
+    graph = add_command(commands, "graph", "the workgraph: add, import, list, claim, apply "
+                        "(the active sprint's graph unless --graph)", _no_subcommand)
     sub = graph.add_subparsers(dest="graph_command", metavar="SUBCOMMAND")
     GRAPH_SUBPARSERS = sub
 
@@ -42,21 +42,27 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--verify", action="append", default=[], metavar="CMD",
                    help="a shell command that verifies it (repeatable)")
     p.add_argument("--runner", help="a configured runner (default by type)")
+    add_graph_flag(p)
     add_json_flag(p)
 
     p = add_command(sub, "import",
                     'add nodes from {"nodes": [...]} in one transaction '
                     "(format: schemas/node.schema.json)", _import)
     p.add_argument("file", metavar="FILE|-", help="the JSON file, or - for stdin")
+    add_graph_flag(p)
     add_json_flag(p)
 
     p = add_command(sub, "ls", "list nodes in selection order (long cells cut; --json has all)",
                     _ls)
     p.add_argument("--status", choices=STATUSES, help="only nodes with this status")
+    p.add_argument("--all", action="store_true",
+                   help="every graph's nodes (finished sprints' too), with a graph column")
+    add_graph_flag(p)
     add_json_flag(p)
 
     p = add_command(sub, "show", "one node with its deps and question", _show)
     p.add_argument("id", help="the node")
+    add_graph_flag(p)
     add_json_flag(p)
 
     p = add_command(sub, "next", "the next runnable node, or why there is none (exit 3)", _next)
@@ -64,11 +70,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", help=RUN_ID_HELP)
     p.add_argument("--pid", type=int,
                    help="process holding the lock; its death releases it (default: lease only)")
+    add_graph_flag(p)
     add_json_flag(p)
 
     p = add_command(sub, "heartbeat", "renew the lease of a node this run holds", _heartbeat)
     p.add_argument("id", help="the claimed node")
     p.add_argument("--run-id", help=RUN_ID_HELP)
+    add_graph_flag(p)
     add_json_flag(p)
 
     p = add_command(sub, "apply", "record a runner's result for a node", _apply)
@@ -78,31 +86,42 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", help=RUN_ID_HELP + "; must be the run holding the node")
     p.add_argument("--stdout-path", help="runner log, recorded as out.last_stdout_path")
     p.add_argument("--result-path", help="parsed result file, recorded as out.last_result_path")
+    add_graph_flag(p)
     add_json_flag(p)
 
     p = add_command(sub, "answer", "answer a node waiting for a person (needs_human)", _answer)
     p.add_argument("id", help="the node")
     p.add_argument("--answer", required=True, help="the answer its next runner sees")
+    add_graph_flag(p)
     add_json_flag(p)
 
     p = add_command(sub, "scaffold", "add missing verify, integrate and final_verify nodes",
                     _scaffold)
+    add_graph_flag(p)
     add_json_flag(p)
 
     p = add_command(sub, "reset", "reopen a node (attempts, backoff and lock cleared)", _reset)
     p.add_argument("id", help="the node")
+    add_graph_flag(p)
     add_json_flag(p)
 
     p = add_command(sub, "deadlock", "report work that can never finish on its own "
                     "(exit 3 when there is some)", _deadlock)
     p.add_argument("--auto-reset", action="store_true",
                    help="reopen failed blockers (at most defaults.autoResetFailedMax times)")
+    add_graph_flag(p)
     add_json_flag(p)
 
-    p = add_command(sub, "export", "rewrite .clavain/workgraph.json now", _export)
+    p = add_command(sub, "export", "rewrite .clavain/workgraph.json (every active graph) now",
+                    _export)
     add_json_flag(p)
 
-    add_command(sub, "mermaid", "print the graph as a Mermaid flowchart", _mermaid)
+    p = add_command(sub, "mermaid", "print the graph as a Mermaid flowchart", _mermaid)
+    add_graph_flag(p)
+
+    p = add_command(sub, "graphs", "every workgraph: the sprints', the default one; status and "
+                    "node counts", _graphs)
+    add_json_flag(p)
 
 
 def _no_subcommand(args: argparse.Namespace) -> int:
@@ -124,16 +143,16 @@ def _print_node(node: dict[str, Any]) -> None:
 
 def _add(args: argparse.Namespace) -> int:
     from clavain.paths import StatePaths
-    from clavain.workgraph import graph, nodes
+    from clavain.workgraph import edits, nodes
 
     spec = {"id": args.id, "type": args.type, "title": args.title, "dependsOn": args.dep,
             "parent": args.parent, "runner": args.runner, "verify": args.verify}
     specs = [{k: v for k, v in spec.items() if v is not None}]
-    graph.check_specs(StatePaths.discover(), specs)  # refused before `.clavain/` is created
-    state, conn = open_for_write()
-    graph.add_nodes(conn, state, specs)
-    node = nodes.get_node(conn, args.id)
-    emit_json(node) if args.json else print(f"added {args.id}")
+    edits.check_specs(StatePaths.discover(), specs)  # refused before `.clavain/` is created
+    g = graph_for_write(args.graph)
+    edits.add_nodes(g, specs)
+    node = nodes.get_node(g, args.id)
+    emit_json(node) if args.json else print(f"added {args.id} to graph {g.id}")
     return 0
 
 
@@ -141,25 +160,37 @@ def _import(args: argparse.Namespace) -> int:
     from clavain.errors import ClavainError
     from clavain.paths import StatePaths
     from clavain.textio import BadText, load_json
-    from clavain.workgraph import graph
+    from clavain.workgraph import edits
 
     try:
         document = load_json(read_input(args.file), args.file)
     except BadText as exc:
         raise ClavainError(str(exc)) from None
     # Refused before `.clavain/` exists.
-    graph.check_specs(StatePaths.discover(), graph.import_specs(document))
-    state, conn = open_for_write()
-    added = graph.import_nodes(conn, state, document)
-    emit_json({"added": added}) if args.json else print(f"added {len(added)} node(s)")
+    edits.check_specs(StatePaths.discover(), edits.import_specs(document))
+    g = graph_for_write(args.graph)
+    added = edits.import_nodes(g, document)
+    if args.json:
+        emit_json({"graph_id": g.id, "added": added})
+    else:
+        print(f"added {len(added)} node(s) to graph {g.id}")
     return 0
 
 
 def _ls(args: argparse.Namespace) -> int:
     from clavain.workgraph import nodes
 
-    _state, conn = open_for_read()
-    found = nodes.list_nodes(conn, args.status)
+    g = graph_for_read(args.graph)
+    if args.all:
+        if args.graph:
+            from clavain.errors import ClavainError
+
+            raise ClavainError("--all lists every graph; leave out --graph")
+        found = nodes.list_all_nodes(g.conn, args.status)
+        emit_json(found) if args.json else print_table(
+            [{**n, "graph": n["graph_id"]} for n in found], ["graph", *LIST_COLUMNS])
+        return 0
+    found = nodes.list_nodes(g, args.status)
     emit_json(found) if args.json else print_table(found, LIST_COLUMNS)
     return 0
 
@@ -167,8 +198,7 @@ def _ls(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from clavain.workgraph import nodes
 
-    _state, conn = open_for_read()
-    node = nodes.require_node(conn, args.id)
+    node = nodes.require_node(graph_for_read(args.graph), args.id)
     emit_json(node) if args.json else _print_node(node)
     return 0
 
@@ -179,8 +209,8 @@ def _next(args: argparse.Namespace) -> int:
 
     if args.pid is not None and not 0 < args.pid < 2**31:
         raise ClavainError(f"--pid must be a positive process id, got {args.pid}")
-    state, conn = open_for_read()  # nothing to claim without a database
-    envelope = next_node(conn, state, claim=args.claim, run_id=args.run_id, pid=args.pid)
+    g = graph_for_read(args.graph)  # nothing to claim without a database
+    envelope = next_node(g, claim=args.claim, run_id=args.run_id, pid=args.pid)
     if not args.json:
         for node_id in envelope["released"]:
             print(f"released the stale lock of {node_id} (counted as a failed attempt)",
@@ -203,8 +233,8 @@ def _heartbeat(args: argparse.Namespace) -> int:
     from clavain.workgraph.leases import heartbeat
     from clavain.workgraph.runner_env import current_run_id
 
-    state, conn = open_existing()
-    node = heartbeat(conn, args.id, run_id=current_run_id(args.run_id), state=state)
+    node = heartbeat(existing_graph(args.graph), args.id, run_id=current_run_id(args.run_id),
+                     snapshot=True)
     if args.json:
         emit_json(node)
     else:
@@ -216,8 +246,7 @@ def _apply(args: argparse.Namespace) -> int:
     from clavain.workgraph.results import apply_result
 
     text = read_input(args.result, lenient=True)
-    state, conn = open_existing()
-    summary = apply_result(conn, state, args.id, text, run_id=args.run_id,
+    summary = apply_result(existing_graph(args.graph), args.id, text, run_id=args.run_id,
                            stdout_path=args.stdout_path, result_path=args.result_path)
     if args.json:
         emit_json(summary)
@@ -241,10 +270,9 @@ def _apply(args: argparse.Namespace) -> int:
 
 
 def _answer(args: argparse.Namespace) -> int:
-    from clavain.workgraph import graph
+    from clavain.workgraph import edits
 
-    state, conn = open_existing()
-    node = graph.answer(conn, state, args.id, args.answer)
+    node = edits.answer(existing_graph(args.graph), args.id, args.answer)
     emit_json(node) if args.json else print(f"{args.id}: needs_human -> open")
     return 0
 
@@ -252,8 +280,7 @@ def _answer(args: argparse.Namespace) -> int:
 def _scaffold(args: argparse.Namespace) -> int:
     from clavain.workgraph.scaffold import ensure_scaffolding
 
-    state, conn = open_for_write()
-    report = ensure_scaffolding(conn, state)
+    report = ensure_scaffolding(graph_for_write(args.graph))
     if args.json:
         emit_json(report)
         return 0
@@ -265,10 +292,9 @@ def _scaffold(args: argparse.Namespace) -> int:
 
 
 def _reset(args: argparse.Namespace) -> int:
-    from clavain.workgraph import graph
+    from clavain.workgraph import edits
 
-    state, conn = open_existing()
-    node = graph.reset(conn, state, args.id)
+    node = edits.reset(existing_graph(args.graph), args.id)
     emit_json(node) if args.json else print(f"{args.id}: reopened")
     return 0
 
@@ -277,10 +303,10 @@ def _deadlock(args: argparse.Namespace) -> int:
     from clavain import config
     from clavain.workgraph import deadlock
 
-    state, conn = open_for_write() if args.auto_reset else open_for_read()
-    cfg = config.load(state.config)
-    reset = deadlock.auto_reset(conn, state, cfg) if args.auto_reset else []
-    report = deadlock.detect(conn, cfg)
+    g = graph_for_write(args.graph) if args.auto_reset else graph_for_read(args.graph)
+    cfg = config.load(g.state.config)
+    reset = deadlock.auto_reset(g, cfg) if args.auto_reset else []
+    report = deadlock.detect(g, cfg)
     if args.json:
         emit_json({"deadlock": report, "reset": reset})
     else:
@@ -299,10 +325,11 @@ def _deadlock(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from clavain.workgraph.export import write_snapshot
 
-    state, conn = open_for_write()
-    write_snapshot(conn, state)
-    count = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
-    path = str(state.workgraph_json)
+    g = graph_for_write()
+    write_snapshot(g.conn, g.state)
+    count = g.conn.execute("SELECT count(*) FROM nodes n JOIN graphs x ON x.id = n.graph_id "
+                           "WHERE x.status = 'active'").fetchone()[0]
+    path = str(g.state.workgraph_json)
     emit_json({"path": path, "nodes": count}) if args.json else print(path)
     return 0
 
@@ -310,6 +337,14 @@ def _export(args: argparse.Namespace) -> int:
 def _mermaid(args: argparse.Namespace) -> int:
     from clavain.workgraph.export import mermaid
 
-    _state, conn = open_for_read()
-    sys.stdout.write(mermaid(conn))
+    sys.stdout.write(mermaid(graph_for_read(args.graph)))
+    return 0
+
+
+def _graphs(args: argparse.Namespace) -> int:
+    from clavain.workgraph.graphs import list_graphs
+
+    found = list_graphs(graph_for_read().conn)
+    emit_json(found) if args.json else print_table(
+        found, ["id", "kind", "status", "nodes", "done", "created_at", "title"])
     return 0

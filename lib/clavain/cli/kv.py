@@ -14,7 +14,7 @@ from typing import Any
 
 from clavain.cli._input import read_input
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
-from clavain.cli._state import open_existing
+from clavain.cli._state import add_graph_flag, existing_graph
 
 PREVIEW_CHARS = 60
 
@@ -55,6 +55,7 @@ def _no_action(_args: argparse.Namespace) -> int:
 
 
 def _add_target(parser: argparse.ArgumentParser) -> None:
+    add_graph_flag(parser)
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--node", metavar="ID", help="the node (default: $CLAVAIN_NODE_ID)")
     target.add_argument("--run", action="store_true", help="the shared run namespace (__run__)")
@@ -81,11 +82,11 @@ def _get(args: argparse.Namespace) -> int:
     from clavain.workgraph import kv
 
     node_id = _target(args, required=True)
-    state, conn = open_existing()
-    with closing(conn):
+    g = existing_graph(args.graph)
+    with closing(g.conn):
         kv.check_key(args.key)
-        kv.require_owner(conn, node_id)
-        entry = kv.get(conn, state, node_id, args.key)
+        kv.require_owner(g, node_id)
+        entry = kv.get(g, node_id, args.key)
     if entry is None:
         raise ClavainError(f"node {node_id!r} has no key {args.key!r}", exit_code=1)
     if args.json:
@@ -113,15 +114,15 @@ def _put(args: argparse.Namespace) -> int:
         raise ClavainError(f"{exc} (--allow-cross-node-write)") from None
     kv.check_key(args.key)
     value = _read_value(args)
-    state, conn = open_existing()
-    with closing(conn):
-        entry = kv.put(conn, state, node_id, args.key, value, writer_node=writer,
+    g = existing_graph(args.graph)
+    with closing(g.conn):
+        entry = kv.put(g, node_id, args.key, value, writer_node=writer,
                        allow_cross_node=args.allow_cross_node_write, run_id=_env("CLAVAIN_RUN_ID"))
     if args.json:
         emit_json({k: v for k, v in entry.items() if k != "value"})
     else:
         sha = entry["artifact_sha256"]
-        where = f" (artifact {state.artifacts / sha})" if sha else ""
+        where = f" (artifact {g.state.artifacts / sha})" if sha else ""
         print(f"wrote {node_id} / {args.key}: {entry['bytes']} bytes{where}")
     return 0
 
@@ -137,11 +138,11 @@ def _ls(args: argparse.Namespace) -> int:
     from clavain.workgraph import kv
 
     node_id = _target(args, required=False)
-    _state, conn = open_existing()
-    with closing(conn):
+    g = existing_graph(args.graph)
+    with closing(g.conn):
         if node_id is not None:
-            kv.require_owner(conn, node_id)
-        entries = kv.ls(conn, node_id, args.prefix)
+            kv.require_owner(g, node_id)
+        entries = kv.ls(g, node_id, args.prefix)
     if args.json:
         emit_json(entries)
     else:

@@ -11,7 +11,7 @@ import importlib
 from contextlib import closing
 
 from clavain.cli._output import add_command, add_json_flag, emit_json
-from clavain.cli._state import open_existing
+from clavain.cli._state import add_graph_flag, existing_graph
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -28,15 +28,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     packet.add_argument("node_id", metavar="ID", help="the node")
     packet.add_argument("--thin", action="store_true",
                         help="leave out plan context for executor, verifier and integrator nodes")
+    add_graph_flag(packet)
     add_json_flag(packet)
 
 
 def _packet(args: argparse.Namespace) -> int:
     from clavain.workgraph.packets import render_packet
 
-    state, conn = open_existing()
-    with closing(conn):
-        rendered = render_packet(conn, state, args.node_id, thin=args.thin)
+    g = existing_graph(args.graph)
+    with closing(g.conn):
+        rendered = render_packet(g, args.node_id, thin=args.thin)
     if args.json:
         emit_json(rendered)
     else:

@@ -35,14 +35,22 @@ def register(commands: argparse._SubParsersAction) -> None:
                    help="resume the active sprint instead (what /clavain:sprint --resume does)")
     p.add_argument("--from-step", metavar="STEP", help="with --resume: restart at this step")
     p.add_argument("--stdin", action="store_true",
-                   help="read the options and the request, verbatim, from stdin (how "
-                        "/clavain:sprint passes what the user typed)")
+                   help="read the options and the request, verbatim, from stdin")
+    p.add_argument("--from-prompt", action="store_true",
+                   help="the options and the request the UserPromptSubmit hook recorded for "
+                        "this session (how /clavain:sprint passes what the user typed: no "
+                        "shell parses it)")
     add_json_flag(p)
 
-    p = add_command(sub, "done", "record a finished step (plan: import the plan's tasks)", _done)
+    p = add_command(sub, "done", "record the current step through its gate (plan: record the "
+                    "plan's tasks)", _done)
     p.add_argument("step", metavar="STEP", help=STEP_HELP)
-    p.add_argument("--plan", metavar="PATH", help="the plan file the plan step wrote")
+    p.add_argument("--plan", metavar="PATH", help="the plan file the plan step wrote (again "
+                   "after `resume --from-step plan` to record a corrected plan)")
     p.add_argument("--decision", metavar="TEXT", help="a key decision to remember (last 5)")
+    p.add_argument("--waive", metavar="REASON",
+                   help="a person passes the step's gate on purpose; recorded as WAIVED with "
+                        "the reason (denied to the agent inside Claude Code)")
     add_json_flag(p)
 
     p = add_command(sub, "resume", "where the active sprint stands and what to do next",
@@ -54,11 +62,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     p = add_command(sub, "status", "the active sprint's checkpoint", _status)
     add_json_flag(p)
 
-    p = add_command(sub, "summary", "steps done, agents dispatched, verdicts, measured tokens",
-                    _summary)
+    p = add_command(sub, "summary", "steps done, gates waived, agents dispatched, verdicts, "
+                    "measured tokens (the active sprint, else the last one that ended)", _summary)
+    p.add_argument("--sprint", metavar="ID", help="an archived sprint (.clavain/runs/ID/)")
     add_json_flag(p)
 
-    p = add_command(sub, "abandon", "stop the active sprint and archive it", _abandon)
+    p = add_command(sub, "abandon", "stop the active sprint: cancel its open nodes, archive it "
+                    "(a damaged checkpoint is set aside)", _abandon)
     add_json_flag(p)
 
 
@@ -91,11 +101,17 @@ def _start(args: argparse.Namespace) -> int:
     from clavain.project import ensure_state
     from clavain.sprint import lifecycle
 
-    if args.stdin:
-        from clavain.cli._input import read_input
+    if args.stdin or args.from_prompt:
         from clavain.sprint.invocation import parse
 
-        typed = parse(read_input("-"))
+        if args.from_prompt:
+            from clavain.sprint.typed_request import take
+
+            typed = parse(take(_state()))
+        else:
+            from clavain.cli._input import read_input
+
+            typed = parse(read_input("-"))
         args.text = [str(typed.pop("text"))]
         for key, value in typed.items():
             if value not in (None, False, 0):
@@ -121,6 +137,9 @@ def _start(args: argparse.Namespace) -> int:
     print(f"Route: {' → '.join(started['route'])}")
     print(f"Review lenses (clavain:reviewer): {', '.join(started['reviewers'])} + "
           f"{started['goal_check']}")
+    if started["uncertain"]:
+        print(f"Uncertain complexity: {started['uncertain']}; if it is wrong: `clavain sprint "
+              f"abandon`, then start again with --complexity N")
     print(f"Next: {lifecycle.next_action(started)}")
     return 0
 
@@ -128,19 +147,43 @@ def _start(args: argparse.Namespace) -> int:
 def _done(args: argparse.Namespace) -> int:
     from clavain.sprint import lifecycle
 
-    report = lifecycle.done(_state(), args.step, plan_path=args.plan, decision=args.decision)
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    report = lifecycle.done(_state(), args.step, plan_path=args.plan, decision=args.decision,
+                            waive=args.waive, progress=None if args.json else progress)
     if args.json:
         emit_json(report)
         return 0
     line = f"{args.step} done"
-    if report["imported"]:
-        line += f"; imported {len(report['imported'])} task(s) into the workgraph"
+    if report["plan"] is not None:
+        from clavain.sprint.checkpoint import graph_of
+
+        line += f"; plan recorded in graph {graph_of(report)}: {_plan_changes(report['plan'])}"
+    if report["waived"]:
+        line += f"; gate WAIVED ({report['waived']['reason']})"
     print(line)
     if report["archived"]:
         print(f"Sprint shipped; archived in {report['archived']}")
     else:
         print(f"Next: {lifecycle.next_action(report)}")
     return 0
+
+
+def _plan_changes(plan: dict[str, Any]) -> str:
+    """`1 task added (task-b), 1 updated (task-a: verify), 2 unchanged`."""
+    parts = []
+    if plan["added"]:
+        parts.append(f"{len(plan['added'])} task(s) added ({', '.join(plan['added'])})")
+    if plan["updated"]:
+        changed = "; ".join(f"{node}: {', '.join(fields)}"
+                            for node, fields in plan["updated"].items())
+        parts.append(f"{len(plan['updated'])} updated ({changed})")
+    if plan["removed"]:
+        parts.append(f"{len(plan['removed'])} removed ({', '.join(plan['removed'])})")
+    if plan["unchanged"]:
+        parts.append(f"{len(plan['unchanged'])} unchanged")
+    return ", ".join(parts)
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -186,9 +229,9 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace) -> int:
-    from clavain.sprint import lifecycle, summary
+    from clavain.sprint import summary
 
-    report = summary.summarize(_state(), lifecycle.require_active(_state()))
+    report = summary.for_sprint(_state(), args.sprint)
     emit_json(report) if args.json else print(summary.render(report))
     return 0
 
@@ -199,7 +242,12 @@ def _abandon(args: argparse.Namespace) -> int:
     report = lifecycle.abandon(_state())
     if args.json:
         emit_json(report)
+    elif report["set_aside"]:
+        print(f"The damaged checkpoint was set aside as {report['set_aside']} "
+              f"({report['problem']}); a new sprint can start")
     else:
-        print(f"Sprint {report['sprint_id']} abandoned; archived in {report['archived']}",
-              file=sys.stdout)
+        cancelled = (f"; cancelled {len(report['cancelled'])} open node(s)"
+                     if report["cancelled"] else "")
+        print(f"Sprint {report['sprint_id']} abandoned{cancelled}; archived in "
+              f"{report['archived']}")
     return 0

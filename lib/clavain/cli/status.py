@@ -5,20 +5,22 @@ from __future__ import annotations
 import argparse
 
 from clavain.cli._output import add_command, add_json_flag, emit_json
-from clavain.cli._state import open_for_read
+from clavain.cli._state import add_graph_flag, graph_for_read
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     status = add_command(commands, "status",
-                         "one screen: node counts, running, waiting, needs you, blocked, next, "
-                         "verdicts needing attention", _status)
+                         "one screen: the active sprint (step, gate), node counts, running, "
+                         "waiting, needs you, blocked, next, verdicts needing attention", _status)
+    add_graph_flag(status)
     add_json_flag(status)
 
 
 def _status(args: argparse.Namespace) -> int:
     from clavain import status
+    from clavain.sprint import checkpoint
 
-    state, conn = open_for_read()
-    report = status.collect(conn, state)
+    g = graph_for_read(args.graph)
+    report = status.collect(g, checkpoint.read(g.state))
     emit_json(report) if args.json else print(status.render(report))
     return 0

@@ -1,4 +1,5 @@
-"""`clavain verdicts ls|summary|attention|clean|show AGENT [--dispatch ID]|parse FILE|-`.
+"""`clavain verdicts ls|summary|attention|clean|show AGENT [--dispatch ID]|parse FILE|-|resolve ID
+--note TEXT`.
 
 Every dispatch of an agent keeps its own verdict: `ls` lists them all, `summary`, `attention`
 and `show AGENT` use the latest of each agent (`clavain.verdicts.summary`)."""
@@ -32,6 +33,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     show.add_argument("agent", metavar="AGENT", help="clavain:reviewer/safety or reviewer/safety")
     show.add_argument("--dispatch", metavar="ID", help="the dispatch id `verdicts ls` shows")
     _sub_json_flag(show)
+    resolve = add_command(sub, "resolve", "answer a NEEDS_ATTENTION / BLOCKED verdict without a "
+                          "new review (recorded; the sprint's resolve gate accepts it)", _resolve)
+    resolve.add_argument("dispatch", metavar="ID", help="the dispatch id `verdicts ls` shows")
+    resolve.add_argument("--note", metavar="TEXT", required=True,
+                         help="how the finding was answered (kept with the verdict)")
+    _sub_json_flag(resolve)
     parse = add_command(sub, "parse", "parse the verdict header at the end of FILE (- = stdin)",
                         _parse)
     parse.add_argument("file", metavar="FILE", help="text ending in a verdict header (- = stdin)")
@@ -111,6 +118,23 @@ def _clean(args: argparse.Namespace) -> int:
         emit_json({"removed": removed})
     else:
         print(f"removed {removed} verdict file{'s' if removed != 1 else ''}")
+    return 0
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    from clavain.paths import StatePaths
+    from clavain.sprint.checkpoint import read
+    from clavain.verdicts.resolutions import resolve
+
+    state = StatePaths.discover()
+    active = read(state)
+    record = resolve(state.verdicts, args.dispatch, args.note, inside=state.root,
+                     sprint_id=active["sprint_id"] if active else None)
+    if args.json:
+        emit_json(record)
+    else:
+        print(f"resolved {record['status']} {record['agent']} ({args.dispatch}): "
+              f"{record['note']}")
     return 0
 
 

@@ -7,7 +7,7 @@ import sys
 from contextlib import closing
 
 from clavain.cli._output import add_command, add_json_flag, emit_json
-from clavain.cli._state import open_existing
+from clavain.cli._state import add_graph_flag, existing_graph
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -20,6 +20,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                         help="per-command limit (default: defaults.verifyTimeoutSeconds)")
     verify.add_argument("--run-id", help="the run claiming the node (default: $CLAVAIN_RUN_ID, "
                         "else a new id; a node claimed by another run is refused)")
+    add_graph_flag(verify)
     add_json_flag(verify)
 
 
@@ -27,11 +28,11 @@ def _verify(args: argparse.Namespace) -> int:
     from clavain.workgraph.shell import Interrupted
     from clavain.workgraph.verifier import result_line, run_verify
 
-    state, conn = open_existing()
-    with closing(conn):
+    g = existing_graph(args.graph)
+    with closing(g.conn):
         try:
-            report = run_verify(conn, state, args.node_id, apply=args.apply,
-                                timeout=args.timeout, run_id=args.run_id)
+            report = run_verify(g, args.node_id, apply=args.apply, timeout=args.timeout,
+                                run_id=args.run_id)
         except Interrupted as exc:
             what = ("the result was recorded first" if exc.recorded else
                     "the command's processes were stopped and the node released")

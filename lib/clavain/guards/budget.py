@@ -33,6 +33,8 @@ BUDGETS = (("commands", "maxCommands", "Bash commands"),
 MEASURE_EVERY_SECONDS = 30
 LIFT = ("Clavain budget: changing the budgets themselves (`.clavain/config.json`, `clavain "
         "budget reset`) is a person's decision, not an agent's. Stop and ask the user.")
+WAIVE = ("Clavain sprint: passing a gate with `--waive` is a person's decision, not an agent's. "
+         "Do the work the gate names, or stop and ask the user to waive it.")
 STOP = ("Stop here: do not retry this call or work around it. Return partial success (what is "
         "done, what is left and why) or escalate to a person.")
 
@@ -48,7 +50,8 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
         return value if isinstance(value, str) else ""
 
     call = {"tool": tool, "kind": "other", "subject": "", "fingerprint": None, "undo": None,
-            "tests": 0, "changed": False, "clavain": False, "lifts_budget": False}
+            "tests": 0, "changed": False, "clavain": False, "lifts_budget": False,
+            "waives_gate": False}
     if tool == "Bash":
         command = text("command")
         tests = len(commands.find_test_runs(command, patterns))
@@ -60,7 +63,9 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
                     clavain=any(w[:1] == ["clavain"] for w in words),
                     lifts_budget=any(w[:3] == ["clavain", "budget", "reset"] for w in words) or
                     (changed and bool(config_path) and
-                     os.path.basename(config_path) in command and ".clavain" in command))
+                     os.path.basename(config_path) in command and ".clavain" in command),
+                    waives_gate=any(w[:3] == ["clavain", "sprint", "done"] and any(
+                        x == "--waive" or x.startswith("--waive=") for x in w) for w in words))
     elif tool in ("WebFetch", "WebSearch"):
         call.update(kind="web", subject=text("url") or text("query"))
     elif tool in EDIT_TOOLS:
@@ -160,6 +165,8 @@ def stamp(seconds: float) -> str:
 def _denial(conn, run, call: dict, limits: dict, now: float) -> str | None:
     if call["lifts_budget"]:
         return LIFT
+    if call["waives_gate"]:
+        return WAIVE
     where = f"({limits['profile']}/{limits['scope']}, run {run['run_key']})"
     for column, key, label in BUDGETS[3:]:
         if run[column] >= limits[key]:

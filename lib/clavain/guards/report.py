@@ -144,16 +144,25 @@ def _target(state: Any, conn: Any, run_key: str | None) -> tuple[str, dict]:
 
 
 def _connect(state: Any) -> Any:
-    """The state database, or None when nothing was ever counted (nothing is created)."""
-    from clavain.store.db import connect
+    """The state database, or None when nothing was ever counted (nothing is created); opened
+    read-only when its folder cannot be written (a report only reads)."""
+    import os
 
-    return connect(state.db) if state.db.exists() else None
+    from clavain.store.db import connect, connect_readonly
+
+    if not state.db.exists():
+        return None
+    if os.access(state.db.parent, os.W_OK) and os.access(state.db, os.W_OK):
+        return connect(state.db)
+    return connect_readonly(state.db, immutable=True)
 
 
-def project_report(state: Any, run_key: str | None = None) -> dict[str, Any]:
+def project_report(state: Any, run_key: str | None = None, *,
+                   measure_now: bool = True) -> dict[str, Any]:
     """The report of `run_key`, else of the current run, with the limits that apply now and any
     problem with the settings; a run nothing was counted in shows its limits, unused. Tokens
-    are measured now, not as of the last background measurement."""
+    are measured now (unless `measure_now` is False: a read-only state folder), not as of the
+    last background measurement."""
     from clavain.guards.usage import measure
 
     conn = _connect(state)
@@ -162,7 +171,8 @@ def project_report(state: Any, run_key: str | None = None) -> dict[str, Any]:
         if conn is None:
             report = empty(run_key, context["limits"])
         else:
-            measure(conn, run_key=run_key)
+            if measure_now:
+                measure(conn, run_key=run_key)
             report = build(conn, run_key, context["limits"])
         return {**report, "problems": context["problems"]}
     finally:

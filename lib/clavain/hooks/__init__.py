@@ -16,8 +16,8 @@ import time
 from clavain import fastjson
 
 # The events hooks/hooks.json registers; anything else is logged and ignored.
-EVENTS = ("SessionStart", "PreCompact", "Stop", "SubagentStop", "PreToolUse",
-          "PostToolUseFailure")
+EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SubagentStart",
+          "SubagentStop", "PreToolUse", "PostToolUseFailure")
 # Who runs hook calls in this process (the trace says it): "spawned" (this one call) or
 # "resident" (set by the resident hook server).
 served_by = "spawned"

@@ -263,6 +263,12 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         record(payload, notes=notes)
     except Exception as exc:
         notes.append(f"{type(exc).__name__}: {exc}")
+    try:  # reported (or ignored): a review gate no longer waits on this dispatch
+        from clavain.verdicts import dispatches
+
+        dispatches.finished(StatePaths.discover(payload_cwd(payload)), payload.get("agent_id"))
+    except Exception as exc:
+        notes.append(f"dispatch record not cleared: {type(exc).__name__}: {exc}")
     if notes:
         log_failure("SubagentStop", "; ".join(notes), payload)
     return None

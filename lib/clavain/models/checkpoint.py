@@ -20,6 +20,17 @@ Step = Literal["brainstorm", "strategy", "plan", "plan-review", "execute", "test
                "quality-gates", "resolve", "ship"]
 
 
+class Waiver(BaseModel):
+    """A gate a person passed on purpose (`clavain sprint done STEP --waive REASON`)."""
+
+    model_config = ConfigDict(extra="forbid", title="Waiver")
+
+    step: Step
+    reason: str = Field(min_length=1, max_length=2000, description="why, in the person's words")
+    problems: list[str] = Field(description="what the gate refused when it was waived")
+    at: str = Field(min_length=1, description="when (UTC)")
+
+
 class Checkpoint(BaseModel):
     """Where the active sprint stands; rewritten atomically after every step."""
 
@@ -47,6 +58,18 @@ class Checkpoint(BaseModel):
     git_sha: str | None = Field(description="HEAD when the checkpoint was last written")
     started_at: str = Field(min_length=1)
     updated_at: str = Field(min_length=1)
+    graph_id: str | None = Field(
+        default=None, min_length=1, max_length=100,
+        description="the sprint's workgraph (its own id); absent in checkpoints older than "
+                    "one graph per sprint, whose work is in the default graph")
+    branch: str | None = Field(default=None, max_length=300,
+                               description="the git branch when the checkpoint was last "
+                                           "written; null when detached or outside git")
+    step_started_at: str | None = Field(
+        default=None, description="when the current step began (verdicts that count for a "
+                                  "review gate are filed after it)")
+    waivers: list[Waiver] = Field(default_factory=list,
+                                  description="gates a person passed on purpose")
 
 
 def render_schema() -> str:

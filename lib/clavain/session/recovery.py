@@ -75,7 +75,10 @@ def build(state: StatePaths, *, session_id: str | None = None,
             "sprint_id", "description", "route", "completed_steps", "current_step",
             "plan_path", "decisions")}
     note["attention"] = _attention(state)
-    note["in_progress"] = _in_progress(state)
+    from clavain.workgraph.graphs import DEFAULT_GRAPH
+
+    note["in_progress"] = _in_progress(state, checkpoint.graph_of(active) if active
+                                       else DEFAULT_GRAPH)
     if transcript_path:
         note["last_request"] = last_request(transcript_path)
     return note
@@ -91,8 +94,9 @@ def _attention(state: StatePaths) -> list[dict[str, Any]]:
             for entry in get_attention(parse_all(state.verdicts))[:SHOWN]]
 
 
-def _in_progress(state: StatePaths) -> list[dict[str, Any]]:
-    """Claimed nodes, read-only: no database is created, migrated or waited on for long."""
+def _in_progress(state: StatePaths, graph_id: str) -> list[dict[str, Any]]:
+    """The sprint graph's claimed nodes, read-only: no database is created, migrated or waited
+    on for long."""
     if not os.path.exists(state.db):
         return []
     from clavain.store import db
@@ -101,11 +105,11 @@ def _in_progress(state: StatePaths) -> list[dict[str, Any]]:
         conn = db.connect_readonly(state.db, timeout_ms=DB_WAIT_MS)
         try:
             rows = conn.execute(
-                "SELECT id, title, lock_run_id, attempts FROM nodes "
-                "WHERE status = 'in_progress' ORDER BY id LIMIT ?", (SHOWN,)).fetchall()
+                "SELECT id, title, lock_run_id, attempts FROM nodes WHERE graph_id = ? "
+                "AND status = 'in_progress' ORDER BY id LIMIT ?", (graph_id, SHOWN)).fetchall()
         finally:
             conn.close()
-    except db.sqlite3.Error:  # busy, damaged, or older than the nodes table
+    except db.sqlite3.Error:  # busy, damaged, or older than the graphs
         return []
     return [{"id": r["id"], "title": r["title"], "run_id": r["lock_run_id"],
              "attempts": r["attempts"]} for r in rows]

@@ -1,11 +1,14 @@
 """The active sprint's checkpoint, `.clavain/checkpoint.json`: read, changed under a lock,
-written atomically, archived when the sprint ends.
+written atomically, archived when the sprint ends, set aside when it is damaged.
 
 Stdlib only (SessionStart and PreCompact read it). Every change is a read-modify-write inside an
 exclusive `flock` on `checkpoint.json.lock`, so two writers (two sessions, a hook and the CLI)
 never lose each other's step; the file is replaced atomically, so a reader sees the old or the
-new checkpoint, never half of one. A checkpoint that does not match
-`schemas/checkpoint.schema.json` is refused with one line naming what is wrong.
+new checkpoint, never half of one. Whatever acts on a sprint (a step recorded, the archive, an
+abandon) re-reads the file under that lock and acts only if it still holds the same sprint: a
+stale copy never deletes a newer sprint's checkpoint. Reading takes no lock, so read-only
+commands work on a read-only `.clavain/`. A checkpoint that does not match
+`schemas/checkpoint.schema.json` is refused with one line naming what is wrong and the fix.
 """
 
 from __future__ import annotations
@@ -14,16 +17,21 @@ import contextlib
 import json
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from clavain.clock import now_iso
+from clavain.clock import now_iso, utc_stamp
 from clavain.errors import ClavainError
 from clavain.fsutil import open_inside, real_folder, write_atomic
 from clavain.paths import StatePaths
 
 SCHEMA = "checkpoint.schema.json"
 DECISIONS_KEPT = 5
+DEFAULT_GRAPH = "default"  # the graph of checkpoints older than one graph per sprint
+
+
+class DamagedCheckpoint(ClavainError):
+    """checkpoint.json is there but not a checkpoint (bad bytes, bad JSON, wrong shape)."""
 
 
 def read(state: StatePaths) -> dict[str, Any] | None:
@@ -37,14 +45,22 @@ def read(state: StatePaths) -> dict[str, Any] | None:
             raw = handle.read()
     except FileNotFoundError:
         return None
+    fix = ("`clavain sprint abandon` sets it aside (kept as checkpoint.corrupt-<time>.json) "
+           "so a new sprint can start")
     try:
         document = load_json(decode(raw, str(path)), str(path))
     except BadText as exc:
-        raise ClavainError(f"{exc}; `clavain sprint abandon` sets it aside") from None
+        raise DamagedCheckpoint(f"{exc}; {fix}") from None
     problem = check(document, SCHEMA, str(path))
     if problem:
-        raise ClavainError(f"{problem}; `clavain sprint abandon` sets it aside")
+        raise DamagedCheckpoint(f"{problem}; {fix}")
     return document
+
+
+def graph_of(checkpoint: dict[str, Any]) -> str:
+    """The sprint's workgraph: its own, or the default graph for a checkpoint made before one
+    graph per sprint."""
+    return checkpoint.get("graph_id") or DEFAULT_GRAPH
 
 
 def write(state: StatePaths, checkpoint: dict[str, Any]) -> None:
@@ -58,75 +74,128 @@ def write(state: StatePaths, checkpoint: dict[str, Any]) -> None:
                  inside=state.root)
 
 
-class _Locked:
-    """An exclusive flock on the checkpoint's lock file for one read-modify-write."""
+@contextlib.contextmanager
+def locked(state: StatePaths) -> Iterator[None]:
+    """An exclusive flock on the checkpoint's lock file for one read-modify-write (released by
+    the kernel if the holder dies). Not re-entrant: take it once per change."""
+    import fcntl
 
-    def __init__(self, state: StatePaths) -> None:
-        self.state = state
-        self.handle: Any = None
-
-    def __enter__(self) -> None:
-        import fcntl
-
-        self.handle = open_inside(self.state.root, self.state.root / "checkpoint.json.lock", "ab")
-        fcntl.flock(self.handle.fileno(), fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: object) -> None:
-        self.handle.close()  # closing releases the flock
+    with open_inside(state.root, state.root / "checkpoint.json.lock", "ab") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        yield
 
 
 def change(state: StatePaths, edit: Callable[[dict[str, Any] | None], dict[str, Any] | None]
            ) -> dict[str, Any] | None:
     """Apply `edit` to the current checkpoint under the lock and write what it returns (None:
     leave the file as it is). Returns the checkpoint as written."""
-    with _Locked(state):
+    with locked(state):
         updated = edit(read(state))
         if updated is not None:
             write(state, updated)
         return updated
 
 
-def archive(state: StatePaths, checkpoint: dict[str, Any], outcome: str) -> str:
+def require_same(current: dict[str, Any] | None, sprint_id: str) -> dict[str, Any]:
+    """The checkpoint read under the lock, if it is still sprint `sprint_id`'s."""
+    if current is None or current["sprint_id"] != sprint_id:
+        now = f"sprint {current['sprint_id']} is active" if current else "no sprint is active"
+        raise ClavainError(f"sprint {sprint_id} changed while this command ran ({now}); "
+                           "nothing was recorded: `clavain sprint status` shows where it stands")
+    return current
+
+
+def archive_locked(state: StatePaths, checkpoint: dict[str, Any], outcome: str) -> str:
     """Move the checkpoint (and the sprint's verdicts and handoff note) under
-    `.clavain/runs/<sprint>/`; the sprint is no longer active. Returns the archive folder,
-    relative to the project."""
+    `.clavain/runs/<sprint>/`; the sprint is no longer active. The caller holds the lock and has
+    just read `checkpoint` under it. Returns the archive folder, relative to the project."""
     folder = state.runs / checkpoint["sprint_id"]
     real_folder(state.root, folder)
-    with _Locked(state):
-        write_atomic(folder / "checkpoint.json",
-                     json.dumps({**checkpoint, "outcome": outcome, "archived_at": now_iso()},
-                                indent=2) + "\n", inside=state.root)
-        move_verdicts(state, folder / "verdicts")
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(state.handoff_note, folder / state.handoff_note.name)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(state.sprint_checkpoint)
+    write_atomic(folder / "checkpoint.json",
+                 json.dumps({**checkpoint, "outcome": outcome, "archived_at": now_iso()},
+                            indent=2) + "\n", inside=state.root)
+    move_verdicts(state, folder / "verdicts")
+    with contextlib.suppress(FileNotFoundError):
+        os.replace(state.handoff_note, folder / state.handoff_note.name)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(state.sprint_checkpoint)
     return os.path.relpath(folder, state.project)
 
 
+def set_aside(state: StatePaths) -> str | None:
+    """Move a damaged checkpoint to `checkpoint.corrupt-<UTC>.json` beside it (nothing is
+    deleted: a person may want to read it). The caller holds the lock. Returns the new name,
+    relative to the project, or None when there was no file."""
+    stem = f"checkpoint.corrupt-{utc_stamp().replace(':', '')}"
+    target, n = state.root / f"{stem}.json", 1
+    while target.exists():  # two set aside within a second
+        n += 1
+        target = state.root / f"{stem}-{n}.json"
+    try:
+        os.replace(state.sprint_checkpoint, target)
+    except FileNotFoundError:
+        return None
+    return os.path.relpath(target, state.project)
+
+
+def set_aside_files(state: StatePaths) -> list[str]:
+    """Damaged checkpoints set aside so far (for `clavain doctor`)."""
+    try:
+        return sorted(entry.name for entry in os.scandir(state.root)
+                      if entry.name.startswith("checkpoint.corrupt-"))
+    except OSError:
+        return []
+
+
 def move_verdicts(state: StatePaths, into: Any) -> int:
-    """Move every verdict pair from `.clavain/verdicts/` into `into`; returns how many files."""
+    """Move every verdict pair (and resolution record) from `.clavain/verdicts/` into `into`;
+    returns how many files."""
     source = state.verdicts
     if not source.is_dir() or source.is_symlink():
         return 0
     moved = 0
     for path in sorted(source.iterdir()):
-        if path.is_file() and path.suffix in (".json", ".md"):
+        if path.is_file() and path.suffix in (".json", ".md", ".resolved"):
             real_folder(state.root, into)
             os.replace(path, into / path.name)
             moved += 1
     return moved
 
 
-def git_head(project: Any) -> str | None:
-    """HEAD of the project's git repository, or None outside one (or without git)."""
+def _run_git(project: Any, *args: str) -> subprocess.CompletedProcess[str] | None:
     try:
-        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=project, capture_output=True,
-                                text=True, timeout=10, stdin=subprocess.DEVNULL)
+        return subprocess.run(["git", "--no-optional-locks", *args], cwd=project,
+                              capture_output=True, text=True, timeout=10,
+                              stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return None
-    head = result.stdout.strip()
-    return head if result.returncode == 0 and head else None
+
+
+def _git(project: Any, *args: str) -> str | None:
+    """The command's output, or None when it failed or printed nothing."""
+    result = _run_git(project, *args)
+    out = result.stdout.strip() if result else ""
+    return out if result and result.returncode == 0 and out else None
+
+
+def git_head(project: Any) -> str | None:
+    """HEAD of the project's git repository, or None outside one (or without git)."""
+    return _git(project, "rev-parse", "HEAD")
+
+
+def git_branch(project: Any) -> str | None:
+    """The checked-out branch, or None when HEAD is detached or outside git."""
+    return _git(project, "symbolic-ref", "--quiet", "--short", "HEAD")
+
+
+def commits_since(project: Any, sha: str) -> int | None:
+    """How many commits HEAD is ahead of `sha`, or None when `sha` is not an ancestor of HEAD
+    (history rewritten, another line of work)."""
+    ancestor = _run_git(project, "merge-base", "--is-ancestor", sha, "HEAD")
+    if ancestor is None or ancestor.returncode != 0:
+        return None
+    count = _git(project, "rev-list", "--count", f"{sha}..HEAD")
+    return int(count) if count and count.isdigit() else None
 
 
 def remember(decisions: list[str], decision: str | None) -> list[str]:

@@ -1,10 +1,11 @@
 """What the user typed after `/clavain:sprint`, read verbatim.
 
-The command passes `$ARGUMENTS` to `clavain sprint start --stdin` through a quoted heredoc, so no
-shell ever parses it (an apostrophe in "fix the user's login" cannot break the command, a `$(…)`
-cannot run). Leading options are read here — `--complexity N`, `--skip-to STEP`, `--files N`,
-`--resume`, `--from-step STEP`, also as `--option=value` — and the rest, untouched, is the
-request.
+The command's text never holds it: the UserPromptSubmit hook records the raw prompt's arguments
+and `clavain sprint start --from-prompt` takes them (`clavain.sprint.typed_request`), so no shell
+ever parses them (an apostrophe in "fix the user's login" cannot break the command, a `$(…)` or
+a heredoc delimiter cannot run anything). Leading options are read here — `--complexity N`,
+`--skip-to STEP`, `--files N`, `--resume`, `--from-step STEP`, also as `--option=value` — and
+the rest, untouched, is the request.
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
 """A sprint from start to ship: classify and route the request, keep the checkpoint after every
-step, resume after a crash, a compaction or a new day, import the plan into the workgraph,
-archive the sprint (checkpoint and verdicts) when it ships or is abandoned.
+step, resume after a crash, a compaction or a new day, record the plan in the sprint's own
+workgraph, archive the sprint (checkpoint, verdicts, graph) when it ships or is abandoned.
 
-One active sprint per project. Each front door (the CLI, the command markdown through the CLI,
-the SessionStart and PreCompact hooks) calls these functions.
+One active sprint per project. Steps are recorded in route order, each only through its gate
+(`gates`); a person may pass a gate on purpose with a recorded waiver. Each front door (the CLI,
+the slash command, the SessionStart and PreCompact hooks) calls these functions.
 """
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -29,9 +31,9 @@ def new_sprint_id() -> str:
 
 def start(state: StatePaths, description: str, *, complexity: Any = None,
           skip_to: str | None = None, file_count: int = 0) -> dict[str, Any]:
-    """Classify, route and checkpoint a new sprint. Refused while another one is active.
-    Verdicts left in `.clavain/verdicts/` from before are archived, so the sprint starts with
-    none that are not its own."""
+    """Classify, route and checkpoint a new sprint with its own workgraph. Refused while
+    another one is active. Verdicts left in `.clavain/verdicts/` from before are archived, so
+    the sprint starts with none that are not its own."""
     text = " ".join(description.split())
     if not text:
         raise ClavainError("a sprint needs a description of the work")
@@ -50,6 +52,7 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
             raise ClavainError(f"sprint {active['sprint_id']} ({active['description'][:60]}) is "
                                f"active at step {active['current_step']}; {RESUME_HINT}")
         sprint_id = new_sprint_id()
+        _open_graph(state, sprint_id, text, at)
         earlier = store.move_verdicts(state, state.runs / f"before-{sprint_id}" / "verdicts")
         return {
             "version": 1, "sprint_id": sprint_id, "description": text,
@@ -61,11 +64,26 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
             "current_step": route["route"][0], "plan_path": None,
             "decisions": [f"archived {earlier} earlier verdict file(s)"] if earlier else [],
             "git_sha": store.git_head(state.project), "started_at": at, "updated_at": at,
+            "graph_id": sprint_id, "branch": store.git_branch(state.project),
+            "step_started_at": at, "waivers": [],
         }
 
     created = store.change(state, begin)
     assert created is not None
-    return {**created, "routing": routing_line(score, LABELS[score], route)}
+    return {**created, "routing": routing_line(score, LABELS[score], route),
+            "uncertain": None if override else classified.get("uncertain")}
+
+
+def _open_graph(state: StatePaths, sprint_id: str, title: str, at: str) -> None:
+    from clavain.store.db import connect, transaction
+    from clavain.workgraph.graphs import ensure
+
+    conn = connect(state.db)
+    try:
+        with transaction(conn):
+            ensure(conn, sprint_id, at=at, kind="sprint", title=title[:200])
+    finally:
+        conn.close()
 
 
 def require_active(state: StatePaths) -> dict[str, Any]:
@@ -79,94 +97,214 @@ def next_step(route: list[str], completed: list[str]) -> str | None:
     return next((step for step in route if step not in completed), None)
 
 
-def done(state: StatePaths, step: str, *, plan_path: str | None = None,
-         decision: str | None = None) -> dict[str, Any]:
-    """Record `step` as finished (idempotent), with the plan it produced and a decision; the
-    plan step imports the plan's tasks into the workgraph; ship archives the sprint."""
-    check_step(step)
-    active = require_active(state)
+def check_order(active: dict[str, Any], step: str) -> None:
+    """Only the current step of the route may be recorded: one line naming it and how to go
+    back otherwise."""
+    current = active["current_step"]
+    if step == current:
+        return
+    if current is None:
+        raise ClavainError(f"every step of sprint {active['sprint_id']} is done")
     if step not in active["route"]:
-        raise ClavainError(f"step {step!r} is not on this sprint's route "
-                           f"({', '.join(active['route'])})")
-    imported: list[str] = []
-    if plan_path is not None:
-        from clavain.sprint.plan import import_plan
-
-        imported = import_plan(state, plan_path)
-
-    def record(active: dict[str, Any] | None) -> dict[str, Any]:
-        if active is None or step not in active["route"]:  # abandoned or replaced meanwhile
-            raise ClavainError("the sprint changed while this step was recorded; "
-                               "`clavain sprint status` shows it")
-        completed = [s for s in STEPS if s in active["completed_steps"] or s == step]
-        return {**active, "completed_steps": completed,
-                "current_step": next_step(active["route"], completed),
-                "plan_path": plan_path if plan_path is not None else active["plan_path"],
-                "decisions": store.remember(active["decisions"], decision),
-                "git_sha": store.git_head(state.project)}
-
-    updated = store.change(state, record)
-    assert updated is not None
-    report = {**updated, "imported": imported, "archived": None}
-    if updated["current_step"] is None and step == "ship":
-        report["archived"] = finish(state, updated, outcome="shipped")
-    return report
+        why = active["skipped"].get(step, "not on its route")
+        raise ClavainError(f"step {step} was skipped for this sprint ({why}); the sprint is at "
+                           f"step {current}")
+    back = (f"; to redo {step}: `clavain sprint resume --from-step {step}`"
+            if step in active["completed_steps"] else "")
+    raise ClavainError(f"the sprint is at step {current}, not {step}: steps are recorded in "
+                       f"route order ({' → '.join(active['route'])}){back}")
 
 
-def finish(state: StatePaths, active: dict[str, Any], *, outcome: str) -> str:
-    """Archive the sprint with its summary; returns the archive folder."""
+def done(state: StatePaths, step: str, *, plan_path: str | None = None,
+         decision: str | None = None, waive: str | None = None,
+         progress: Callable[[str], None] | None = None,
+         wait_seconds: float | None = None) -> dict[str, Any]:
+    """Record `step` as finished: only the current step, only through its gate (or with a
+    person's waiver), with the plan it produced and a decision; ship archives the sprint."""
+    from clavain.sprint import gates
+
+    check_step(step)
+    if waive is not None and not waive.strip():
+        raise ClavainError("a waiver needs a reason (--waive \"why this gate is passed\")")
+    active = require_active(state)
+    check_order(active, step)
+    if step == "plan":
+        plan_path = plan_path or active["plan_path"]
+        if not plan_path:
+            raise ClavainError("step plan records its plan: `clavain sprint done plan --plan "
+                               "PATH` (the writing-plans guide says what it holds)")
+    sprint_id = active["sprint_id"]
+    conn = _connect(state)
+    try:
+        g = gates.sprint_graph(conn, state, active)
+        gates.wait_for_reviews(g, active, step, seconds=wait_seconds, progress=progress)
+        with store.locked(state):
+            current = store.require_same(store.read(state), sprint_id)
+            check_order(current, step)
+            recorded = None
+            if step == "plan":
+                from clavain.sprint.plan import record_plan
+
+                recorded = record_plan(g, plan_path)
+            refused = gates.problems(g, current, step)
+            waiver = None
+            if refused and waive is None:
+                raise ClavainError(f"step {step} is not done: {'; '.join(refused)} (a person "
+                                   f"may pass it on purpose: --waive REASON)")
+            if refused:
+                waiver = {"step": step, "reason": " ".join(waive.split()), "problems": refused,
+                          "at": now_iso()}
+            updated = _advance(state, current, step, plan_path, decision, waiver)
+            store.write(state, updated)
+            archived = budget = None
+            if updated["current_step"] is None:
+                budget = _budget(state, updated)
+                archived, _ = _close(state, g, updated, "shipped")
+    finally:
+        conn.close()
+    if archived:
+        _write_reports(state, updated, archived, budget)
+    return {**updated, "plan": recorded, "waived": waiver, "archived": archived}
+
+
+def _advance(state: StatePaths, current: dict[str, Any], step: str, plan_path: str | None,
+             decision: str | None, waiver: dict[str, Any] | None) -> dict[str, Any]:
+    completed = [s for s in STEPS if s in current["completed_steps"] or s == step]
+    return {**current, "completed_steps": completed,
+            "current_step": next_step(current["route"], completed),
+            "plan_path": plan_path if plan_path is not None else current["plan_path"],
+            "decisions": store.remember(current["decisions"], decision),
+            "git_sha": store.git_head(state.project), "branch": store.git_branch(state.project),
+            "step_started_at": now_iso(),
+            "waivers": [*current.get("waivers", []), *([waiver] if waiver else [])]}
+
+
+def _connect(state: StatePaths) -> Any:
+    from clavain.project import ensure_state
+    from clavain.store.db import connect
+
+    return connect(ensure_state(state).db)
+
+
+def _close(state: StatePaths, g: Any, active: dict[str, Any],
+           outcome: str) -> tuple[str, list[str]]:
+    """Close the sprint's graph (its unfinished nodes are cancelled), write its snapshot beside
+    the archive, archive the checkpoint. The caller holds the lock. Returns the archive folder
+    and the ids cancelled."""
+    from clavain.fsutil import real_folder, write_atomic
+    from clavain.store.db import transaction
+    from clavain.workgraph.export import after_commit, snapshot_text
+    from clavain.workgraph.graphs import DEFAULT_GRAPH, close
+
+    cancelled: list[str] = []
+    if g.id != DEFAULT_GRAPH:  # a sprint from before one graph per sprint shares the default
+        with transaction(g.conn):
+            cancelled = close(g, outcome, at=now_iso(), note=f"sprint {outcome}")
+        after_commit(g)  # the live snapshot holds active graphs only
+    folder = state.runs / active["sprint_id"]
+    real_folder(state.root, folder)
+    write_atomic(folder / "workgraph.json", snapshot_text(g.conn, g.id), inside=state.root)
+    return store.archive_locked(state, active, outcome), cancelled
+
+
+def _budget(state: StatePaths, active: dict[str, Any]) -> dict[str, Any] | None:
+    """The sprint's budget report, taken while it is still active: its limits are those of its
+    complexity, which stop applying once it is archived."""
+    from clavain.sprint.summary import budget_report
+
+    return budget_report(state, active["sprint_id"])
+
+
+def _write_reports(state: StatePaths, archived: dict[str, Any], folder: str,
+                   budget: dict[str, Any] | None) -> None:
+    """The archive's summary.json and report.md (budgets, waivers): written after the lock is
+    let go; the sprint is already archived, so a failure here loses no state."""
     from clavain.fsutil import write_atomic, write_json_atomic
-    from clavain.sprint.summary import budget_report, summarize
+    from clavain.sprint.summary import render_report, summarize
 
-    report = budget_report(state, active["sprint_id"])  # while the sprint's limits still apply
-    summary = summarize(state, active, report)
-    folder = store.archive(state, active, outcome)
+    outcome = "shipped" if archived["current_step"] is None else "abandoned"
+    summary = summarize(state, {**archived, "outcome": outcome}, budget,
+                        verdicts_folder=state.project / folder / "verdicts")
     write_json_atomic(state.project / folder / "summary.json", summary, inside=state.root)
-    if report is not None:
-        from clavain.guards.report import render
-
-        write_atomic(state.project / folder / "report.md", render(report), inside=state.root)
-    return folder
+    write_atomic(state.project / folder / "report.md", render_report(summary, budget),
+                 inside=state.root)
 
 
 def abandon(state: StatePaths) -> dict[str, Any]:
-    active = require_active(state)
-    return {"sprint_id": active["sprint_id"],
-            "archived": finish(state, active, outcome="abandoned")}
+    """Stop the active sprint: its open nodes are cancelled and archived with it. A damaged
+    checkpoint is set aside (`checkpoint.corrupt-<time>.json`), so a new sprint can start."""
+    with store.locked(state):
+        try:
+            active = store.read(state)
+        except store.DamagedCheckpoint as exc:
+            return {"sprint_id": None, "set_aside": store.set_aside(state),
+                    "problem": str(exc).split("; `clavain sprint abandon`")[0],
+                    "archived": None, "cancelled": []}
+        if active is None:
+            raise ClavainError("no active sprint to abandon")
+        conn = _connect(state)
+        try:
+            from clavain.sprint.gates import sprint_graph
+
+            g = sprint_graph(conn, state, active)
+            budget = _budget(state, active)
+            archived, cancelled = _close(state, g, active, "abandoned")
+        finally:
+            conn.close()
+    _write_reports(state, active, archived, budget)
+    return {"sprint_id": active["sprint_id"], "archived": archived, "set_aside": None,
+            "problem": None, "cancelled": cancelled}
 
 
 def resume(state: StatePaths, *, from_step: str | None = None) -> dict[str, Any]:
     """Where to continue: the first step not done (or `from_step`, ignoring the checkpoint),
-    with the git warning when HEAD moved and the verdict counts."""
+    with what changed in git since the checkpoint and the verdict counts. Without `from_step`
+    it only reads (a read-only `.clavain/` works)."""
     from clavain.sprint.summary import sprint_verdicts
     from clavain.verdicts.summary import count_by_status
 
     if from_step is not None:
         check_step(from_step)
 
-    def rewind(active: dict[str, Any] | None) -> dict[str, Any] | None:
-        if active is None or from_step is None:
-            return None
-        if from_step not in active["route"]:
-            raise ClavainError(f"step {from_step!r} is not on this sprint's route "
-                               f"({', '.join(active['route'])})")
-        position = active["route"].index(from_step)
-        return {**active, "current_step": from_step,
-                "completed_steps": [s for s in active["completed_steps"]
-                                    if s in active["route"][:position]]}
+        def rewind(active: dict[str, Any] | None) -> dict[str, Any] | None:
+            if active is None:
+                return None
+            if from_step not in active["route"]:
+                raise ClavainError(f"step {from_step!r} is not on this sprint's route "
+                                   f"({', '.join(active['route'])})")
+            position = active["route"].index(from_step)
+            return {**active, "current_step": from_step, "step_started_at": now_iso(),
+                    "completed_steps": [s for s in active["completed_steps"]
+                                        if s in active["route"][:position]]}
 
-    rewound = store.change(state, rewind)
-    active = rewound or require_active(state)
-    head = store.git_head(state.project)
-    warning = None
-    if active["git_sha"] and head and head != active["git_sha"]:
-        warning = (f"the code changed since the checkpoint (HEAD was {active['git_sha'][:12]}, "
-                   f"now {head[:12]}); re-check what the next step builds on")
+        store.change(state, rewind)
+    active = require_active(state)
     step = active["current_step"]
     number = active["route"].index(step) + 1 if step else len(active["route"])
     counts = count_by_status(sprint_verdicts(state, active))
-    return {**active, "step_number": number, "git_warning": warning,
+    return {**active, "step_number": number, "git_warning": git_warning(state, active),
             "verdict_counts": counts, "next_action": next_action(active)}
+
+
+def git_warning(state: StatePaths, active: dict[str, Any]) -> str | None:
+    """What moved in git since the checkpoint: another branch ("checkpoint made on X, now on
+    Y"), or commits on the same one ("N commits since"); None when nothing did."""
+    recorded_sha, recorded_branch = active["git_sha"], active.get("branch")
+    head = store.git_head(state.project)
+    branch = store.git_branch(state.project)
+    if recorded_branch and branch != recorded_branch:
+        now = f"now on {branch}" if branch else "HEAD is now detached"
+        return (f"checkpoint made on branch {recorded_branch}, {now}: the work may be on the "
+                f"other branch (`git switch {recorded_branch}`)")
+    if not recorded_sha or not head or head == recorded_sha:
+        return None
+    since = store.commits_since(state.project, recorded_sha)
+    if since is not None:
+        return (f"{since} commit(s) since the checkpoint on {branch or 'this branch'} (HEAD was "
+                f"{recorded_sha[:12]}, now {head[:12]}); re-check what the next step builds on")
+    return (f"the code changed since the checkpoint (HEAD was {recorded_sha[:12]}, now "
+            f"{head[:12]}, not a descendant: history was rewritten); re-check what the next "
+            "step builds on")
 
 
 # What each step does, and the guide (skills/<guide>/SKILL.md) to read for it.
@@ -179,7 +317,8 @@ NEXT_ACTIONS = {
     "test": ("run the whole test suite", "verification"),
     "quality-gates": ("dispatch the review lenses in parallel, then read `clavain verdicts "
                       "summary`", "verification"),
-    "resolve": ("fix what the verdicts that need attention found", None),
+    "resolve": ("answer every verdict that needs attention: fix it and review again, or "
+                "`clavain verdicts resolve ID --note TEXT`", None),
     "ship": ("land the change", "landing-a-change"),
 }
 

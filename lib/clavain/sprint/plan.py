@@ -1,21 +1,31 @@
-"""The plan step's output, imported into the workgraph: a markdown plan holds one fenced ```json
-block `{"nodes": [...]}` (the format of `schemas/node.schema.json`) listing 1–6 task nodes, each
-with its verify commands and the paths it owns. `clavain sprint done plan --plan PATH` imports
-them and scaffolds their gates (a verify node per task, integrate, final verify), so the
-execute step is `graph next --claim` until the graph is done.
+"""A sprint's plan: the plan step writes a Markdown file whose one ```json block lists the tasks
+(`{"nodes": [...]}`, each with its verify commands and owned paths). `sprint done plan --plan PATH`
+records it in the sprint's graph and scaffolds the gates (a verify node per task, integrate, the
+final verify), so the execute step is `graph next --claim` until the graph is done.
+
+Recording a corrected plan again (after `sprint resume --from-step plan`) is never a silent
+no-op: tasks that have not started take their new definition (and their verify node its new
+checks), new tasks are added, tasks the plan dropped that never started are removed, and a task
+that already ran and whose definition changed is refused by name — its result would no longer
+say anything about the plan.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
 
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
+from clavain.workgraph.graphs import Graph
 
 MAX_TASKS = 6
 _JSON_FENCE = re.compile(r"^```json[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
+# What a plan says about a task, as the database stores it (node JSON keys).
+DEFINITION = ("title", "depends_on", "verify", "ownership", "acceptance", "inputs", "runner",
+              "retry_policy")
 
 
 def plan_document(text: str, where: str) -> dict[str, Any]:
@@ -48,35 +58,198 @@ def plan_document(text: str, where: str) -> dict[str, Any]:
     return document
 
 
-def import_plan(state: StatePaths, plan_path: str) -> list[str]:
-    """Import the plan's tasks and scaffold their gates; tasks imported before (the plan step
-    recorded again) are left as they are. Returns the ids added."""
-    from clavain.project import ensure_state
-    from clavain.store.db import connect
-    from clavain.workgraph import graph
-    from clavain.workgraph.nodes import existing_ids
-    from clavain.workgraph.scaffold import ensure_scaffolding
+def read_plan(state: StatePaths, plan_path: str) -> list[dict[str, Any]]:
+    """The plan's task specs, checked (shape, runners) before anything is written."""
+    from clavain.textio import BadText, decode
+    from clavain.workgraph.edits import check_specs
 
     path = Path(plan_path)
     if not path.is_absolute():
         path = state.project / path
     try:
-        text = path.read_bytes()
+        raw = path.read_bytes()
     except OSError as exc:
         raise ClavainError(f"plan {plan_path}: {exc.strerror or exc}") from None
-    from clavain.textio import BadText, decode
-
     try:
-        document = plan_document(decode(text, plan_path), plan_path)
+        document = plan_document(decode(raw, plan_path), plan_path)
     except BadText as exc:
         raise ClavainError(str(exc)) from None
-    graph.check_specs(state, document["nodes"])
-    conn = connect(ensure_state(state).db)
-    try:
-        known = existing_ids(conn, [node["id"] for node in document["nodes"]])
-        fresh = [node for node in document["nodes"] if node["id"] not in known]
-        added = graph.add_nodes(conn, state, fresh) if fresh else []
-        ensure_scaffolding(conn, state)
-    finally:
-        conn.close()
-    return added
+    check_specs(state, document["nodes"])
+    return document["nodes"]
+
+
+def record_plan(g: Graph, plan_path: str) -> dict[str, Any]:
+    """Record the plan in the sprint's graph in one transaction (module docstring). Returns
+    {"added", "updated": {id: [fields]}, "removed", "unchanged"}."""
+    from clavain import config as config_mod
+    from clavain.clock import now_iso
+    from clavain.store.db import transaction
+    from clavain.workgraph.export import after_commit
+    from clavain.workgraph.nodes import get_node, insert_nodes, validate_specs
+    from clavain.workgraph.scaffold import scaffold_in_transaction
+
+    specs = read_plan(g.state, plan_path)
+    models = {model.id: model for model in validate_specs(specs)}
+    cfg = config_mod.load(g.state.config)
+    at = now_iso()
+    report: dict[str, Any] = {"added": [], "updated": {}, "removed": [], "unchanged": []}
+    with transaction(g.conn):
+        existing = {node_id: get_node(g, node_id) for node_id in models}
+        ran, changes = [], {}
+        for node_id, model in models.items():
+            node = existing[node_id]
+            if node is None:
+                continue
+            if node["type"] != "task":
+                raise ClavainError(f"plan task {node_id!r}: the sprint's graph already has a "
+                                   f"node of type {node['type']} with that id; rename the task")
+            changed = _changed_fields(node, model, cfg)
+            if not changed:
+                report["unchanged"].append(node_id)
+            elif _started(g, node):
+                ran.append((node_id, changed))
+            else:
+                changes[node_id] = changed
+        dropped = _dropped_tasks(g, set(models))
+        ran += [(node_id, ["dropped from the plan"]) for node_id in dropped
+                if _started(g, get_node(g, node_id))]
+        if ran:
+            node_id, fields = ran[0]
+            more = f" (and {len(ran) - 1} more)" if len(ran) > 1 else ""
+            raise ClavainError(
+                f"task {node_id!r} already ran, and the plan changes it ({', '.join(fields)})"
+                f"{more}; a started task keeps its definition: give the new work a new task "
+                "id, or `clavain graph reset` it first if it must run again")
+        for node_id in dropped:
+            _remove_task(g, node_id, at)
+        report["removed"] = dropped
+        for node_id in changes:
+            _update_task(g, models[node_id], cfg, at)
+        report["updated"] = changes
+        fresh = [model for node_id, model in models.items() if existing[node_id] is None]
+        if fresh:
+            report["added"] = insert_nodes(g, cfg, fresh, at=at, note="added by the plan")
+        scaffold_in_transaction(g, cfg, at)
+        if changes or dropped:
+            _refresh_gates(g, at)
+    after_commit(g, cfg)
+    return report
+
+
+def _stored(model: Any, cfg: dict[str, Any]) -> dict[str, Any]:
+    """A spec's definition as `nodes.get_node` shows it."""
+    from clavain import config as config_mod
+    from clavain.workgraph.nodes import stored_input
+
+    attempts = (model.retryPolicy.maxAttempts if model.retryPolicy
+                else int(config_mod.get(cfg, "defaults.maxAttempts", 3)))
+    return {"title": model.title, "depends_on": sorted(set(model.dependsOn)),
+            "verify": list(model.verify), "ownership": list(model.ownership),
+            "acceptance": list(model.acceptance),
+            "inputs": [stored_input(ref) for ref in model.inputs], "runner": model.runner,
+            "retry_policy": {"max_attempts": attempts}}
+
+
+def _changed_fields(node: dict[str, Any], model: Any, cfg: dict[str, Any]) -> list[str]:
+    wanted = _stored(model, cfg)
+    have = {**{key: node[key] for key in DEFINITION}, "depends_on": sorted(node["depends_on"])}
+    return [key for key in DEFINITION if have[key] != wanted[key]]
+
+
+def _started(g: Graph, node: dict[str, Any]) -> bool:
+    """Whether a runner ever held the task (or it left `open` any other way)."""
+    if node["status"] != "open" or node["attempts"]:
+        return True
+    return g.conn.execute(
+        "SELECT 1 FROM events WHERE graph_id = ? AND node_id = ? AND to_status IS NOT NULL "
+        "AND to_status <> 'open' LIMIT 1", (g.id, node["id"])).fetchone() is not None
+
+
+def _dropped_tasks(g: Graph, planned: set[str]) -> list[str]:
+    """Top-level tasks of the graph (the plan's, not those a runner added) the plan no longer
+    lists."""
+    rows = g.conn.execute("SELECT id FROM nodes WHERE graph_id = ? AND type = 'task' "
+                          "AND parent_id IS NULL ORDER BY id", (g.id,)).fetchall()
+    return [row[0] for row in rows if row[0] not in planned]
+
+
+def _verify_nodes(g: Graph, task_id: str) -> list[str]:
+    return [row[0] for row in g.conn.execute(
+        "SELECT id FROM nodes WHERE graph_id = ? AND type = 'verify' AND verifies = ?",
+        (g.id, task_id))]
+
+
+def _remove_task(g: Graph, task_id: str, at: str) -> None:
+    """A task that never started leaves the graph with its scaffolded verify node."""
+    from clavain.workgraph.nodes import record_event
+
+    dependents = [row[0] for row in g.conn.execute(
+        "SELECT node_id FROM deps WHERE graph_id = ? AND depends_on_id = ? ORDER BY node_id",
+        (g.id, task_id)) if row[0] not in _verify_nodes(g, task_id)]
+    if dependents:
+        raise ClavainError(f"the plan drops task {task_id!r}, but {dependents[0]!r} still "
+                           "depends on it; keep the task or drop that dependency too")
+    for node_id in [*_verify_nodes(g, task_id), task_id]:
+        g.conn.execute("DELETE FROM kv_latest WHERE graph_id = ? AND node_id = ?",
+                       (g.id, node_id))
+        g.conn.execute("DELETE FROM nodes WHERE graph_id = ? AND id = ?", (g.id, node_id))
+        record_event(g, node_id, "open", None, at=at, note="removed: the plan dropped it")
+
+
+def _update_task(g: Graph, model: Any, cfg: dict[str, Any], at: str) -> None:
+    """The task (and its verify node, which has not run either) take the new definition."""
+    from clavain.workgraph.nodes import record_event
+
+    wanted = _stored(model, cfg)
+    g.conn.execute(
+        "UPDATE nodes SET title = ?, verify_json = ?, ownership_json = ?, acceptance_json = ?, "
+        "inputs_json = ?, runner = ?, retry_policy_json = ?, updated_at = ? "
+        "WHERE graph_id = ? AND id = ?",
+        (wanted["title"], json.dumps(wanted["verify"]), json.dumps(wanted["ownership"]),
+         json.dumps(wanted["acceptance"]), json.dumps(wanted["inputs"]), wanted["runner"],
+         json.dumps(wanted["retry_policy"]), at, g.id, model.id))
+    have = {row[0] for row in g.conn.execute(
+        "SELECT depends_on_id FROM deps WHERE graph_id = ? AND node_id = ?", (g.id, model.id))}
+    for gone in have - set(wanted["depends_on"]):
+        g.conn.execute("DELETE FROM deps WHERE graph_id = ? AND node_id = ? "
+                       "AND depends_on_id = ?", (g.id, model.id, gone))
+    missing = [dep for dep in wanted["depends_on"] if dep not in have]
+    known = {row[0] for row in g.conn.execute(
+        f"SELECT id FROM nodes WHERE graph_id = ? AND id IN ({', '.join('?' * len(missing))})",
+        (g.id, *missing))} if missing else set()
+    for dep in missing:
+        if dep not in known:
+            raise ClavainError(f"plan task {model.id!r} depends on unknown node {dep!r}")
+        g.conn.execute("INSERT INTO deps (graph_id, node_id, depends_on_id) VALUES (?, ?, ?)",
+                       (g.id, model.id, dep))
+    _refuse_cycle(g, model.id)
+    for verify_id in _verify_nodes(g, model.id):
+        g.conn.execute(
+            "UPDATE nodes SET title = ?, verify_json = ?, acceptance_json = ?, updated_at = ? "
+            "WHERE graph_id = ? AND id = ? AND status = 'open'",
+            (f"Verify {wanted['title'] or model.id}", json.dumps(wanted["verify"]),
+             json.dumps(wanted["acceptance"]), at, g.id, verify_id))
+    record_event(g, model.id, "open", "open", at=at, note="definition updated by the plan")
+
+
+def _refuse_cycle(g: Graph, node_id: str) -> None:
+    looped = g.conn.execute(
+        "WITH RECURSIVE up(id) AS (SELECT depends_on_id FROM deps WHERE graph_id = ? "
+        "AND node_id = ? UNION SELECT d.depends_on_id FROM deps d JOIN up "
+        "ON d.graph_id = ? AND d.node_id = up.id) SELECT 1 FROM up WHERE id = ? LIMIT 1",
+        (g.id, node_id, g.id, node_id)).fetchone()
+    if looped:
+        raise ClavainError(f"plan task {node_id!r} is in a dependency cycle; drop one of its "
+                           "dependencies")
+
+
+def _refresh_gates(g: Graph, at: str) -> None:
+    """The final gate re-runs exactly the plan's checks as they are now; a gate that already
+    ran runs again."""
+    from clavain.workgraph.nodes import reopen
+    from clavain.workgraph.scaffold import gather_final_checks, singleton
+
+    final = singleton(g, "final_verify")
+    if final is not None and gather_final_checks(g, final["id"], at, rebuild=True) and \
+            final["status"] in ("done", "failed"):
+        reopen(g, final["id"], final["status"], at=at, note="the plan's checks changed")

@@ -134,13 +134,17 @@ class transaction:  # lower case: used like the function it replaced, `with tran
             self.conn.execute("ROLLBACK")
 
 
-def connect_readonly(path: str | os.PathLike[str], *, timeout_ms: int = 1000
-                     ) -> sqlite3.Connection:
+def connect_readonly(path: str | os.PathLike[str], *, timeout_ms: int = 1000,
+                     immutable: bool = False) -> sqlite3.Connection:
     """Open an existing database for reading only: never created, migrated or switched to WAL,
-    and a short wait for a writer (for what only shows the state, such as SessionStart)."""
+    and a short wait for a writer (for what only shows the state, such as SessionStart).
+    `immutable`: a database in a folder nobody may write (a WAL database cannot otherwise be
+    opened there without its -shm file)."""
     from pathlib import Path  # lazily: the hot path opens read-write
 
     uri = Path(os.fspath(path)).absolute().as_uri() + "?mode=ro"  # '?' or '#' in a path quoted
+    if immutable:
+        uri += "&immutable=1"
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout_ms / 1000)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")

@@ -13,18 +13,20 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
-from clavain.paths import StatePaths
 from clavain.store.db import transaction
 from clavain.workgraph.escalation import ESCALATION_PREFIX, PENDING, close_pending
 from clavain.workgraph.export import after_commit
+from clavain.workgraph.graphs import CLOSED, Graph
+from clavain.workgraph.graphs import get as get_graph
 from clavain.workgraph.nodes import reopen
 
 SHOWN_CHAINS = 20
 
 # Edges from stuck open nodes to dependencies that do not yet satisfy them.
 _UNMET_EDGES = """SELECT d.node_id, d.depends_on_id, dn.status
-  FROM deps d JOIN nodes n ON n.id = d.node_id JOIN nodes dn ON dn.id = d.depends_on_id
-  WHERE n.status = 'open' AND n.unmet_deps > 0
+  FROM deps d JOIN nodes n ON n.graph_id = d.graph_id AND n.id = d.node_id
+    JOIN nodes dn ON dn.graph_id = d.graph_id AND dn.id = d.depends_on_id
+  WHERE d.graph_id = ? AND n.status = 'open' AND n.unmet_deps > 0
     AND NOT (dn.status = 'done' OR (d.kind = 'settled' AND dn.status = 'failed'))
   ORDER BY d.node_id, d.depends_on_id"""
 
@@ -32,21 +34,22 @@ _UNMET_EDGES = """SELECT d.node_id, d.depends_on_id, dn.status
 # Failed nodes nothing will take care of: not replaced, and no escalation pending for them;
 # with the error they failed with.
 _UNRESOLVED_FAILED = f"""SELECT n.id, n.escalations, e.status AS escalation_status,
-    (SELECT value_text FROM kv_latest k WHERE k.node_id = n.id AND k.key = 'err.summary')
-      AS error
-  FROM nodes n LEFT JOIN nodes e ON e.id = '{ESCALATION_PREFIX}' || n.id
-  WHERE n.status = 'failed' AND n.superseded_by IS NULL
+    (SELECT value_text FROM kv_latest k WHERE k.graph_id = n.graph_id AND k.node_id = n.id
+       AND k.key = 'err.summary') AS error
+  FROM nodes n LEFT JOIN nodes e
+    ON e.graph_id = n.graph_id AND e.id = '{ESCALATION_PREFIX}' || n.id
+  WHERE n.graph_id = ? AND n.status = 'failed' AND n.superseded_by IS NULL
     AND (e.id IS NULL OR e.status NOT IN ({', '.join(repr(s) for s in PENDING)}))
   ORDER BY n.id"""
 _WAITING_ON_PEOPLE = """SELECT id, json_extract(human_question_json, '$.question') AS question
-  FROM nodes WHERE status = 'needs_human' ORDER BY id"""
+  FROM nodes WHERE graph_id = ? AND status = 'needs_human' ORDER BY id"""
 
 
-def _is_live(conn: sqlite3.Connection) -> bool:
+def _is_live(g: Graph) -> bool:
     """Something can still move without outside help: runnable now or later, or running."""
-    return conn.execute(
-        "SELECT 1 FROM nodes WHERE status = 'in_progress' "
-        "OR (status = 'open' AND unmet_deps = 0) LIMIT 1").fetchone() is not None
+    return g.conn.execute(
+        "SELECT 1 FROM nodes WHERE graph_id = ? AND (status = 'in_progress' "
+        "OR (status = 'open' AND unmet_deps = 0)) LIMIT 1", (g.id,)).fetchone() is not None
 
 
 def blocking_chain(node_id: str, unmet: dict[str, list[str]],
@@ -82,31 +85,30 @@ def _failed_reason(row: sqlite3.Row, limit: int) -> str:
             f"it ({used})")
 
 
-def blockers(conn: sqlite3.Connection, cfg: dict[str, Any] | None = None
-             ) -> dict[str, dict[str, Any]]:
+def blockers(g: Graph, cfg: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """Every node nothing will move without outside help, whether or not other work can still
     run: failed nodes neither replaced nor in the hands of a pending escalation, and nodes
     waiting on a person. Each with why, its error or question, and the command that unblocks
     it."""
     limit = int(config_mod.get(cfg or config_mod.DEFAULTS, "defaults.maxEscalations", 2))
     found: dict[str, dict[str, Any]] = {}
-    for row in conn.execute(_UNRESOLVED_FAILED).fetchall():
+    for row in g.conn.execute(_UNRESOLVED_FAILED, (g.id,)).fetchall():
         found[row["id"]] = {"id": row["id"], "status": "failed",
                             "reason": _failed_reason(row, limit), "error": row["error"],
                             "fix": f"clavain graph reset {row['id']}"}
-    for row in conn.execute(_WAITING_ON_PEOPLE).fetchall():
+    for row in g.conn.execute(_WAITING_ON_PEOPLE, (g.id,)).fetchall():
         found[row["id"]] = {"id": row["id"], "status": "needs_human",
                             "reason": "waits for a person's answer", "error": row["question"],
                             "fix": f"clavain graph answer {row['id']} --answer TEXT"}
     return found
 
 
-def detect(conn: sqlite3.Connection, cfg: dict[str, Any] | None = None) -> dict[str, Any] | None:
+def detect(g: Graph, cfg: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """None when the graph can still progress (or is finished); else the report."""
-    if _is_live(conn):
+    if _is_live(g):
         return None
-    blockers_found = blockers(conn, cfg)
-    edges = conn.execute(_UNMET_EDGES).fetchall()
+    blockers_found = blockers(g, cfg)
+    edges = g.conn.execute(_UNMET_EDGES, (g.id,)).fetchall()
     if not edges and not blockers_found:
         return None
     unmet: dict[str, list[str]] = {}
@@ -151,28 +153,27 @@ def _clip(text: str, limit: int = 120) -> str:
     return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
 
 
-def auto_reset(conn: sqlite3.Connection, state: StatePaths,
-               cfg: dict[str, Any] | None = None) -> list[str]:
+def auto_reset(g: Graph, cfg: dict[str, Any] | None = None) -> list[str]:
     """Reopen failed blockers of a deadlock, each at most autoResetFailedMax times in total."""
-    cfg = cfg or config_mod.load(state.config)
+    cfg = cfg or config_mod.load(g.state.config)
     limit = int(config_mod.get(cfg, "defaults.autoResetFailedMax", 0))
-    if limit <= 0:
-        return []
+    if limit <= 0 or (get_graph(g.conn, g.id) or {}).get("status") in CLOSED:
+        return []  # a closed graph's work never runs again
     reopened = []
     at = now_iso()
-    with transaction(conn):
-        report = detect(conn, cfg)
+    with transaction(g.conn):
+        report = detect(g, cfg)
         for blocker in (report or {}).get("blockers", []):
             if blocker["status"] != "failed":
                 continue
-            row = conn.execute("SELECT auto_resets FROM nodes WHERE id = ?",
-                               (blocker["id"],)).fetchone()
+            row = g.conn.execute("SELECT auto_resets FROM nodes WHERE graph_id = ? AND id = ?",
+                                 (g.id, blocker["id"])).fetchone()
             if row["auto_resets"] >= limit:
                 continue
-            reopen(conn, blocker["id"], "failed", at=at, auto=True,
+            reopen(g, blocker["id"], "failed", at=at, auto=True,
                    note=f"auto-reset {row['auto_resets'] + 1}/{limit} to break a deadlock")
-            close_pending(conn, blocker["id"], at=at, why="was reopened to break a deadlock")
+            close_pending(g, blocker["id"], at=at, why="was reopened to break a deadlock")
             reopened.append(blocker["id"])
     if reopened:
-        after_commit(conn, state, cfg)
+        after_commit(g, cfg)
     return reopened

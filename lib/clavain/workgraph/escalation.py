@@ -24,11 +24,11 @@ Rules (events record every step):
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from clavain import config as config_mod
 from clavain.errors import ClavainError
+from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import get_node, insert_nodes, record_event, reopen
 
 ESCALATION_PREFIX = "plan-escalate-"
@@ -73,172 +73,179 @@ def escalation_spec(node: dict[str, Any]) -> Any:
     )
 
 
-def hand_over(conn: sqlite3.Connection, cfg: dict[str, Any], node: dict[str, Any], *,
-              at: str, run_id: str | None) -> dict[str, Any]:
+def hand_over(g: Graph, cfg: dict[str, Any], node: dict[str, Any], *, at: str,
+              run_id: str | None) -> dict[str, Any]:
     """After `node` failed for good: {"escalation": id or None, "action": created | reopened |
     pending | limit | none}. SQL only (the caller's transaction)."""
     if escalated_node(node["id"]) is not None:
         return {"escalation": None, "action": "none"}
     target = escalation_id(node["id"])
-    existing = conn.execute("SELECT status FROM nodes WHERE id = ?", (target,)).fetchone()
+    existing = g.conn.execute("SELECT status FROM nodes WHERE graph_id = ? AND id = ?",
+                              (g.id, target)).fetchone()
     if existing is not None and existing["status"] in PENDING:
         return {"escalation": target, "action": "pending"}
     limit = int(config_mod.get(cfg, "defaults.maxEscalations", 2))
     if node["escalations"] >= limit:
-        record_event(conn, node["id"], "failed", "failed", at=at, run_id=run_id,
+        record_event(g, node["id"], "failed", "failed", at=at, run_id=run_id,
                      note=f"not escalated: {node['escalations']} of {limit} escalations used "
                           "(defaults.maxEscalations); it blocks until reset or replaced")
         return {"escalation": None, "action": "limit"}
     if existing is None:
-        insert_nodes(conn, cfg, [escalation_spec(node)], at=at, run_id=run_id,
+        insert_nodes(g, cfg, [escalation_spec(node)], at=at, run_id=run_id,
                      dep_kind={(target, node["id"]): "settled"},
                      note=f"escalation of {node['id']}")
         action = "created"
     else:
-        reopen(conn, target, existing["status"], at=at,
+        reopen(g, target, existing["status"], at=at,
                note=f"reopened: {node['id']} failed for good again")
         action = "reopened"
-    conn.execute("UPDATE nodes SET escalations = escalations + 1 WHERE id = ?", (node["id"],))
+    g.conn.execute("UPDATE nodes SET escalations = escalations + 1 WHERE graph_id = ? AND id = ?",
+                   (g.id, node["id"]))
     return {"escalation": target, "action": action}
 
 
-def _sinks(conn: sqlite3.Connection, added: list[str]) -> list[str]:
+def _sinks(g: Graph, added: list[str]) -> list[str]:
     """Added nodes that no other added node depends on: the end of the new work."""
-    inner = {row[0] for row in conn.execute(
-        f"SELECT depends_on_id FROM deps WHERE node_id IN ({', '.join('?' * len(added))})",
-        added)}
+    inner = {row[0] for row in g.conn.execute(
+        f"SELECT depends_on_id FROM deps WHERE graph_id = ? "
+        f"AND node_id IN ({', '.join('?' * len(added))})", (g.id, *added))}
     return [node_id for node_id in added if node_id not in inner]
 
 
-def _reaches(conn: sqlite3.Connection, start: str, target: str) -> bool:
+def _reaches(g: Graph, start: str, target: str) -> bool:
     """Whether `start` depends on `target`, directly or not."""
-    return conn.execute(
+    return g.conn.execute(
         "WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT d.depends_on_id FROM deps d "
-        "JOIN up ON d.node_id = up.id) SELECT 1 FROM up WHERE id = ? LIMIT 1",
-        (start, target)).fetchone() is not None
+        "JOIN up ON d.graph_id = ? AND d.node_id = up.id) SELECT 1 FROM up WHERE id = ? LIMIT 1",
+        (start, g.id, target)).fetchone() is not None
 
 
-def children(conn: sqlite3.Connection, node_id: str) -> list[str]:
+def children(g: Graph, node_id: str) -> list[str]:
     """The nodes `node_id` added, over all its attempts (not the verify nodes scaffolding gave
     them, which share their parent)."""
-    return [row[0] for row in conn.execute(
-        "SELECT id FROM nodes WHERE parent_id = ? AND verifies IS NULL ORDER BY id", (node_id,))]
+    return [row[0] for row in g.conn.execute(
+        "SELECT id FROM nodes WHERE graph_id = ? AND parent_id = ? AND verifies IS NULL "
+        "ORDER BY id", (g.id, node_id))]
 
 
-def close_pending(conn: sqlite3.Connection, node_id: str, *, at: str, why: str) -> str | None:
+def close_pending(g: Graph, node_id: str, *, at: str, why: str) -> str | None:
     """Close `node_id`'s escalation when no planner holds it yet (the node itself runs again);
     returns its id when closed. SQL only."""
     target = escalation_id(node_id)
-    closed = conn.execute(
-        "UPDATE nodes SET status = 'done', completed_at = ?, updated_at = ? WHERE id = ? "
-        "AND status IN ('open', 'needs_human') AND lock_run_id IS NULL RETURNING status",
-        (at, at, target)).fetchall()
+    closed = g.conn.execute(
+        "UPDATE nodes SET status = 'done', completed_at = ?, updated_at = ? WHERE graph_id = ? "
+        "AND id = ? AND status IN ('open', 'needs_human') AND lock_run_id IS NULL "
+        "RETURNING status", (at, at, g.id, target)).fetchall()
     if not closed:
         return None
-    record_event(conn, target, None, "done", at=at,
+    record_event(g, target, None, "done", at=at,
                  note=f"closed: {node_id} {why}; it is reopened if {node_id} fails again")
     return target
 
 
-def after_success(conn: sqlite3.Connection, node: dict[str, Any], *, at: str,
+def after_success(g: Graph, node: dict[str, Any], *, at: str,
                   run_id: str | None) -> dict[str, Any] | None:
     """What a succeeding node's added work takes over: the failed node (an escalation) or the
     plan's place before its dependents (a plan or epic). SQL only."""
-    added = children(conn, node["id"])
+    added = children(g, node["id"])
     if not added:
         return None
     if escalated_node(node["id"]) is not None:
-        return take_over(conn, node, added, at=at, run_id=run_id)
+        return take_over(g, node, added, at=at, run_id=run_id)
     if node["type"] in ("plan", "epic"):
-        return expand(conn, node, added, at=at, run_id=run_id)
+        return expand(g, node, added, at=at, run_id=run_id)
     return None
 
 
-def expand(conn: sqlite3.Connection, plan: dict[str, Any], added: list[str], *, at: str,
+def expand(g: Graph, plan: dict[str, Any], added: list[str], *, at: str,
            run_id: str | None) -> dict[str, Any] | None:
     """The plan's dependents wait for the end of its added work as well. SQL only."""
-    sinks = _sinks(conn, added)
+    conn = g.conn
+    sinks = _sinks(g, added)
     dependents = conn.execute(
-        f"SELECT node_id, kind FROM deps WHERE depends_on_id = ? AND node_id NOT IN "
-        f"({', '.join('?' * len(added))}) ORDER BY node_id", (plan["id"], *added)).fetchall()
+        f"SELECT node_id, kind FROM deps WHERE graph_id = ? AND depends_on_id = ? AND node_id "
+        f"NOT IN ({', '.join('?' * len(added))}) ORDER BY node_id",
+        (g.id, plan["id"], *added)).fetchall()
     waiting = []
     for dependent in dependents:
         new = [sink for sink in sinks if not conn.execute(
-            "SELECT 1 FROM deps WHERE node_id = ? AND depends_on_id = ?",
-            (dependent["node_id"], sink)).fetchone()]
+            "SELECT 1 FROM deps WHERE graph_id = ? AND node_id = ? AND depends_on_id = ?",
+            (g.id, dependent["node_id"], sink)).fetchone()]
         if not new:
             continue
-        _refuse_cycles(conn, new, dependent["node_id"], plan["id"])
+        _refuse_cycles(g, new, dependent["node_id"], plan["id"])
         conn.executemany(
-            "INSERT INTO deps (node_id, depends_on_id, kind) VALUES (?, ?, ?)",
-            [(dependent["node_id"], sink, dependent["kind"]) for sink in new])
-        record_event(conn, dependent["node_id"], None, None, at=at, run_id=run_id,
+            "INSERT INTO deps (graph_id, node_id, depends_on_id, kind) VALUES (?, ?, ?, ?)",
+            [(g.id, dependent["node_id"], sink, dependent["kind"]) for sink in new])
+        record_event(g, dependent["node_id"], None, None, at=at, run_id=run_id,
                      note=f"also waits on {', '.join(new)} (added by {plan['id']})")
         waiting.append(dependent["node_id"])
     return {"node": plan["id"], "action": "expanded", "nodes": sinks,
             "repointed": waiting} if waiting else None
 
 
-def _refuse_cycles(conn: sqlite3.Connection, sinks: list[str], dependent: str,
-                   replaced: str) -> None:
+def _refuse_cycles(g: Graph, sinks: list[str], dependent: str, replaced: str) -> None:
     for sink in sinks:
-        if _reaches(conn, sink, dependent):
+        if _reaches(g, sink, dependent):
             raise ClavainError(f"added node {sink!r} depends on {dependent!r}, which waits on "
                                f"{replaced!r} and would then wait on {sink!r}: a cycle; drop "
                                "that dependency")
 
 
-def take_over(conn: sqlite3.Connection, escalation: dict[str, Any], added: list[str], *,
-              at: str, run_id: str | None) -> dict[str, Any] | None:
+def take_over(g: Graph, escalation: dict[str, Any], added: list[str], *, at: str,
+              run_id: str | None) -> dict[str, Any] | None:
     """Let what a successful escalation added replace (or precede) the failed node; None when
     there is nothing to do. SQL only."""
     failed_id = escalated_node(escalation["id"])
     if failed_id is None or not added:
         return None
-    failed = get_node(conn, failed_id)
+    conn = g.conn
+    failed = get_node(g, failed_id)
     if failed is None or failed["status"] != "failed" or failed["superseded_by"]:
         return None  # reset by hand meanwhile (it runs again on its own), or replaced already
-    sinks = _sinks(conn, added)
+    sinks = _sinks(g, added)
     if failed["type"] in CHECK_TYPES:
         for sink in sinks:
-            if _reaches(conn, sink, failed_id):
+            if _reaches(g, sink, failed_id):
                 raise ClavainError(f"added node {sink!r} depends on {failed_id!r}, which must "
                                    "run after it; drop that dependency")
-        conn.executemany("INSERT OR IGNORE INTO deps (node_id, depends_on_id) VALUES (?, ?)",
-                         [(failed_id, sink) for sink in sinks])
-        reopen(conn, failed_id, "failed", at=at,
+        conn.executemany("INSERT INTO deps (graph_id, node_id, depends_on_id) VALUES (?, ?, ?) "
+                         "ON CONFLICT DO NOTHING", [(g.id, failed_id, sink) for sink in sinks])
+        reopen(g, failed_id, "failed", at=at,
                note=f"runs again after {', '.join(sinks)} (added by {escalation['id']})")
         return {"node": failed_id, "action": "rerun_after", "nodes": sinks}
     dependents = conn.execute(
-        "SELECT node_id, kind FROM deps WHERE depends_on_id = ? AND node_id <> ? "
-        "ORDER BY node_id", (failed_id, escalation["id"])).fetchall()
+        "SELECT node_id, kind FROM deps WHERE graph_id = ? AND depends_on_id = ? "
+        "AND node_id <> ? ORDER BY node_id", (g.id, failed_id, escalation["id"])).fetchall()
     for dependent in dependents:
-        _refuse_cycles(conn, sinks, dependent["node_id"], failed_id)
+        _refuse_cycles(g, sinks, dependent["node_id"], failed_id)
     for dependent in dependents:
-        conn.execute("DELETE FROM deps WHERE node_id = ? AND depends_on_id = ?",
-                     (dependent["node_id"], failed_id))
+        conn.execute("DELETE FROM deps WHERE graph_id = ? AND node_id = ? AND depends_on_id = ?",
+                     (g.id, dependent["node_id"], failed_id))
         conn.executemany(
-            "INSERT OR IGNORE INTO deps (node_id, depends_on_id, kind) VALUES (?, ?, ?)",
-            [(dependent["node_id"], sink, dependent["kind"]) for sink in sinks])
+            "INSERT INTO deps (graph_id, node_id, depends_on_id, kind) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT DO NOTHING",
+            [(g.id, dependent["node_id"], sink, dependent["kind"]) for sink in sinks])
         if len(sinks) == 1:
-            _repoint_inputs(conn, dependent["node_id"], failed_id, sinks[0])
-        record_event(conn, dependent["node_id"], None, None, at=at, run_id=run_id,
+            _repoint_inputs(g, dependent["node_id"], failed_id, sinks[0])
+        record_event(g, dependent["node_id"], None, None, at=at, run_id=run_id,
                      note=f"now waits on {', '.join(sinks)} instead of {failed_id} "
                           f"(replaced by {escalation['id']})")
-    conn.execute("UPDATE nodes SET superseded_by = ?, updated_at = ? WHERE id = ?",
-                 (escalation["id"], at, failed_id))
-    record_event(conn, failed_id, "failed", "failed", at=at, run_id=run_id,
+    conn.execute("UPDATE nodes SET superseded_by = ?, updated_at = ? WHERE graph_id = ? "
+                 "AND id = ?", (escalation["id"], at, g.id, failed_id))
+    record_event(g, failed_id, "failed", "failed", at=at, run_id=run_id,
                  note=f"superseded by {escalation['id']}: replaced by {', '.join(sinks)}")
     return {"node": failed_id, "action": "replaced",
             "nodes": sinks, "repointed": [d["node_id"] for d in dependents]}
 
 
-def _repoint_inputs(conn: sqlite3.Connection, node_id: str, old: str, new: str) -> None:
+def _repoint_inputs(g: Graph, node_id: str, old: str, new: str) -> None:
     """A dependent that read the failed node's keys (a verify node its `out.summary`) reads
     the replacement's instead."""
-    row = conn.execute("SELECT inputs_json FROM nodes WHERE id = ?", (node_id,)).fetchone()
+    row = g.conn.execute("SELECT inputs_json FROM nodes WHERE graph_id = ? AND id = ?",
+                         (g.id, node_id)).fetchone()
     inputs = json.loads(row["inputs_json"])
     changed = [{**ref, "node_id": new} if ref.get("node_id") == old else ref for ref in inputs]
     if changed != inputs:
-        conn.execute("UPDATE nodes SET inputs_json = ? WHERE id = ?",
-                     (json.dumps(changed), node_id))
+        g.conn.execute("UPDATE nodes SET inputs_json = ? WHERE graph_id = ? AND id = ?",
+                       (json.dumps(changed), g.id, node_id))

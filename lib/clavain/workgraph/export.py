@@ -1,6 +1,9 @@
-"""Read-only views of the workgraph: the `.clavain/workgraph.json` snapshot and a Mermaid chart.
+"""Read-only views of the workgraphs: the `.clavain/workgraph.json` snapshot and a Mermaid chart.
 
-The snapshot document is assembled by SQLite's JSON functions in one query (no per-node Python).
+The snapshot holds every active graph (the running sprint's, the default graph; a sprint's graph
+leaves it when the sprint ends, and its own snapshot is archived with it), each node carrying its
+`graph_id`. The document is assembled by SQLite's JSON functions in one query (no per-node
+Python).
 The rule for how fresh it is (`after_commit`, called after every committed change): the file is
 never more than `defaults.snapshotMaxLagSeconds` (default 1 s) behind the database. A change is
 written at once when the file is older than that; otherwise one detached writer process, started
@@ -29,25 +32,34 @@ from clavain import notices
 from clavain.clock import now_iso
 from clavain.fsutil import open_inside, write_atomic
 from clavain.paths import StatePaths
+from clavain.workgraph.graphs import Graph
 from clavain.workgraph.node_view import NODE_JSON
 
-SNAPSHOT_VERSION = 2  # 2: snake_case keys
+SNAPSHOT_VERSION = 3  # 2: snake_case keys; 3: graphs (a node's graph_id)
 
+# Which graphs a snapshot holds: every active one, or the one named (a sprint's archive).
+_CHOSEN = "(g.status = 'active' AND :graph IS NULL OR g.id = :graph)"
 # One node per line: still cheap (the text is joined inside SQLite) and diffable by people.
 _SNAPSHOT_SQL = f"""SELECT '{{"version": ' || :version || ', "exported_at": ' || json_quote(:at)
+  || ', "graphs": ' || (SELECT json_group_array(json_object('id', id, 'kind', kind,
+       'status', status, 'title', title)) FROM (SELECT g.* FROM graphs g WHERE {_CHOSEN}
+       ORDER BY g.created_at, g.id))
   || ', "nodes": [' || coalesce(char(10) || group_concat(node, ',' || char(10)), '')
   || char(10) || ']}}'
-  FROM (SELECT {NODE_JSON} AS node FROM nodes n ORDER BY n.id)"""
+  FROM (SELECT {NODE_JSON} AS node FROM nodes n JOIN graphs g ON g.id = n.graph_id
+        WHERE {_CHOSEN} ORDER BY g.created_at, n.graph_id, n.id)"""
 
 
-def snapshot_text(conn: sqlite3.Connection) -> str:
-    """`{version, exported_at, nodes: [{…, depends_on}]}` as compact JSON text."""
-    row = conn.execute(_SNAPSHOT_SQL, {"version": SNAPSHOT_VERSION, "at": now_iso()}).fetchone()
+def snapshot_text(conn: sqlite3.Connection, graph_id: str | None = None) -> str:
+    """`{version, exported_at, graphs: [...], nodes: [{graph_id, …, depends_on}]}` as compact
+    JSON text: every active graph, or only `graph_id`."""
+    row = conn.execute(_SNAPSHOT_SQL, {"version": SNAPSHOT_VERSION, "at": now_iso(),
+                                       "graph": graph_id}).fetchone()
     return row[0] + "\n"
 
 
-def snapshot(conn: sqlite3.Connection) -> dict[str, Any]:
-    return json.loads(snapshot_text(conn))
+def snapshot(conn: sqlite3.Connection, graph_id: str | None = None) -> dict[str, Any]:
+    return json.loads(snapshot_text(conn, graph_id))
 
 
 def write_snapshot(conn: sqlite3.Connection, state: StatePaths) -> None:
@@ -65,11 +77,11 @@ _LOCK_NAME = "workgraph.json.lock"
 _PENDING_NAME = "workgraph.json.pending"
 
 
-def after_commit(conn: sqlite3.Connection, state: StatePaths,
-                 cfg: dict[str, Any] | None = None) -> None:
-    """Keep the snapshot within its allowed lag after a committed change (module docstring).
-    Never raises for the snapshot's sake: the change is already saved, so a problem is a
-    warning (`notices`) naming how to rewrite the file."""
+def after_commit(g: Graph, cfg: dict[str, Any] | None = None) -> None:
+    """Keep the snapshot within its allowed lag after a committed change to `g` (module
+    docstring). Never raises for the snapshot's sake: the change is already saved, so a problem
+    is a warning (`notices`) naming how to rewrite the file."""
+    conn, state = g.conn, g.state
     try:
         cfg = cfg if cfg is not None else config_mod.load(state.config)
         lag = float(config_mod.get(cfg, "defaults.snapshotMaxLagSeconds", 1.0))
@@ -178,6 +190,7 @@ _STATUS_STYLE = {
     "done": "fill:#dcfce7,stroke:#16a34a",
     "failed": "fill:#fee2e2,stroke:#dc2626",
     "needs_human": "fill:#fef9c3,stroke:#ca8a04",
+    "cancelled": "fill:#f3f4f6,stroke:#9ca3af",
 }
 _SAFE = re.compile(r"[^A-Za-z0-9_]")
 
@@ -188,9 +201,10 @@ def _label(text: str) -> str:
             .replace("<", "#lt;").replace(">", "#gt;"))
 
 
-def mermaid(conn: sqlite3.Connection) -> str:
+def mermaid(g: Graph) -> str:
     """`flowchart TD` with one box per node (id, title, type, status) and an arrow per dep."""
-    nodes = conn.execute("SELECT id, title, type, status FROM nodes ORDER BY id").fetchall()
+    nodes = g.conn.execute("SELECT id, title, type, status FROM nodes WHERE graph_id = ? "
+                           "ORDER BY id", (g.id,)).fetchall()
     # Mermaid ids must be plain words; node ids may hold `-.:`, so number them.
     key = {row["id"]: f"n{i}_{_SAFE.sub('_', row['id'])}" for i, row in enumerate(nodes)}
     lines = ["flowchart TD"]
@@ -198,8 +212,8 @@ def mermaid(conn: sqlite3.Connection) -> str:
         title = f"<br/>{_label(row['title'])}" if row["title"] else ""
         lines.append(f'  {key[row["id"]]}["{_label(row["id"])}{title}<br/>'
                      f'<i>{row["type"]} · {row["status"]}</i>"]:::{row["status"]}')
-    for dep in conn.execute("SELECT node_id, depends_on_id, kind FROM deps "
-                            "ORDER BY node_id, depends_on_id"):
+    for dep in g.conn.execute("SELECT node_id, depends_on_id, kind FROM deps WHERE graph_id = ? "
+                              "ORDER BY node_id, depends_on_id", (g.id,)):
         arrow = "-.->" if dep["kind"] == "settled" else "-->"
         lines.append(f"  {key[dep['depends_on_id']]} {arrow} {key[dep['node_id']]}")
     lines += [f"  classDef {status} {style}" for status, style in _STATUS_STYLE.items()]

@@ -1,9 +1,9 @@
 """Node-scoped key/value context: `kv_latest` is the current view, `kv_history` the newest few.
 
-Keys belong to a node (`node_id`) or to the run-wide namespace `__run__`. Values larger than
-`defaults.kvArtifactThresholdBytes` live in `.clavain/artifacts/<sha256>`; the row keeps the
-file's path (`artifacts/<sha256>`, relative to the state folder so a moved project keeps its
-values) and hash instead of the text, so the database stays small.
+Keys belong to a node (`node_id`) of a graph, or to the graph's run-wide namespace `__run__`.
+Values larger than `defaults.kvArtifactThresholdBytes` live in `.clavain/artifacts/<sha256>`;
+the row keeps the file's path (`artifacts/<sha256>`, relative to the state folder so a moved
+project keeps its values) and hash instead of the text, so the database stays small.
 
 An artifact is only ever read from this state folder's `artifacts/<sha256>` and checked against
 that hash: the database is a file anyone with the project can edit, and a row must not turn
@@ -27,6 +27,7 @@ from clavain.errors import ClavainError
 from clavain.fsutil import UnsafePathError, real_folder, write_atomic
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
+from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import require_node
 
 RUN_NAMESPACE = "__run__"
@@ -48,10 +49,10 @@ def check_key(key: str) -> None:
         raise ClavainError(f"key {key!r} contains whitespace or control characters")
 
 
-def require_owner(conn: sqlite3.Connection, node_id: str) -> None:
+def require_owner(g: Graph, node_id: str) -> None:
     """A node id that exists, or the run namespace (which is no node)."""
     if node_id != RUN_NAMESPACE:
-        require_node(conn, node_id)
+        require_node(g, node_id)
 
 
 def artifact_threshold(cfg: dict[str, Any]) -> int:
@@ -95,8 +96,7 @@ def _store_artifact(state: StatePaths, raw: bytes) -> tuple[str, str]:
 
 
 def write(
-    conn: sqlite3.Connection,
-    state: StatePaths,
+    g: Graph,
     node_id: str,
     key: str,
     value: str,
@@ -122,30 +122,28 @@ def write(
                            "stands for an undecodable byte)") from None
     value_text: str | None = value
     artifact_path = artifact_sha256 = None
-    if len(raw) > artifact_threshold(cfg if cfg is not None else config_mod.load(state.config)):
-        artifact_path, artifact_sha256 = _store_artifact(state, raw)
+    cfg = cfg if cfg is not None else config_mod.load(g.state.config)
+    if len(raw) > artifact_threshold(cfg):
+        artifact_path, artifact_sha256 = _store_artifact(g.state, raw)
         value_text = None
     fingerprint_json = None if fingerprint is None else json.dumps(fingerprint, sort_keys=True)
     now = now_iso()
-    params = (node_id, key, value_text, artifact_path, artifact_sha256, fingerprint_json,
+    params = (g.id, node_id, key, value_text, artifact_path, artifact_sha256, fingerprint_json,
               run_id, attempt, now)
-    conn.execute(
-        f"INSERT INTO kv_history ({_COLUMNS}, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        params,
-    )
-    conn.execute(
-        f"INSERT INTO kv_latest ({_COLUMNS}, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (node_id, key) DO UPDATE SET value_text = excluded.value_text, "
+    g.conn.execute(
+        f"INSERT INTO kv_history (graph_id, {_COLUMNS}, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", params)
+    g.conn.execute(
+        f"INSERT INTO kv_latest (graph_id, {_COLUMNS}, updated_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (graph_id, node_id, key) DO UPDATE SET value_text = excluded.value_text, "
         "artifact_path = excluded.artifact_path, artifact_sha256 = excluded.artifact_sha256, "
         "fingerprint_json = excluded.fingerprint_json, run_id = excluded.run_id, "
-        "attempt = excluded.attempt, updated_at = excluded.updated_at",
-        params,
-    )
-    conn.execute(
-        "DELETE FROM kv_history WHERE node_id = ? AND key = ? AND id NOT IN "
-        "(SELECT id FROM kv_history WHERE node_id = ? AND key = ? ORDER BY id DESC LIMIT ?)",
-        (node_id, key, node_id, key, HISTORY_KEEP),
-    )
+        "attempt = excluded.attempt, updated_at = excluded.updated_at", params)
+    g.conn.execute(
+        "DELETE FROM kv_history WHERE graph_id = ? AND node_id = ? AND key = ? AND id NOT IN "
+        "(SELECT id FROM kv_history WHERE graph_id = ? AND node_id = ? AND key = ? "
+        "ORDER BY id DESC LIMIT ?)", (g.id, node_id, key, g.id, node_id, key, HISTORY_KEEP))
     return {
         "node_id": node_id,
         "key": key,
@@ -172,8 +170,7 @@ def check_write_allowed(node_id: str, writer_node: str | None, allow_cross_node:
 
 
 def put(
-    conn: sqlite3.Connection,
-    state: StatePaths,
+    g: Graph,
     node_id: str,
     key: str,
     value: str,
@@ -187,9 +184,9 @@ def put(
     """Check the write rule and the node, then `write` in its own transaction."""
     check_write_allowed(node_id, writer_node, allow_cross_node)
     check_key(key)
-    with transaction(conn):
-        require_owner(conn, node_id)
-        return write(conn, state, node_id, key, value, run_id=run_id, attempt=attempt,
+    with transaction(g.conn):
+        require_owner(g, node_id)
+        return write(g, node_id, key, value, run_id=run_id, attempt=attempt,
                      fingerprint=fingerprint)
 
 
@@ -258,28 +255,24 @@ def read_artifact(state: StatePaths, artifact_path: str, sha256: str | None) -> 
     return raw.decode("utf-8")
 
 
-def get(conn: sqlite3.Connection, state: StatePaths, node_id: str,
-        key: str) -> dict[str, Any] | None:
+def get(g: Graph, node_id: str, key: str) -> dict[str, Any] | None:
     """The newest value of `(node_id, key)`, read back from its artifact file when it has one."""
-    row = conn.execute(
-        f"SELECT {_COLUMNS}, updated_at FROM kv_latest WHERE node_id = ? AND key = ?",
-        (node_id, key),
-    ).fetchone()
+    row = g.conn.execute(
+        f"SELECT {_COLUMNS}, updated_at FROM kv_latest WHERE graph_id = ? AND node_id = ? "
+        "AND key = ?", (g.id, node_id, key)).fetchone()
     if row is None:
         return None
     entry = _row(row, "updated_at")
     if entry["artifact_path"] is not None or entry["artifact_sha256"] is not None:
-        entry["value"] = read_artifact(state, entry["artifact_path"] or "",
+        entry["value"] = read_artifact(g.state, entry["artifact_path"] or "",
                                        entry["artifact_sha256"])
     return entry
 
 
-def ls(
-    conn: sqlite3.Connection, node_id: str | None = None, prefix: str | None = None
-) -> list[dict[str, Any]]:
+def ls(g: Graph, node_id: str | None = None, prefix: str | None = None) -> list[dict[str, Any]]:
     """Latest entries, ordered by node then key. Artifact-backed values are not read: `value` is
     None and `artifact_path` says where the text is."""
-    clauses, params = [], []
+    clauses, params = ["graph_id = ?"], [g.id]
     if node_id is not None:
         clauses.append("node_id = ?")
         params.append(node_id)
@@ -287,18 +280,15 @@ def ls(
         # substr instead of LIKE: keys often hold `_` and `%`, which LIKE treats as wildcards.
         clauses.append("substr(key, 1, ?) = ?")
         params.extend([len(prefix), prefix])
-    where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-    rows = conn.execute(
-        f"SELECT {_COLUMNS}, updated_at FROM kv_latest {where} ORDER BY node_id, key", params
-    ).fetchall()
+    rows = g.conn.execute(
+        f"SELECT {_COLUMNS}, updated_at FROM kv_latest WHERE {' AND '.join(clauses)} "
+        "ORDER BY node_id, key", params).fetchall()
     return [_row(row, "updated_at") for row in rows]
 
 
-def history(conn: sqlite3.Connection, node_id: str, key: str) -> list[dict[str, Any]]:
+def history(g: Graph, node_id: str, key: str) -> list[dict[str, Any]]:
     """Retained history of `(node_id, key)`, newest first (at most `HISTORY_KEEP` rows)."""
-    rows = conn.execute(
-        f"SELECT {_COLUMNS}, created_at FROM kv_history WHERE node_id = ? AND key = ? "
-        "ORDER BY id DESC",
-        (node_id, key),
-    ).fetchall()
+    rows = g.conn.execute(
+        f"SELECT {_COLUMNS}, created_at FROM kv_history WHERE graph_id = ? AND node_id = ? "
+        "AND key = ? ORDER BY id DESC", (g.id, node_id, key)).fetchall()
     return [_row(row, "created_at") for row in rows]

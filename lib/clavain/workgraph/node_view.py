@@ -3,9 +3,10 @@ file and `--json` output Clavain writes), built by SQLite so `graph show`, `grap
 snapshot share one shape and no per-node Python runs."""
 
 NODE_JSON = """json_object(
-  'id', n.id, 'title', n.title, 'type', n.type, 'status', n.status, 'parent_id', n.parent_id,
-  'runner', n.runner, 'inputs', json(n.inputs_json), 'ownership', json(n.ownership_json),
-  'acceptance', json(n.acceptance_json), 'verify', json(n.verify_json),
+  'graph_id', n.graph_id, 'id', n.id, 'title', n.title, 'type', n.type, 'status', n.status,
+  'parent_id', n.parent_id, 'runner', n.runner, 'inputs', json(n.inputs_json),
+  'ownership', json(n.ownership_json), 'acceptance', json(n.acceptance_json),
+  'verify', json(n.verify_json),
   'retry_policy', json(n.retry_policy_json), 'attempts', n.attempts,
   'auto_resets', n.auto_resets, 'escalations', n.escalations, 'superseded_by', n.superseded_by,
   'verifies', n.verifies,
@@ -14,4 +15,5 @@ NODE_JSON = """json_object(
   'lock_pid', n.lock_pid, 'lock_host', n.lock_host,
   'human_question', json(n.human_question_json), 'created_at', n.created_at,
   'updated_at', n.updated_at, 'completed_at', n.completed_at,
-  'depends_on', (SELECT json_group_array(d.depends_on_id) FROM deps d WHERE d.node_id = n.id))"""
+  'depends_on', (SELECT json_group_array(d.depends_on_id) FROM deps d
+                  WHERE d.graph_id = n.graph_id AND d.node_id = n.id))"""

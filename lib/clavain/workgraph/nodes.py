@@ -1,10 +1,10 @@
 """Workgraph rows: read nodes, validate and insert new ones, record events, reopen a node.
 
-SQL only: every function runs inside the caller's transaction (or reads outside one). The
-user-facing operations that open a transaction, keep scaffolding whole and refresh the snapshot
-are in `graph` (people and agents adding work), `results` (runner results), `leases` (claims)
-and `schedule` (what runs next). Readiness is `nodes.unmet_deps = 0`, kept by triggers
-(migration 0001).
+SQL only: every function runs inside the caller's transaction (or reads outside one), on one
+graph (`graphs.Graph`): every statement is scoped by its id. The user-facing operations that
+open a transaction, keep scaffolding whole and refresh the snapshot are in `edits` (people and
+agents adding work), `results` (runner results), `leases` (claims) and `schedule` (what runs
+next). Readiness is `nodes.unmet_deps = 0`, kept by triggers (migrations 0001, 0004).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.errors import ClavainError
+from clavain.workgraph.graphs import Graph, ensure
 from clavain.workgraph.node_view import NODE_JSON
 
 # Only one of each: scaffolding owns them, so an added second one is refused.
@@ -23,48 +24,58 @@ SINGLETON_TYPES = ("integrate", "final_verify")
 _CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
 
 
-def record_event(conn: sqlite3.Connection, node_id: str, from_status: str | None,
-                 to_status: str | None, *, at: str, run_id: str | None = None,
-                 note: str = "") -> None:
-    conn.execute(
-        "INSERT INTO events (node_id, from_status, to_status, run_id, at, note) "
-        "VALUES (?, ?, ?, ?, ?, ?)",
-        (node_id, from_status, to_status, run_id, at, note),
+def record_event(g: Graph, node_id: str, from_status: str | None, to_status: str | None, *,
+                 at: str, run_id: str | None = None, note: str = "") -> None:
+    g.conn.execute(
+        "INSERT INTO events (graph_id, node_id, from_status, to_status, run_id, at, note) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (g.id, node_id, from_status, to_status, run_id, at, note),
     )
 
 
 # ---------------------------------------------------------------- reading
 
-def get_node(conn: sqlite3.Connection, node_id: str) -> dict[str, Any] | None:
+def get_node(g: Graph, node_id: str) -> dict[str, Any] | None:
     """Every column (JSON columns decoded, snake_case keys) plus `depends_on`, or None."""
-    row = conn.execute(f"SELECT {NODE_JSON} FROM nodes n WHERE n.id = ?", (node_id,)).fetchone()
+    row = g.conn.execute(f"SELECT {NODE_JSON} FROM nodes n WHERE n.graph_id = ? AND n.id = ?",
+                         (g.id, node_id)).fetchone()
     return json.loads(row[0]) if row else None
 
 
-def require_node(conn: sqlite3.Connection, node_id: str) -> dict[str, Any]:
-    node = get_node(conn, node_id)
+def require_node(g: Graph, node_id: str) -> dict[str, Any]:
+    node = get_node(g, node_id)
     if node is None:
-        raise ClavainError(f"unknown node {node_id!r}; `clavain graph ls` lists the nodes")
+        raise ClavainError(f"unknown node {node_id!r} in graph {g.id!r}; `clavain graph ls` "
+                           "lists its nodes (`--all`: every graph's)")
     return node
 
 
-def list_nodes(conn: sqlite3.Connection, status: str | None = None) -> list[dict[str, Any]]:
-    """All nodes (or those with `status`), in selection order."""
-    where, params = ("WHERE n.status = ?", (status,)) if status else ("", ())
-    rows = conn.execute(
-        f"SELECT {NODE_JSON} FROM nodes n {where} ORDER BY n.rank, n.id", params
-    ).fetchall()
+def list_nodes(g: Graph, status: str | None = None) -> list[dict[str, Any]]:
+    """The graph's nodes (or those with `status`), in selection order."""
+    where, params = ("AND n.status = ?", (g.id, status)) if status else ("", (g.id,))
+    rows = g.conn.execute(
+        f"SELECT {NODE_JSON} FROM nodes n WHERE n.graph_id = ? {where} ORDER BY n.rank, n.id",
+        params).fetchall()
     return [json.loads(r[0]) for r in rows]
 
 
-def existing_ids(conn: sqlite3.Connection, ids: Iterable[str]) -> set[str]:
+def list_all_nodes(conn: sqlite3.Connection, status: str | None = None) -> list[dict[str, Any]]:
+    """Every graph's nodes (each with its `graph_id`), graph by graph, in selection order."""
+    where, params = ("WHERE n.status = ?", (status,)) if status else ("", ())
+    rows = conn.execute(
+        f"SELECT {NODE_JSON} FROM nodes n JOIN graphs g ON g.id = n.graph_id "
+        f"{where} ORDER BY g.created_at, n.graph_id, n.rank, n.id", params).fetchall()
+    return [json.loads(r[0]) for r in rows]
+
+
+def existing_ids(g: Graph, ids: Iterable[str]) -> set[str]:
     wanted = list(dict.fromkeys(ids))
     found: set[str] = set()
     for start in range(0, len(wanted), _CHUNK):
         chunk = wanted[start:start + _CHUNK]
         marks = ", ".join("?" * len(chunk))
-        found.update(r[0] for r in conn.execute(
-            f"SELECT id FROM nodes WHERE id IN ({marks})", chunk))
+        found.update(r[0] for r in g.conn.execute(
+            f"SELECT id FROM nodes WHERE graph_id = ? AND id IN ({marks})", (g.id, *chunk)))
     return found
 
 
@@ -113,20 +124,21 @@ def find_cycle(edges: dict[str, list[str]]) -> list[str] | None:
     return None
 
 
-def _check_batch(conn: sqlite3.Connection, models: list[Any], parent_id: str | None) -> None:
+def _check_batch(g: Graph, models: list[Any], parent_id: str | None) -> None:
     """Everything that would make the batch wrong, before a single row is written."""
     seen: set[str] = set()
     for spec in models:
         if spec.id in seen:
             raise ClavainError(f"duplicate node id {spec.id!r} in the batch")
         seen.add(spec.id)
-    taken = existing_ids(conn, seen)
+    taken = existing_ids(g, seen)
     if taken:
-        raise ClavainError(f"node {sorted(taken)[0]!r} already exists; pick another id")
+        raise ClavainError(f"node {sorted(taken)[0]!r} already exists in graph {g.id!r}; pick "
+                           "another id")
     outside = {d for s in models for d in s.dependsOn if d not in seen}
     parents = {} if parent_id else {s.id: s.parent for s in models if s.parent}
     outside |= {p for p in parents.values() if p not in seen}
-    known = existing_ids(conn, outside)
+    known = existing_ids(g, outside)
     for spec in models:
         for dep in spec.dependsOn:
             if dep not in seen and dep not in known:
@@ -139,7 +151,8 @@ def _check_batch(conn: sqlite3.Connection, models: list[Any], parent_id: str | N
         raise ClavainError(f"node {cycle[0]!r} is in a dependency cycle: {' -> '.join(cycle)}")
     for kind in SINGLETON_TYPES:
         adding = [s.id for s in models if s.type == kind]
-        present = conn.execute("SELECT id FROM nodes WHERE type = ? LIMIT 1", (kind,)).fetchone()
+        present = g.conn.execute("SELECT id FROM nodes WHERE graph_id = ? AND type = ? LIMIT 1",
+                                 (g.id, kind)).fetchone()
         if len(adding) + (1 if present else 0) > 1:
             raise ClavainError(
                 f"node {adding[-1]!r}: the graph keeps exactly one {kind} node "
@@ -176,12 +189,15 @@ def _dumps(items: list[Any]) -> str:
     return json.dumps(items) if items else "[]"  # most lists are empty; skip the encoder
 
 
-def insert_nodes(conn: sqlite3.Connection, cfg: dict[str, Any], models: list[Any], *,
+def insert_nodes(g: Graph, cfg: dict[str, Any], models: list[Any], *,
                  parent_id: str | None = None, at: str, run_id: str | None = None,
                  dep_kind: dict[tuple[str, str], str] | None = None,
                  note: str | None = None) -> list[str]:
-    """Check and insert validated specs. SQL only: the caller holds the transaction."""
-    _check_batch(conn, models, parent_id)
+    """Check and insert validated specs into the graph (made if new; a closed graph refuses).
+    SQL only: the caller holds the transaction."""
+    conn = g.conn
+    ensure(conn, g.id, at=at)
+    _check_batch(g, models, parent_id)
     check_runners(cfg, models)
     max_attempts = int(config_mod.get(cfg, "defaults.maxAttempts", 3))
     verify_runner = config_mod.get(cfg, "defaults.verifyRunner")
@@ -194,48 +210,49 @@ def insert_nodes(conn: sqlite3.Connection, cfg: dict[str, Any], models: list[Any
         policy = (json.dumps({"max_attempts": s.retryPolicy.maxAttempts}) if s.retryPolicy
                   else default_policy)
         rows.append((
-            s.id, s.title, s.type, parent_id or s.parent, runner,
+            g.id, s.id, s.title, s.type, parent_id or s.parent, runner,
             _dumps([stored_input(i) for i in s.inputs]),
             _dumps(s.ownership), _dumps(s.acceptance), _dumps(s.verify), policy, at, at,
         ))
-        edges += [(s.id, d, (dep_kind or {}).get((s.id, d), "done"))
+        edges += [(g.id, s.id, d, (dep_kind or {}).get((s.id, d), "done"))
                   for d in dict.fromkeys(s.dependsOn)]
     conn.executemany(
-        "INSERT INTO nodes (id, title, type, parent_id, runner, inputs_json, ownership_json, "
-        "acceptance_json, verify_json, retry_policy_json, created_at, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    conn.executemany("INSERT INTO deps (node_id, depends_on_id, kind) VALUES (?, ?, ?)", edges)
+        "INSERT INTO nodes (graph_id, id, title, type, parent_id, runner, inputs_json, "
+        "ownership_json, acceptance_json, verify_json, retry_policy_json, created_at, "
+        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    conn.executemany("INSERT INTO deps (graph_id, node_id, depends_on_id, kind) "
+                     "VALUES (?, ?, ?, ?)", edges)
     note = note or (f"added by {parent_id}" if parent_id else "added")
     conn.executemany(
-        "INSERT INTO events (node_id, from_status, to_status, run_id, at, note) "
-        "VALUES (?, NULL, 'open', ?, ?, ?)", [(s.id, run_id, at, note) for s in models])
+        "INSERT INTO events (graph_id, node_id, from_status, to_status, run_id, at, note) "
+        "VALUES (?, ?, NULL, 'open', ?, ?, ?)", [(g.id, s.id, run_id, at, note) for s in models])
     return [s.id for s in models]
 
 
 # ---------------------------------------------------------------- reopening
 
-def reopen(conn: sqlite3.Connection, node_id: str, from_status: str, *, at: str,
-           note: str, auto: bool = False) -> None:
+def reopen(g: Graph, node_id: str, from_status: str, *, at: str, note: str,
+           auto: bool = False) -> None:
     """Back to open with a clean slate (attempts, backoff, lock, supersession). The escalation
     count survives: it bounds how often one node's failure is handed to a planner. SQL only."""
-    conn.execute(
+    g.conn.execute(
         "UPDATE nodes SET status = 'open', attempts = 0, blocked_until = NULL, "
         "completed_at = NULL, lock_run_id = NULL, lock_started_at = NULL, "
         "lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, superseded_by = NULL, "
-        "auto_resets = auto_resets + ?, updated_at = ? WHERE id = ?",
-        (1 if auto else 0, at, node_id))
-    record_event(conn, node_id, from_status, "open", at=at, note=note)
+        "auto_resets = auto_resets + ?, updated_at = ? WHERE graph_id = ? AND id = ?",
+        (1 if auto else 0, at, g.id, node_id))
+    record_event(g, node_id, from_status, "open", at=at, note=note)
 
 
-def release_claim(conn: sqlite3.Connection, node_id: str, run_id: str, *, at: str,
-                  why: str) -> bool:
+def release_claim(g: Graph, node_id: str, run_id: str, *, at: str, why: str) -> bool:
     """Give `run_id`'s claim on `node_id` back without spending an attempt (the runner was
     stopped, or the node cannot finish yet). SQL only; False when the run held nothing."""
-    released = conn.execute(
+    released = g.conn.execute(
         "UPDATE nodes SET status = 'open', lock_run_id = NULL, lock_started_at = NULL, "
         "lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, updated_at = ? "
-        "WHERE id = ? AND lock_run_id = ? RETURNING id", (at, node_id, run_id)).fetchall()
+        "WHERE graph_id = ? AND id = ? AND lock_run_id = ? RETURNING id",
+        (at, g.id, node_id, run_id)).fetchall()
     if released:
-        record_event(conn, node_id, "in_progress", "open", at=at, run_id=run_id,
+        record_event(g, node_id, "in_progress", "open", at=at, run_id=run_id,
                      note=f"{why}; claim released, no attempt spent")
     return bool(released)

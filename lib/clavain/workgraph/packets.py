@@ -16,8 +16,8 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.errors import ClavainError
-from clavain.paths import StatePaths
 from clavain.workgraph import kv
+from clavain.workgraph.graphs import Graph
 
 ROLE_BY_TYPE = {
     "plan": "planner",
@@ -111,11 +111,11 @@ def node_fields(node: dict[str, Any]) -> str:
     ])
 
 
-def _latest_text(conn: sqlite3.Connection, node_id: str, key: str) -> tuple[bool, str | None]:
+def _latest_text(g: Graph, node_id: str, key: str) -> tuple[bool, str | None]:
     """(exists, inline text); text is None when the value lives in an artifact file."""
-    row = conn.execute(
-        "SELECT value_text FROM kv_latest WHERE node_id = ? AND key = ?", (node_id, key)
-    ).fetchone()
+    row = g.conn.execute(
+        "SELECT value_text FROM kv_latest WHERE graph_id = ? AND node_id = ? AND key = ?",
+        (g.id, node_id, key)).fetchone()
     return (False, None) if row is None else (True, row["value_text"])
 
 
@@ -132,43 +132,40 @@ def _describe_value(node_id: str, key: str, exists: bool, text: str | None,
     return f" large ({kind}), fetch with `clavain kv get {where} --key {key}`"
 
 
-def inputs_section(conn: sqlite3.Connection, inputs: list[dict[str, Any]],
-                   inline_max: int) -> str:
+def inputs_section(g: Graph, inputs: list[dict[str, Any]], inline_max: int) -> str:
     if not inputs:
         return "## Inputs\n\n(none)"
     lines = ["## Inputs", ""]
     for ref in inputs:
         node_id, key = str(ref.get("node_id", "")), str(ref.get("key", ""))
         label = f"`{ref['as']}` = " if ref.get("as") else ""
-        body = _describe_value(node_id, key, *_latest_text(conn, node_id, key), inline_max)
+        body = _describe_value(node_id, key, *_latest_text(g, node_id, key), inline_max)
         lines.append(f"- {label}{node_id} / {key}:{body}")
     return "\n".join(lines).rstrip()
 
 
-def _ancestors(conn: sqlite3.Connection, node_id: str) -> list[sqlite3.Row]:
+def _ancestors(g: Graph, node_id: str) -> list[sqlite3.Row]:
     """Root first. The depth guard keeps a corrupt parent cycle from looping forever."""
-    return conn.execute(
+    return g.conn.execute(
         "WITH RECURSIVE up(id, parent_id, type, title, depth) AS ("
-        " SELECT id, parent_id, type, title, 0 FROM nodes WHERE id = ?"
+        " SELECT id, parent_id, type, title, 0 FROM nodes WHERE graph_id = ? AND id = ?"
         " UNION ALL SELECT n.id, n.parent_id, n.type, n.title, up.depth + 1"
-        " FROM nodes n JOIN up ON n.id = up.parent_id WHERE up.depth < 64)"
+        " FROM nodes n JOIN up ON n.graph_id = ? AND n.id = up.parent_id WHERE up.depth < 64)"
         " SELECT id, type, title FROM up WHERE depth > 0 ORDER BY depth DESC",
-        (node_id,),
-    ).fetchall()
+        (g.id, node_id, g.id)).fetchall()
 
 
-def context_section(conn: sqlite3.Connection, node: dict[str, Any], inline_max: int,
-                    *, omitted: bool) -> str:
+def context_section(g: Graph, node: dict[str, Any], inline_max: int, *, omitted: bool) -> str:
     """Plan context: the chain of parents and the run's shared `ctx.*` keys."""
     if omitted:
         return ("## Plan context\n\nOmitted (thin packet); "
                 f"`clavain kv ls --run --prefix {CONTEXT_PREFIX}` lists it.")
     lines = ["## Plan context", ""]
-    chain = _ancestors(conn, node["id"])
+    chain = _ancestors(g, node["id"])
     if chain:
         lines.append("Part of: " + " → ".join(f"{r['id']} ({r['title'] or r['type']})"
                                               for r in chain))
-    shared = kv.ls(conn, kv.RUN_NAMESPACE, CONTEXT_PREFIX)
+    shared = kv.ls(g, kv.RUN_NAMESPACE, CONTEXT_PREFIX)
     for entry in shared:
         body = _describe_value(kv.RUN_NAMESPACE, entry["key"], True, entry["value"], inline_max)
         lines.append(f"- {kv.RUN_NAMESPACE} / {entry['key']}:{body}")
@@ -177,31 +174,31 @@ def context_section(conn: sqlite3.Connection, node: dict[str, Any], inline_max: 
     return "\n".join(lines).rstrip()
 
 
-def build_packet(conn: sqlite3.Connection, state: StatePaths, node: dict[str, Any],
-                 *, thin: bool = False) -> dict[str, Any]:
-    """Render the packet for a node dict (as `graph.get_node` returns it)."""
+def build_packet(g: Graph, node: dict[str, Any], *, thin: bool = False) -> dict[str, Any]:
+    """Render the packet for a node dict (as `nodes.get_node` returns it)."""
     role = role_for(node["type"])
-    inline_max = int(config_mod.get(config_mod.load(state.config),
+    inline_max = int(config_mod.get(config_mod.load(g.state.config),
                                     "defaults.kvInlineMaxBytes", 2048))
     omit_context = thin and role in THIN_ROLES
     values = {
         "NODE_ID": str(node["id"]),
-        # The run that holds the node: SubagentStop records an executor's result under it.
+        # The run that holds the node and its graph: SubagentStop records an executor's result
+        # under them.
         "RUN_ID": str(node.get("lock_run_id") or "(not claimed)"),
+        "GRAPH_ID": g.id,
         "NODE_FIELDS": node_fields(node),
-        "INPUTS": inputs_section(conn, list(node.get("inputs") or []), inline_max),
-        "CONTEXT": context_section(conn, node, inline_max, omitted=omit_context),
+        "INPUTS": inputs_section(g, list(node.get("inputs") or []), inline_max),
+        "CONTEXT": context_section(g, node, inline_max, omitted=omit_context),
     }
     for name, filename in INCLUDES.items():
         values[name] = substitute(_read_template(filename), values, source=filename).rstrip()
     text = substitute(_read_template(f"{role}.md"), values, source=f"{role}.md")
-    return {"node_id": node["id"], "role": role, "thin": thin, "context_omitted": omit_context,
-            "packet": text}
+    return {"node_id": node["id"], "graph_id": g.id, "role": role, "thin": thin,
+            "context_omitted": omit_context, "packet": text}
 
 
-def render_packet(conn: sqlite3.Connection, state: StatePaths, node_id: str,
-                  *, thin: bool = False) -> dict[str, Any]:
+def render_packet(g: Graph, node_id: str, *, thin: bool = False) -> dict[str, Any]:
     """The packet for `node_id`; an unknown node is bad input."""
     from clavain.workgraph.nodes import require_node
 
-    return build_packet(conn, state, require_node(conn, node_id), thin=thin)
+    return build_packet(g, require_node(g, node_id), thin=thin)

@@ -11,18 +11,17 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 from datetime import datetime
 from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import later_iso, now_iso
 from clavain.errors import ClavainError
-from clavain.paths import StatePaths
 from clavain.store.db import transaction
 from clavain.textio import BadText, load_json
 from clavain.workgraph import escalation, kv
 from clavain.workgraph.export import after_commit
+from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import (
     get_node,
     insert_nodes,
@@ -141,28 +140,32 @@ def runner_died(run_id: str, reason: str) -> Any:
 
 # ---------------------------------------------------------------- may it be applied?
 
-def unmet_dependencies(conn: sqlite3.Connection, node_id: str) -> list[str]:
-    return [row[0] for row in conn.execute(
-        "SELECT d.depends_on_id FROM deps d JOIN nodes dn ON dn.id = d.depends_on_id "
-        "WHERE d.node_id = ? AND NOT (dn.status = 'done' "
+def unmet_dependencies(g: Graph, node_id: str) -> list[str]:
+    return [row[0] for row in g.conn.execute(
+        "SELECT d.depends_on_id FROM deps d "
+        "JOIN nodes dn ON dn.graph_id = d.graph_id AND dn.id = d.depends_on_id "
+        "WHERE d.graph_id = ? AND d.node_id = ? AND NOT (dn.status = 'done' "
         "OR (d.kind = 'settled' AND dn.status = 'failed')) ORDER BY d.depends_on_id",
-        (node_id,))]
+        (g.id, node_id))]
 
 
 class WaitingOnDependencies(ClavainError):
     """The node's dependencies are not done (or were reopened after it was claimed)."""
 
 
-def check_applicable(conn: sqlite3.Connection, node: dict[str, Any], run_id: str) -> None:
+def check_applicable(g: Graph, node: dict[str, Any], run_id: str) -> None:
     """Refuse a result that must not be recorded: the node finished (or waits on a person), a
     dependency is not done yet (nothing is done before its dependencies), or another run holds
     the node. Every front door asks this one function."""
     node_id = node["id"]
+    if node["status"] == "cancelled":
+        raise ClavainError(f"node {node_id!r} was cancelled with its sprint's graph "
+                           f"({g.id!r}); its result is not recorded")
     if node["status"] not in APPLICABLE:
         raise ClavainError(f"node {node_id!r} is {node['status']}; only an open or in_progress "
                            f"node takes a result (reopen it first: clavain graph reset {node_id})")
     if node["unmet_deps"] > 0:
-        waiting = unmet_dependencies(conn, node_id)
+        waiting = unmet_dependencies(g, node_id)
         # A running escalation may reopen the node it took over (its own advice: reset it and
         # try again); that must not keep the escalation from finishing.
         if node["status"] == "in_progress":
@@ -178,48 +181,50 @@ def check_applicable(conn: sqlite3.Connection, node: dict[str, Any], run_id: str
 
 # ---------------------------------------------------------------- apply
 
-def record_result(conn: sqlite3.Connection, state: StatePaths, cfg: dict[str, Any],
-                  node: dict[str, Any], result: Any, *, run_id: str | None, at: str,
-                  now: datetime | None, stdout_path: str | None = None,
-                  result_path: str | None = None, event_note: str | None = None
+def record_result(g: Graph, cfg: dict[str, Any], node: dict[str, Any], result: Any, *,
+                  run_id: str | None, at: str, now: datetime | None,
+                  stdout_path: str | None = None, result_path: str | None = None,
+                  event_note: str | None = None, extra_kv: dict[str, str] | None = None
                   ) -> dict[str, Any]:
     """The transition for a parsed result. SQL only: the caller holds the transaction and has
-    decided the result may be applied."""
+    decided the result may be applied. `extra_kv` are keys the runner recorded besides the
+    automatic ones (the shell verifier's tree), written with them."""
     node_id = node["id"]
     added: list[str] = []
     if result.next and result.next.addNodes:
-        fresh = _not_yet_added(conn, node_id, result.next.addNodes)
+        fresh = _not_yet_added(g, node_id, result.next.addNodes)
         if fresh:
-            added = insert_nodes(conn, cfg, fresh, parent_id=node_id, at=at, run_id=run_id)
+            added = insert_nodes(g, cfg, fresh, parent_id=node_id, at=at, run_id=run_id)
     after = next_state(node, result.status, cfg, now)
-    conn.execute(
+    g.conn.execute(
         "UPDATE nodes SET status = :status, attempts = :attempts, "
         "blocked_until = :blocked_until, completed_at = :completed_at, "
         "human_question_json = :question, lock_run_id = NULL, lock_started_at = NULL, "
         "lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, updated_at = :at "
-        "WHERE id = :id",
+        "WHERE graph_id = :graph AND id = :id",
         {**after, "question": _human_question(node, result, run_id, at), "at": at,
-         "id": node_id})
-    record_event(conn, node_id, node["status"], after["status"], at=at,
+         "graph": g.id, "id": node_id})
+    record_event(g, node_id, node["status"], after["status"], at=at,
                  run_id=run_id or node["lock_run_id"],
                  note=event_note or f"{result.status}: {result.summary[:200]}")
     attempt = node["attempts"] + 1
-    for key, value in _auto_kv(result, stdout_path, result_path).items():
-        kv.write(conn, state, node_id, key, value, run_id=run_id, attempt=attempt, cfg=cfg)
+    values = {**_auto_kv(result, stdout_path, result_path), **(extra_kv or {})}
+    for key, value in values.items():
+        kv.write(g, node_id, key, value, run_id=run_id, attempt=attempt, cfg=cfg)
     handed = {"escalation": None, "action": "none"}
     if after["status"] == "failed":
-        handed = escalation.hand_over(conn, cfg, {**node, "attempts": after["attempts"]},
+        handed = escalation.hand_over(g, cfg, {**node, "attempts": after["attempts"]},
                                       at=at, run_id=run_id)
     replaced = None
     if after["status"] == "done":
-        replaced = escalation.after_success(conn, node, at=at, run_id=run_id)
+        replaced = escalation.after_success(g, node, at=at, run_id=run_id)
     scaffolded = None
-    if added and conn.execute(
-            f"SELECT 1 FROM nodes WHERE type = 'task' AND id IN ({', '.join('?' * len(added))})"
-            " LIMIT 1", added).fetchone():
+    if added and g.conn.execute(
+            f"SELECT 1 FROM nodes WHERE graph_id = ? AND type = 'task' "
+            f"AND id IN ({', '.join('?' * len(added))}) LIMIT 1", (g.id, *added)).fetchone():
         # Added work is always verified: every task gets its verify node before integration.
-        scaffolded = scaffold_in_transaction(conn, cfg, at)
-    stored = get_node(conn, node_id)
+        scaffolded = scaffold_in_transaction(g, cfg, at)
+    stored = get_node(g, node_id)
     question = (stored["human_question"] or {}).get("question") \
         if after["status"] == "needs_human" else None
     return {"node": node_id, "from": node["status"], "to": after["status"],
@@ -229,42 +234,43 @@ def record_result(conn: sqlite3.Connection, state: StatePaths, cfg: dict[str, An
             "replaced": replaced, "scaffold": scaffolded, "question": question}
 
 
-def apply_result(conn: sqlite3.Connection, state: StatePaths, node_id: str,
-                 result: dict[str, Any] | str, *, run_id: str | None = None,
-                 stdout_path: str | None = None, result_path: str | None = None,
-                 now: datetime | None = None) -> dict[str, Any]:
+def apply_result(g: Graph, node_id: str, result: dict[str, Any] | str, *,
+                 run_id: str | None = None, stdout_path: str | None = None,
+                 result_path: str | None = None, now: datetime | None = None,
+                 extra_kv: dict[str, str] | None = None) -> dict[str, Any]:
     """Record a runner's result for `node_id` under the run-id rule (explicit, else
     $CLAVAIN_RUN_ID, else a new id): a node another run holds is refused."""
     parsed = parse_result(result)
     run_id = current_run_id(run_id)
-    cfg = config_mod.load(state.config)
+    cfg = config_mod.load(g.state.config)
     at = now_iso(now)
     refused: WaitingOnDependencies | None = None
-    with transaction(conn):
-        node = require_node(conn, node_id)
+    with transaction(g.conn):
+        node = require_node(g, node_id)
         try:
-            check_applicable(conn, node, run_id)
+            check_applicable(g, node, run_id)
         except WaitingOnDependencies as exc:
             # Claimed, then a dependency reopened (a reset, new work scaffolded in front): the
             # node cannot finish now and must not stay locked until its lease runs out.
             if node["lock_run_id"] != run_id or not release_claim(
-                    conn, node_id, run_id, at=at, why="a dependency is not done any more"):
+                    g, node_id, run_id, at=at, why="a dependency is not done any more"):
                 raise
             refused = exc
         else:
-            outcome = record_result(conn, state, cfg, node, parsed, run_id=run_id, at=at,
-                                    now=now, stdout_path=stdout_path, result_path=result_path)
-    after_commit(conn, state, cfg)
+            outcome = record_result(g, cfg, node, parsed, run_id=run_id, at=at, now=now,
+                                    stdout_path=stdout_path, result_path=result_path,
+                                    extra_kv=extra_kv)
+    after_commit(g, cfg)
     if refused is not None:
         raise ClavainError(f"{refused}; the claim was released, so it runs again once they are "
                            "done")
     return outcome
 
 
-def _not_yet_added(conn: sqlite3.Connection, node_id: str, specs: list[Any]) -> list[Any]:
+def _not_yet_added(g: Graph, node_id: str, specs: list[Any]) -> list[Any]:
     """A retried node often proposes the same follow-up nodes again: those it already added
     (same id, same parent) are kept as they are, so the retry's result can still be recorded.
     The same id under another parent is still a duplicate and rejected."""
-    children = {row[0] for row in conn.execute("SELECT id FROM nodes WHERE parent_id = ?",
-                                               (node_id,))}
+    children = {row[0] for row in g.conn.execute(
+        "SELECT id FROM nodes WHERE graph_id = ? AND parent_id = ?", (g.id, node_id))}
     return [spec for spec in specs if spec.id not in children]

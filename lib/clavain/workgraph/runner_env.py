@@ -16,6 +16,7 @@ from clavain.paths import StatePaths, plugin_root
 
 RUNNER_ENV_VARS = (
     "CLAVAIN_DB",
+    "CLAVAIN_GRAPH",
     "CLAVAIN_NODE_ID",
     "CLAVAIN_RUN_ID",
     "CLAVAIN_PARENT_NODE_ID",
@@ -60,15 +61,19 @@ def clavain_bin() -> str:
                        "runner to call back with")
 
 
-def runner_env(state: StatePaths, node: dict[str, Any], run_id: str) -> dict[str, str]:
-    """`CLAVAIN_*` variables for running `node` in run `run_id`, to merge over `os.environ`.
+def runner_env(state: StatePaths, node: dict[str, Any], run_id: str,
+               graph_id: str) -> dict[str, str]:
+    """`CLAVAIN_*` variables for running `node` of graph `graph_id` in run `run_id`, to merge
+    over `os.environ`.
 
     Paths are absolute: the runner may change directory, and `CLAVAIN_DB` is also what makes
-    `clavain kv` inside the runner open this database rather than rediscover one.
+    `clavain kv` inside the runner open this database rather than rediscover one;
+    `CLAVAIN_GRAPH` keeps its commands on the node's graph even after its sprint ends.
     """
     executable = clavain_bin()
     return {
         "CLAVAIN_DB": str(state.db.resolve()),
+        "CLAVAIN_GRAPH": graph_id,
         "CLAVAIN_NODE_ID": str(node["id"]),
         "CLAVAIN_RUN_ID": run_id,
         "CLAVAIN_PARENT_NODE_ID": parent_of(node),

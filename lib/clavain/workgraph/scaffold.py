@@ -13,43 +13,49 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
-from clavain.paths import StatePaths
 from clavain.store.db import transaction
 from clavain.workgraph.export import after_commit
+from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import insert_nodes, reopen
 
 INTEGRATE_ID = "integrate"
 FINAL_ID = "final-verify"
 
+# Every statement names the graph as its first parameter (`:g` would clash with `?`).
 _TASKS_WITHOUT_VERIFY = """SELECT t.id, t.title, t.parent_id, t.acceptance_json, t.verify_json
   FROM nodes t
-  WHERE t.type = 'task' AND t.superseded_by IS NULL
-    AND NOT EXISTS (SELECT 1 FROM nodes v WHERE v.type = 'verify' AND v.verifies = t.id)
+  WHERE t.graph_id = ? AND t.type = 'task' AND t.superseded_by IS NULL
+    AND t.status <> 'cancelled'
+    AND NOT EXISTS (SELECT 1 FROM nodes v WHERE v.graph_id = t.graph_id AND v.type = 'verify'
+                    AND v.verifies = t.id)
     AND NOT EXISTS (  -- a verify node a person or planner made for it counts too
-      SELECT 1 FROM deps d JOIN nodes v ON v.id = d.node_id
-      WHERE d.depends_on_id = t.id AND v.type = 'verify' AND v.verifies IS NULL)
+      SELECT 1 FROM deps d JOIN nodes v ON v.graph_id = d.graph_id AND v.id = d.node_id
+      WHERE d.graph_id = t.graph_id AND d.depends_on_id = t.id AND v.type = 'verify'
+        AND v.verifies IS NULL)
   ORDER BY t.id"""
 
-# `down`: the given node and every node that depends on it, directly or not.
+# `down`: the given node and every node that depends on it, directly or not (parameters: the
+# graph, the node, the graph).
 _DOWNSTREAM = """WITH RECURSIVE down(id) AS (SELECT ? UNION
-  SELECT d.node_id FROM deps d JOIN down ON d.depends_on_id = down.id)"""
+  SELECT d.node_id FROM deps d JOIN down ON d.graph_id = ? AND d.depends_on_id = down.id)"""
 
 # Verify nodes that come after integration (a task that depends on it) but not after the final
 # gate: integration cannot wait for them (a cycle), so the final gate, which re-runs their
-# checks, does.
+# checks, does. Parameters: integrate, graph, final, graph, graph.
 _VERIFY_AFTER_INTEGRATE = """WITH RECURSIVE
   after_integrate(id) AS (SELECT ? UNION
-    SELECT d.node_id FROM deps d JOIN after_integrate a ON d.depends_on_id = a.id),
+    SELECT d.node_id FROM deps d JOIN after_integrate a
+      ON d.graph_id = ? AND d.depends_on_id = a.id),
   after_final(id) AS (SELECT ? UNION
-    SELECT d.node_id FROM deps d JOIN after_final a ON d.depends_on_id = a.id)
-  SELECT id FROM nodes WHERE type = 'verify'
+    SELECT d.node_id FROM deps d JOIN after_final a ON d.graph_id = ? AND d.depends_on_id = a.id)
+  SELECT id FROM nodes WHERE graph_id = ? AND type = 'verify'
     AND id IN (SELECT id FROM after_integrate) AND id NOT IN (SELECT id FROM after_final)"""
 
 
-def _free_id(conn: sqlite3.Connection, wanted: str, taken: set[str]) -> str:
+def _free_id(g: Graph, wanted: str, taken: set[str]) -> str:
     candidate, n = wanted, 1
-    while candidate in taken or conn.execute(
-            "SELECT 1 FROM nodes WHERE id = ?", (candidate,)).fetchone():
+    while candidate in taken or g.conn.execute(
+            "SELECT 1 FROM nodes WHERE graph_id = ? AND id = ?", (g.id, candidate)).fetchone():
         n += 1
         candidate = f"{wanted}-{n}"
     taken.add(candidate)
@@ -66,12 +72,11 @@ def _spec(**fields: Any) -> Any:
     return NodeSpec.model_construct(**{**defaults, **fields, "inputs": inputs})
 
 
-def verify_specs(conn: sqlite3.Connection, runner: str | None,
-                 taken: set[str]) -> list[Any]:
+def verify_specs(g: Graph, runner: str | None, taken: set[str]) -> list[Any]:
     specs = []
-    for task in conn.execute(_TASKS_WITHOUT_VERIFY).fetchall():
+    for task in g.conn.execute(_TASKS_WITHOUT_VERIFY, (g.id,)).fetchall():
         specs.append(_spec(
-            id=_free_id(conn, f"verify-{task['id']}", taken), type="verify",
+            id=_free_id(g, f"verify-{task['id']}", taken), type="verify",
             title=f"Verify {task['title'] or task['id']}", dependsOn=[task["id"]],
             parent=task["parent_id"], runner=runner,
             acceptance=json.loads(task["acceptance_json"]),
@@ -81,99 +86,105 @@ def verify_specs(conn: sqlite3.Connection, runner: str | None,
     return specs
 
 
-def _singleton(conn: sqlite3.Connection, node_type: str) -> sqlite3.Row | None:
-    return conn.execute("SELECT id, status FROM nodes WHERE type = ? ORDER BY id LIMIT 1",
-                        (node_type,)).fetchone()
+def singleton(g: Graph, node_type: str) -> sqlite3.Row | None:
+    """The graph's one integrate or final_verify node (id, status), or None."""
+    return g.conn.execute("SELECT id, status FROM nodes WHERE graph_id = ? AND type = ? "
+                          "ORDER BY id LIMIT 1", (g.id, node_type)).fetchone()
 
 
-def _link(conn: sqlite3.Connection, node_id: str, dep_sql: str, params: tuple[Any, ...]) -> int:
+def _link(g: Graph, node_id: str, dep_sql: str, params: tuple[Any, ...]) -> int:
     """Add missing deps of `node_id` on the ids `dep_sql` selects; returns how many were added."""
-    cursor = conn.execute(
-        f"INSERT OR IGNORE INTO deps (node_id, depends_on_id) "
-        f"SELECT ?, x.id FROM ({dep_sql}) x WHERE x.id <> ?", (node_id, *params, node_id))
+    cursor = g.conn.execute(
+        f"INSERT INTO deps (graph_id, node_id, depends_on_id) "
+        f"SELECT ?, ?, x.id FROM ({dep_sql}) x WHERE x.id <> ? ON CONFLICT DO NOTHING",
+        (g.id, node_id, *params, node_id))
     return cursor.rowcount
 
 
-def ensure_scaffolding(conn: sqlite3.Connection, state: StatePaths) -> dict[str, Any]:
+def ensure_scaffolding(g: Graph) -> dict[str, Any]:
     """Create whatever gates are missing, in one transaction, then refresh the snapshot.
     Returns {verify: [...], integrate, final, linked, reopened}."""
-    cfg = config_mod.load(state.config)
-    with transaction(conn):
-        report = scaffold_in_transaction(conn, cfg, now_iso())
-    after_commit(conn, state, cfg)
+    cfg = config_mod.load(g.state.config)
+    with transaction(g.conn):
+        report = scaffold_in_transaction(g, cfg, now_iso())
+    after_commit(g, cfg)
     return report
 
 
-def scaffold_in_transaction(conn: sqlite3.Connection, cfg: dict[str, Any],
-                            at: str) -> dict[str, Any]:
+def scaffold_in_transaction(g: Graph, cfg: dict[str, Any], at: str) -> dict[str, Any]:
     """`ensure_scaffolding` inside the caller's transaction: what `results` runs whenever a
     result adds tasks, so every task has a verify node before integration."""
     runner = config_mod.get(cfg, "defaults.verifyRunner")
     report: dict[str, Any] = {"verify": [], "integrate": None, "final": None, "linked": 0,
                               "reopened": []}
     taken: set[str] = set()
-    verify = verify_specs(conn, runner, taken)
+    verify = verify_specs(g, runner, taken)
     if verify:
-        report["verify"] = insert_nodes(conn, cfg, verify, at=at, note="added by scaffold")
-        conn.executemany("UPDATE nodes SET verifies = ? WHERE id = ?",
-                         [(spec.dependsOn[0], spec.id) for spec in verify])
-    if not conn.execute("SELECT 1 FROM nodes WHERE type = 'task' LIMIT 1").fetchone():
+        report["verify"] = insert_nodes(g, cfg, verify, at=at, note="added by scaffold")
+        g.conn.executemany("UPDATE nodes SET verifies = ? WHERE graph_id = ? AND id = ?",
+                           [(spec.dependsOn[0], g.id, spec.id) for spec in verify])
+    if not g.conn.execute("SELECT 1 FROM nodes WHERE graph_id = ? AND type = 'task' LIMIT 1",
+                          (g.id,)).fetchone():
         return report
-    integrate = _singleton(conn, "integrate")
+    integrate = singleton(g, "integrate")
     if integrate is None:
-        spec = _spec(id=_free_id(conn, INTEGRATE_ID, taken), type="integrate",
+        spec = _spec(id=_free_id(g, INTEGRATE_ID, taken), type="integrate",
                      title="Integrate all verified tasks")
-        report["integrate"] = insert_nodes(conn, cfg, [spec], at=at,
-                                           note="added by scaffold")[0]
-        integrate = _singleton(conn, "integrate")
+        report["integrate"] = insert_nodes(g, cfg, [spec], at=at, note="added by scaffold")[0]
+        integrate = singleton(g, "integrate")
     # Never a verify node that itself waits for integration: that edge would close a cycle.
-    linked = _link(conn, integrate["id"],
-                   f"{_DOWNSTREAM} SELECT id FROM nodes WHERE type = 'verify' "
-                   "AND id NOT IN (SELECT id FROM down)", (integrate["id"],))
-    final = _singleton(conn, "final_verify")
+    linked = _link(g, integrate["id"],
+                   f"{_DOWNSTREAM} SELECT id FROM nodes WHERE graph_id = ? AND type = 'verify' "
+                   "AND id NOT IN (SELECT id FROM down)", (integrate["id"], g.id, g.id))
+    final = singleton(g, "final_verify")
     final_linked = 0
     if final is None:
-        spec = _spec(id=_free_id(conn, FINAL_ID, taken), type="final_verify",
+        spec = _spec(id=_free_id(g, FINAL_ID, taken), type="final_verify",
                      title="Final verification of the whole goal",
                      dependsOn=[integrate["id"]], runner=runner)
-        report["final"] = insert_nodes(conn, cfg, [spec], at=at, note="added by scaffold")[0]
-        final = _singleton(conn, "final_verify")
+        report["final"] = insert_nodes(g, cfg, [spec], at=at, note="added by scaffold")[0]
+        final = singleton(g, "final_verify")
     else:
-        final_linked = _link(conn, final["id"],
+        final_linked = _link(g, final["id"],
                              f"{_DOWNSTREAM} SELECT ? AS id WHERE ? NOT IN "
                              "(SELECT id FROM down)",
-                             (final["id"], integrate["id"], integrate["id"]))
-    final_linked += _link(conn, final["id"], _VERIFY_AFTER_INTEGRATE,
-                          (integrate["id"], final["id"]))
+                             (final["id"], g.id, integrate["id"], integrate["id"]))
+    final_linked += _link(g, final["id"], _VERIFY_AFTER_INTEGRATE,
+                          (integrate["id"], g.id, final["id"], g.id, g.id))
     report["linked"] = linked + final_linked
-    _gather_final_checks(conn, final["id"], at)
+    gather_final_checks(g, final["id"], at)
     gates = [integrate, final] if linked else [final] if final_linked else []
-    report["reopened"] = _reopen_finished_gates(conn, gates, at)
+    report["reopened"] = _reopen_finished_gates(g, gates, at)
     return report
 
 
-def _gather_final_checks(conn: sqlite3.Connection, final_id: str, at: str) -> None:
+def gather_final_checks(g: Graph, final_id: str, at: str, *, rebuild: bool = False) -> bool:
     """The final gate re-runs every task's checks after integration, so the shell verifier can
-    run it like any verify node: its own commands first, then each verify node's, once each."""
-    row = conn.execute("SELECT verify_json FROM nodes WHERE id = ?", (final_id,)).fetchone()
+    run it like any verify node: its own commands first, then each verify node's, once each.
+    `rebuild` drops what no verify node holds any more (a plan re-recorded with new checks).
+    Returns whether its commands changed."""
+    row = g.conn.execute("SELECT verify_json FROM nodes WHERE graph_id = ? AND id = ?",
+                         (g.id, final_id)).fetchone()
     current: list[str] = json.loads(row["verify_json"])
-    gathered = dict.fromkeys(current)  # ordered, and a membership test in O(1)
-    for (verify_json,) in conn.execute(
-            "SELECT verify_json FROM nodes WHERE type = 'verify' AND verify_json <> '[]' "
-            "ORDER BY id"):
+    gathered: dict[str, None] = {} if rebuild else dict.fromkeys(current)
+    for (verify_json,) in g.conn.execute(
+            "SELECT verify_json FROM nodes WHERE graph_id = ? AND type = 'verify' "
+            "AND verify_json <> '[]' AND status <> 'cancelled' ORDER BY id", (g.id,)):
         gathered.update(dict.fromkeys(json.loads(verify_json)))
-    if len(gathered) != len(current):
-        conn.execute("UPDATE nodes SET verify_json = ?, updated_at = ? WHERE id = ?",
-                     (json.dumps(list(gathered)), at, final_id))
+    if list(gathered) == current:
+        return False
+    g.conn.execute("UPDATE nodes SET verify_json = ?, updated_at = ? WHERE graph_id = ? "
+                   "AND id = ?", (json.dumps(list(gathered)), at, g.id, final_id))
+    return True
 
 
-def _reopen_finished_gates(conn: sqlite3.Connection, gates: list[sqlite3.Row],
-                           at: str) -> list[str]:
+def _reopen_finished_gates(g: Graph, gates: list[sqlite3.Row], at: str) -> list[str]:
     """New verify nodes after integration ran mean integration must run again."""
     reopened = []
     for gate in gates:
-        status = conn.execute("SELECT status FROM nodes WHERE id = ?", (gate["id"],)).fetchone()[0]
+        status = g.conn.execute("SELECT status FROM nodes WHERE graph_id = ? AND id = ?",
+                                (g.id, gate["id"])).fetchone()[0]
         if status in ("done", "failed"):
-            reopen(conn, gate["id"], status, at=at, note="scaffold: new verify nodes to integrate")
+            reopen(g, gate["id"], status, at=at, note="scaffold: new verify nodes to integrate")
             reopened.append(gate["id"])
     return reopened

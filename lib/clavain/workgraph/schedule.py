@@ -9,15 +9,14 @@ runnable, and refreshes the snapshot when anything changed. It returns one envel
 
 from __future__ import annotations
 
-import sqlite3
 from datetime import datetime
 from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
-from clavain.paths import StatePaths
 from clavain.workgraph import deadlock, leases
 from clavain.workgraph.export import after_commit
+from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import get_node
 from clavain.workgraph.runner_env import current_run_id
 
@@ -26,53 +25,57 @@ REASONS = ("empty", "running", "backoff", "needs_human", "deadlock", "all_done")
 SHOWN = 5
 
 
-def next_node(conn: sqlite3.Connection, state: StatePaths, *, claim: bool = False,
-              run_id: str | None = None, pid: int | None = None,
-              cfg: dict[str, Any] | None = None, now: datetime | None = None) -> dict[str, Any]:
+def next_node(g: Graph, *, claim: bool = False, run_id: str | None = None,
+              pid: int | None = None, cfg: dict[str, Any] | None = None,
+              now: datetime | None = None) -> dict[str, Any]:
     """One scheduling step (module docstring). `run_id` follows the one rule: explicit, else
     $CLAVAIN_RUN_ID, else a new id; it is only used (and returned) when claiming."""
-    cfg = cfg if cfg is not None else config_mod.load(state.config)
-    released = leases.release_stale_locks(conn, state, cfg=cfg, now=now)
+    cfg = cfg if cfg is not None else config_mod.load(g.state.config)
+    released = leases.release_stale_locks(g, cfg=cfg, now=now)
     run_id = current_run_id(run_id) if claim else None
 
     def pick() -> dict[str, Any] | None:
         if claim:
-            return leases.claim_next(conn, run_id=run_id, pid=pid, now=now)
-        found = leases.select_next(conn, now=now)
-        return get_node(conn, found) if found else None
+            return leases.claim_next(g, run_id=run_id, pid=pid, now=now)
+        found = leases.select_next(g, now=now)
+        return get_node(g, found) if found else None
 
     node = pick()
     reset: list[str] = []
-    if node is None and deadlock.detect(conn, cfg):
-        reset = deadlock.auto_reset(conn, state, cfg)
+    if node is None and deadlock.detect(g, cfg):
+        reset = deadlock.auto_reset(g, cfg)
         node = pick() if reset else None
     if released or (node is not None and claim):
-        after_commit(conn, state, cfg)
-    envelope: dict[str, Any] = {"node": node, "run_id": run_id if node is not None else None,
+        after_commit(g, cfg)
+    envelope: dict[str, Any] = {"node": node, "graph_id": g.id,
+                                "run_id": run_id if node is not None else None,
                                 "claimed": node is not None and claim, "released": released,
                                 "reset": reset}
     if node is None:
-        envelope.update(idle_reason(conn, cfg=cfg, now=now))
+        envelope.update(idle_reason(g, cfg=cfg, now=now))
     return envelope
 
 
-def idle_reason(conn: sqlite3.Connection, *, cfg: dict[str, Any] | None = None,
+def idle_reason(g: Graph, *, cfg: dict[str, Any] | None = None,
                 now: datetime | None = None) -> dict[str, Any]:
     """Why no node is runnable now: {"reason": one of REASONS, "message": one line, ...}."""
     at = now_iso(now)
-    counts = dict(conn.execute("SELECT status, count(*) FROM nodes GROUP BY status").fetchall())
+    conn = g.conn
+    counts = dict(conn.execute("SELECT status, count(*) FROM nodes WHERE graph_id = ? "
+                               "GROUP BY status", (g.id,)).fetchall())
     if not counts:
-        return {"reason": "empty", "message": "the workgraph has no nodes yet"}
+        return {"reason": "empty", "message": f"the workgraph {g.id!r} has no nodes yet"}
     running = conn.execute(
-        "SELECT id, lock_run_id FROM nodes WHERE status = 'in_progress' ORDER BY id").fetchall()
+        "SELECT id, lock_run_id FROM nodes WHERE graph_id = ? AND status = 'in_progress' "
+        "ORDER BY id", (g.id,)).fetchall()
     if running:
         shown = ", ".join(f"{r['id']} (run {r['lock_run_id']})" for r in running[:SHOWN])
         return {"reason": "running", "running": [r["id"] for r in running],
                 "message": f"{len(running)} node(s) in progress: {shown}"}
     waiting = conn.execute(
-        "SELECT id, blocked_until FROM nodes WHERE status = 'open' AND unmet_deps = 0 "
-        "AND lock_run_id IS NULL AND blocked_until > ? ORDER BY blocked_until, id",
-        (at,)).fetchall()
+        "SELECT id, blocked_until FROM nodes WHERE graph_id = ? AND status = 'open' "
+        "AND unmet_deps = 0 AND lock_run_id IS NULL AND blocked_until > ? "
+        "ORDER BY blocked_until, id", (g.id, at)).fetchall()
     if waiting:
         first = waiting[0]
         return {"reason": "backoff", "until": first["blocked_until"],
@@ -80,9 +83,10 @@ def idle_reason(conn: sqlite3.Connection, *, cfg: dict[str, Any] | None = None,
                 "message": f"{first['id']} waits for its retry backoff until "
                            f"{first['blocked_until']}"
                            + (f" ({len(waiting) - 1} more waiting)" if len(waiting) > 1 else "")}
-    report = deadlock.detect(conn, cfg)
+    report = deadlock.detect(g, cfg)
     humans = conn.execute("SELECT id, json_extract(human_question_json, '$.question') AS q "
-                          "FROM nodes WHERE status = 'needs_human' ORDER BY id").fetchall()
+                          "FROM nodes WHERE graph_id = ? AND status = 'needs_human' ORDER BY id",
+                          (g.id,)).fetchall()
     failed = [b for b in (report or {}).get("blockers", []) if b["status"] == "failed"]
     if humans and not failed:
         first = humans[0]

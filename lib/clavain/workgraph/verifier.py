@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shutil
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +28,9 @@ from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import write_json_atomic
-from clavain.paths import StatePaths
 from clavain.store.db import transaction
 from clavain.workgraph.export import after_commit
+from clavain.workgraph.graphs import Graph
 from clavain.workgraph.leases import claim_node, heartbeat
 from clavain.workgraph.nodes import release_claim, require_node
 from clavain.workgraph.results import apply_result, check_applicable
@@ -89,75 +88,79 @@ def result_line(result: dict[str, Any]) -> str:
     return f"<result>{json.dumps(result, separators=(',', ':'))}</result>"
 
 
-def _timeout_for(state: StatePaths, timeout: float | None) -> float:
+def _timeout_for(cfg: dict[str, Any], timeout: float | None) -> float:
     if timeout is None:
-        cfg = config_mod.load(state.config)
         timeout = float(config_mod.get(cfg, "defaults.verifyTimeoutSeconds", 600))
     if not timeout > 0:  # also NaN, which would make the wait endless
         raise ClavainError(f"timeout must be a positive number of seconds, got {timeout:g}")
     return timeout
 
 
-def _claim_for_verify(conn: sqlite3.Connection, node: dict[str, Any], run_id: str) -> None:
+def _claim_for_verify(g: Graph, node: dict[str, Any], run_id: str) -> None:
     """Hold the node for this run like any runner: refused unless it may take a result."""
     node_id = node["id"]
     if node["type"] not in VERIFY_TYPES:
         raise ClavainError(
             f"node {node_id!r} is a {node['type']} node; the shell verifier decides only verify "
             "and final_verify nodes (run its commands without recording instead)")
-    check_applicable(conn, node, run_id)
+    check_applicable(g, node, run_id)
     if node["lock_run_id"] == run_id:
         return  # already claimed by this run (`graph next --claim`, then `verify`)
-    if claim_node(conn, node_id, run_id=run_id, pid=os.getpid()) is None:
-        current = require_node(conn, node_id)
-        check_applicable(conn, current, run_id)  # explains a race lost since the check
+    if claim_node(g, node_id, run_id=run_id, pid=os.getpid()) is None:
+        current = require_node(g, node_id)
+        check_applicable(g, current, run_id)  # explains a race lost since the check
         until = current["blocked_until"]
         raise ClavainError(f"node {node_id!r} cannot be claimed now"
                            + (f" (retry backoff until {until})" if until else ""))
 
 
-def _give_back(conn: sqlite3.Connection, node_id: str, run_id: str, why: str) -> None:
+def _give_back(g: Graph, node_id: str, run_id: str, why: str) -> None:
     """Release this run's claim without spending an attempt (a person stopped it)."""
-    with transaction(conn):
-        release_claim(conn, node_id, run_id, at=now_iso(), why=f"verifier {why}")
+    with transaction(g.conn):
+        release_claim(g, node_id, run_id, at=now_iso(), why=f"verifier {why}")
 
 
-def run_verify(conn: sqlite3.Connection, state: StatePaths, node_id: str, *, apply: bool = True,
-               timeout: float | None = None, run_id: str | None = None) -> dict[str, Any]:
+def run_verify(g: Graph, node_id: str, *, apply: bool = True, timeout: float | None = None,
+               run_id: str | None = None) -> dict[str, Any]:
     """Run `node_id`'s verify commands, write the logs and `result.json`, and (with `apply`)
     claim the node first and record the result as a runner's result would be. A signal stops
     it with `Interrupted`: during a command, the claim goes back unspent; while the result is
     recorded, it is recorded first."""
     with SignalGuard() as guard:
-        report = _run_verify(conn, state, node_id, guard, apply=apply, timeout=timeout,
-                             run_id=run_id)
+        report = _run_verify(g, node_id, guard, apply=apply, timeout=timeout, run_id=run_id)
     if guard.pending is not None:
         raise Interrupted(guard.pending, recorded=report["applied"])
     return report
 
 
-def _run_verify(conn: sqlite3.Connection, state: StatePaths, node_id: str, guard: SignalGuard,
-                *, apply: bool, timeout: float | None, run_id: str | None) -> dict[str, Any]:
-    node = require_node(conn, node_id)
+def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
+                timeout: float | None, run_id: str | None) -> dict[str, Any]:
+    from clavain.tree import fingerprint
+
+    state = g.state
+    node = require_node(g, node_id)
     commands = [str(c) for c in node.get("verify") or []]
-    per_command = _timeout_for(state, timeout)
+    cfg = config_mod.load(state.config)
+    per_command = _timeout_for(cfg, timeout)
     run_id = current_run_id(run_id, prefix="verify")
     run_dir = state.runs / safe_path_part(run_id) / safe_path_part(node_id)
-    env = {**os.environ, **runner_env(state, node, run_id)}
+    env = {**os.environ, **runner_env(state, node, run_id, g.id)}
     if commands and shutil.which("bash", path=env.get("PATH", os.defpath)) is None:
         # Not a failed check: recording one would spend an attempt on a broken environment.
         raise ClavainError("bash is not on PATH; the shell verifier runs each command with "
                            "`bash -c`")
     renew = None
-    cfg = config_mod.load(state.config)
     lease = float(config_mod.get(cfg, "defaults.lockLeaseSeconds", 3600))
     if apply:
-        _claim_for_verify(conn, node, run_id)
-        after_commit(conn, state, cfg)
+        _claim_for_verify(g, node, run_id)
+        after_commit(g, cfg)
 
         def renew() -> None:  # a long verify is alive: its claim must not look stale
             with contextlib.suppress(ClavainError):
-                heartbeat(conn, node_id, run_id=run_id, state=state)
+                heartbeat(g, node_id, run_id=run_id, snapshot=True)
+    # The tree the commands ran on, and the one they left: a sprint ships only when the final
+    # gate ran on the tree as it is now.
+    tree_before = fingerprint(state.project, state_root=state.root)
     try:
         guard.allow()
         outcomes = run_commands(commands, cwd=state.project, log_dir=run_dir,
@@ -167,10 +170,11 @@ def _run_verify(conn: sqlite3.Connection, state: StatePaths, node_id: str, guard
     except BaseException as exc:
         guard.hold()
         if apply:
-            _give_back(conn, node_id, run_id, str(exc) if isinstance(exc, Interrupted)
+            _give_back(g, node_id, run_id, str(exc) if isinstance(exc, Interrupted)
                        else f"stopped by {type(exc).__name__}")
-            after_commit(conn, state, cfg)
+            after_commit(g, cfg)
         raise
+    tree_after = fingerprint(state.project, state_root=state.root)
     result = verdict(commands, outcomes, per_command)
     result_path = run_dir / "result.json"
     write_json_atomic(result_path, result, inside=state.root)
@@ -178,13 +182,15 @@ def _run_verify(conn: sqlite3.Connection, state: StatePaths, node_id: str, guard
     failed = next((o for o in outcomes if not o.passed), None)
     shown = failed or (outcomes[-1] if outcomes else None)
     log = str(shown.log_path) if shown else None
+    trees = {key: value for key, value in (("out.tree", tree_after),
+                                           ("out.tree_before", tree_before)) if value}
     report: dict[str, Any] = {
-        "node_id": node_id, "run_id": run_id, "result": result,
+        "node_id": node_id, "graph_id": g.id, "run_id": run_id, "result": result,
         "commands": [o.as_dict() for o in outcomes], "result_path": str(result_path),
-        "applied": False,
+        "tree": tree_after, "tree_before": tree_before, "applied": False,
     }
     if apply:
-        report["apply"] = apply_result(conn, state, node_id, result, run_id=run_id,
-                                       stdout_path=log, result_path=str(result_path))
+        report["apply"] = apply_result(g, node_id, result, run_id=run_id, stdout_path=log,
+                                       result_path=str(result_path), extra_kv=trees)
         report["applied"] = True
     return report

@@ -1,4 +1,4 @@
-"""Changing the workgraph by hand (people, the CLI, a sprint's plan import): add nodes, import a
+"""Changing a workgraph by hand (people, the CLI, a sprint's plan import): add nodes, import a
 plan, answer a node's question, reset a node. Each is one transaction; each refreshes the
 snapshot after it commits (`export.after_commit`).
 
@@ -9,7 +9,6 @@ transaction, so "every task has a verify node before integration" holds whoever 
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 from clavain import config as config_mod
@@ -18,6 +17,8 @@ from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
 from clavain.workgraph.export import after_commit
+from clavain.workgraph.graphs import CLOSED, Graph
+from clavain.workgraph.graphs import get as get_graph
 from clavain.workgraph.nodes import (
     check_runners,
     get_node,
@@ -38,22 +39,25 @@ def check_specs(state: StatePaths, specs: list[dict[str, Any]]) -> list[Any]:
     return models
 
 
-def add_nodes(conn: sqlite3.Connection, state: StatePaths, specs: list[dict[str, Any]], *,
+def add_nodes(g: Graph, specs: list[dict[str, Any]], *,
               parent_id: str | None = None) -> list[str]:
     """Validate and add `specs` in one transaction: all of them, or none and a ClavainError."""
     models = validate_specs(specs)
-    cfg = config_mod.load(state.config)
+    cfg = config_mod.load(g.state.config)
     at = now_iso()
-    with transaction(conn):
+    with transaction(g.conn):
         if parent_id is not None:
-            require_node(conn, parent_id)
-        added = insert_nodes(conn, cfg, models, parent_id=parent_id, at=at)
-        scaffolded = conn.execute(
-            "SELECT 1 FROM nodes WHERE type = 'integrate' LIMIT 1").fetchone() is not None
-        if scaffolded and any(spec.type == "task" for spec in models):
-            scaffold_in_transaction(conn, cfg, at)
-    after_commit(conn, state, cfg)
+            require_node(g, parent_id)
+        added = insert_nodes(g, cfg, models, parent_id=parent_id, at=at)
+        if is_scaffolded(g) and any(spec.type == "task" for spec in models):
+            scaffold_in_transaction(g, cfg, at)
+    after_commit(g, cfg)
     return added
+
+
+def is_scaffolded(g: Graph) -> bool:
+    return g.conn.execute("SELECT 1 FROM nodes WHERE graph_id = ? AND type = 'integrate' "
+                          "LIMIT 1", (g.id,)).fetchone() is not None
 
 
 def import_specs(document: Any) -> list[Any]:
@@ -68,48 +72,54 @@ def import_specs(document: Any) -> list[Any]:
     return document["nodes"]
 
 
-def import_nodes(conn: sqlite3.Connection, state: StatePaths, document: Any) -> list[str]:
+def import_nodes(g: Graph, document: Any) -> list[str]:
     """`{"nodes": [...]}` as read by `clavain graph import`."""
-    return add_nodes(conn, state, import_specs(document))
+    return add_nodes(g, import_specs(document))
 
 
-def answer(conn: sqlite3.Connection, state: StatePaths, node_id: str,
-           text: str) -> dict[str, Any]:
+def answer(g: Graph, node_id: str, text: str) -> dict[str, Any]:
     """A needs_human node goes back to open with the answer kept beside its question."""
     if not text.strip():
         raise ClavainError("the answer is empty")
     at = now_iso()
-    with transaction(conn):
-        node = require_node(conn, node_id)
+    with transaction(g.conn):
+        node = require_node(g, node_id)
         if node["status"] != "needs_human":
             raise ClavainError(f"node {node_id!r} is {node['status']}, not needs_human; "
                                "only a node that asked a question takes an answer")
         question = {**(node["human_question"] or {}), "answer": text, "answered_at": at}
-        conn.execute(
+        g.conn.execute(
             "UPDATE nodes SET status = 'open', human_question_json = ?, blocked_until = NULL, "
             "lock_run_id = NULL, lock_started_at = NULL, lock_renewed_at = NULL, "
-            "lock_pid = NULL, lock_host = NULL, updated_at = ? WHERE id = ?",
-            (json.dumps(question), at, node_id))
-        record_event(conn, node_id, "needs_human", "open", at=at, note="answered")
-        node = get_node(conn, node_id)
-    after_commit(conn, state)
+            "lock_pid = NULL, lock_host = NULL, updated_at = ? WHERE graph_id = ? AND id = ?",
+            (json.dumps(question), at, g.id, node_id))
+        record_event(g, node_id, "needs_human", "open", at=at, note="answered")
+        node = get_node(g, node_id)
+    after_commit(g)
     return node
 
 
-def reset(conn: sqlite3.Connection, state: StatePaths, node_id: str) -> dict[str, Any]:
+def reset(g: Graph, node_id: str) -> dict[str, Any]:
     """Reopen any node by hand (a failed one to retry, a done one to redo). A failed node's
     escalation that no planner holds yet is closed: the node runs again first."""
     from clavain.workgraph.escalation import close_pending
 
     at = now_iso()
-    with transaction(conn):
-        node = require_node(conn, node_id)
+    with transaction(g.conn):
+        node = require_node(g, node_id)
+        if node["status"] == "cancelled":
+            raise ClavainError(f"node {node_id!r} was cancelled with its sprint's graph; it "
+                               "does not run again")
+        closed = (get_graph(g.conn, g.id) or {}).get("status")
+        if closed in CLOSED:
+            raise ClavainError(f"graph {g.id!r} was {closed}: its sprint is over and its nodes "
+                               "do not run again; start a new sprint, or use another graph")
         if node["superseded_by"]:
             raise ClavainError(f"node {node_id!r} was replaced by what {node['superseded_by']} "
                                "added; reset those nodes instead")
-        reopen(conn, node_id, node["status"], at=at, note=f"reset by hand (was {node['status']})")
+        reopen(g, node_id, node["status"], at=at, note=f"reset by hand (was {node['status']})")
         if node["status"] == "failed":
-            close_pending(conn, node_id, at=at, why="was reset by hand")
-        node = get_node(conn, node_id)
-    after_commit(conn, state)
+            close_pending(g, node_id, at=at, why="was reset by hand")
+        node = get_node(g, node_id)
+    after_commit(g)
     return node
