@@ -58,7 +58,7 @@ def test_classify_prints_the_score_and_the_signals(run_cli, cli_json) -> None:
      "unknown step 'later'; the steps are: brainstorm, strategy, plan, plan-review"),
     (("sprint", "start", "--stdin"), "--bogus do it\n", "unknown option --bogus"),
     (("sprint", "start", "--from-step", "plan", "x"), None, "--from-step goes with --resume"),
-    (("sprint", "done", "plan"), None, "no active sprint; start one with /clavain:sprint"),
+    (("sprint", "done", "plan"), None, "no active sprint; start one with `clavain sprint start"),
     (("sprint", "done", "celebrate"), None, "unknown step 'celebrate'"),
     (("sprint", "resume"), None, "no active sprint"),
     (("sprint", "status"), None, "no active sprint"),

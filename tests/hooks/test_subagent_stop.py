@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jsonschema
@@ -547,3 +548,79 @@ def test_a_lens_in_a_text_block_after_a_reminder_counts(run_hook, tmp_path: Path
                                      agent_id="b1", agent_transcript_path=str(path)))
     assert load(tmp_path, "clavain-reviewer-performance--b1.json")["agent"] == \
         "clavain:reviewer/performance"
+
+
+def test_a_transcript_written_late_still_gives_the_lens(tmp_path: Path) -> None:
+    """The host may fire SubagentStop before the subagent's transcript is on disk: the hook
+    waits (bounded) for the prompt rather than filing the verdict without its lens."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    path = tmp_path / "agent-late.jsonl"
+    first = json.dumps({"type": "user", "message": {"role": "user", "content":
+                                                   "Lens: correctness\nReview src/."}})
+
+    def write_later() -> None:
+        time.sleep(0.6)
+        path.write_text("\n".join([first, *transcript_lines([10], CLEAN_MESSAGE)]) + "\n")
+
+    writer = threading.Thread(target=write_later)
+    writer.start()
+    env = dict(os.environ, CLAVAIN_PYTHON=sys.executable, CLAUDE_PROJECT_DIR=str(tmp_path),
+               CLAVAIN_BOOTSTRAP="0")
+    subprocess.run([str(REPO / "bin" / "clavain-hook"), "SubagentStop"], input=json.dumps(
+        payload(tmp_path, "clavain:reviewer", CLEAN_MESSAGE, agent_id="late",
+                agent_transcript_path=str(path))), text=True, cwd=tmp_path, env=env,
+        check=True, timeout=60)
+    writer.join()
+    verdict = load(tmp_path, "clavain-reviewer-correctness--late.json")
+    assert verdict["agent"] == "clavain:reviewer/correctness"
+    assert verdict["tokens_source"] == "measured"
+
+
+def test_without_a_transcript_the_answers_lens_line_files_it(run_hook, tmp_path: Path) -> None:
+    answer = "Lens: safety\n" + CLEAN_MESSAGE
+    run_hook("SubagentStop", payload(tmp_path, "clavain:reviewer", answer, agent_id="gone",
+                                     agent_transcript_path=str(tmp_path / "never.jsonl")))
+    assert load(tmp_path, "clavain-reviewer-safety--gone.json")["agent"] == \
+        "clavain:reviewer/safety"
+    log = (tmp_path / ".clavain" / "logs" / "hooks.log").read_text()
+    assert "lens safety read from the reviewer's answer" in log
+
+
+def test_a_fifo_in_place_of_the_transcript_does_not_hang(run_hook, tmp_path: Path) -> None:
+    fifo = tmp_path / "agent-fifo.jsonl"
+    os.mkfifo(fifo)
+    result = run_hook("SubagentStop", payload(tmp_path, "clavain:reviewer", CLEAN_MESSAGE,
+                                              agent_id="ff", agent_transcript_path=str(fifo)))
+    assert result.returncode == 0
+    assert load(tmp_path, "clavain-reviewer--ff.json")["status"] == "CLEAN"
+
+
+def test_tokens_are_backfilled_once_the_transcript_is_readable(run_hook, tmp_path: Path) -> None:
+    from clavain.verdicts.backfill import backfill
+
+    late = tmp_path / "agent-b9.jsonl"
+    answer = "Lens: quality\n" + CLEAN_MESSAGE
+    run_hook("SubagentStop", payload(tmp_path, "clavain:reviewer", answer, agent_id="b9",
+                                     agent_transcript_path=str(late)))
+    name = "clavain-reviewer-quality--b9"
+    verdicts = tmp_path / ".clavain" / "verdicts"
+    assert load(tmp_path, f"{name}.json")["tokens_source"] == "reported"
+    assert (verdicts / f"{name}.pending").exists()
+    assert backfill(verdicts, inside=tmp_path / ".clavain") == 0  # still not there
+    first = json.dumps({"type": "user", "message": {"role": "user", "content": "Lens: quality"}})
+    late.write_text("\n".join([first, *transcript_lines([10, 20], answer)]) + "\n")
+    assert backfill(verdicts, inside=tmp_path / ".clavain") == 1
+    verdict = load(tmp_path, f"{name}.json")
+    assert verdict["tokens_source"] == "measured" and verdict["tokens_spent"] > 0
+    assert not (verdicts / f"{name}.pending").exists()
+    assert_valid_everywhere(verdict)
+    # A transcript that never appears is given up after a day, the verdict kept as it is.
+    run_hook("SubagentStop", payload(tmp_path, "clavain:reviewer", answer, agent_id="c1",
+                                     agent_transcript_path=str(tmp_path / "never.jsonl")))
+    assert backfill(verdicts, inside=tmp_path / ".clavain", now=time.time() + 2 * 86400) == 0
+    assert not list(verdicts.glob("*.pending"))
+    assert load(tmp_path, "clavain-reviewer-quality--c1.json")["status"] == "CLEAN"

@@ -396,3 +396,15 @@ def test_tree_is_dirty_ignores_clavain_state(project: Path) -> None:
     (project / "app.py").write_text("x = 1\n")
     assert handoff.tree_is_dirty(project)
     assert not handoff.tree_is_dirty(project / "nonexistent")
+
+
+def test_an_agent_whose_verdict_is_in_is_not_at_work(tmp_path: Path) -> None:
+    folder = tmp_path / "projects" / "-p"
+    folder.mkdir(parents=True)
+    _agent_transcript(folder, "sess-one", "a1", "review src/app.py for safety", 5)
+    _agent_transcript(folder, "sess-one", "a2", "review src/db.py", 5)
+    verdicts = tmp_path / "project" / ".clavain" / "verdicts"
+    verdicts.mkdir(parents=True)
+    (verdicts / "clavain-reviewer-safety--a1.json").write_text("{}")
+    text = inflight.agents_section(tmp_path / "project", str(folder / "sess-one.jsonl"))
+    assert "agent a2" in text and "agent a1" not in text and "1 wrote" in text

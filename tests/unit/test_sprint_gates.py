@@ -291,3 +291,12 @@ def test_a_dead_dispatch_is_not_waited_for(state, tmp_path) -> None:
     assert len(dispatches.running(state)) == 1
     dispatches.finished(state, "a3")
     assert dispatches.running(state) == []
+
+
+def test_resume_from_step_only_goes_back(state) -> None:
+    lifecycle.start(state, "add a greeting module", complexity="3")
+    before = state.sprint_checkpoint.read_bytes()
+    with pytest.raises(ClavainError, match=r"step ship is ahead of the sprint \(at step "
+                                           r"brainstorm\): --from-step only goes back"):
+        lifecycle.resume(state, from_step="ship")
+    assert state.sprint_checkpoint.read_bytes() == before

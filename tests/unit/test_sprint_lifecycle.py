@@ -93,7 +93,7 @@ def test_skip_to_starts_later_and_bad_values_name_the_allowed_ones(state) -> Non
 def test_one_active_sprint_per_project(state) -> None:
     first = lifecycle.start(state, "add caching to the product service")
     with pytest.raises(ClavainError, match=rf"sprint {first['sprint_id']} .* is active at step "
-                                           r".*resume with /clavain:sprint --resume"):
+                                           r".*resume with `clavain sprint resume`"):
         lifecycle.start(state, "something else entirely now")
     assert _on_disk(state)["sprint_id"] == first["sprint_id"]
 
@@ -319,8 +319,8 @@ def test_a_damaged_checkpoint_is_one_line_and_abandon_sets_it_aside(state) -> No
 
 def test_without_an_active_sprint_every_step_command_says_how_to_start(state) -> None:
     for call in (lambda: lifecycle.done(state, "plan"), lambda: lifecycle.resume(state)):
-        with pytest.raises(ClavainError, match="no active sprint; start one with "
-                                               "/clavain:sprint DESCRIPTION"):
+        with pytest.raises(ClavainError, match="no active sprint; start one with `clavain "
+                                               "sprint start DESCRIPTION`"):
             call()
     with pytest.raises(ClavainError, match="no active sprint to abandon"):
         lifecycle.abandon(state)
@@ -370,3 +370,14 @@ def test_the_stdlib_checker_agrees_with_jsonschema_on_checkpoints() -> None:
 
     agree()
     assert schema_check.valid(VALID, SCHEMA, SCHEMA)
+
+
+def test_hints_name_slash_commands_inside_claude_code_only(state, monkeypatch) -> None:
+    with pytest.raises(ClavainError, match="start one with `clavain sprint start DESCRIPTION`"):
+        lifecycle.resume(state)
+    monkeypatch.setenv("CLAUDECODE", "1")
+    with pytest.raises(ClavainError, match="start one with /clavain:sprint DESCRIPTION"):
+        lifecycle.resume(state)
+    lifecycle.start(state, "add caching to the product service")
+    with pytest.raises(ClavainError, match="resume with /clavain:sprint --resume"):
+        lifecycle.start(state, "something else")

@@ -127,6 +127,7 @@ def _start(args: argparse.Namespace) -> int:
     started = lifecycle.start(ensure_state(state) if text.strip() else state, text,
                               complexity=args.complexity, skip_to=args.skip_to,
                               file_count=args.files)
+    _worked_on(started["sprint_id"])
     if args.json:
         emit_json(started)
         return 0
@@ -152,6 +153,8 @@ def _done(args: argparse.Namespace) -> int:
 
     report = lifecycle.done(_state(), args.step, plan_path=args.plan, decision=args.decision,
                             waive=args.waive, progress=None if args.json else progress)
+    if not report["archived"]:
+        _worked_on(report["sprint_id"])
     if args.json:
         emit_json(report)
         return 0
@@ -192,7 +195,21 @@ def _resume(args: argparse.Namespace) -> int:
     return _print_resume(lifecycle.resume(_state(), from_step=args.from_step), args)
 
 
+def _worked_on(sprint_id: str) -> None:
+    """Inside a Claude Code session, remember that it worked on this sprint: only such a
+    session is asked for a handoff when it stops (a read-only state folder just skips it)."""
+    import contextlib
+    import os
+
+    from clavain.errors import ClavainError
+    from clavain.session.handoff import mark_worked
+
+    with contextlib.suppress(OSError, ClavainError):
+        mark_worked(_state(), sprint_id, os.environ.get("CLAUDE_CODE_SESSION_ID"))
+
+
 def _print_resume(report: dict[str, Any], args: argparse.Namespace) -> int:
+    _worked_on(report["sprint_id"])
     if args.json:
         emit_json(report)
         return 0

@@ -60,9 +60,16 @@ def _folder() -> Path:
 
 
 def _all() -> list[dict[str, Any]]:
-    from clavain.verdicts import files as verdict_files
+    import contextlib
 
-    return verdict_files.parse_all(_folder())
+    from clavain.paths import StatePaths
+    from clavain.verdicts import files as verdict_files
+    from clavain.verdicts.backfill import backfill
+
+    state = StatePaths.discover()
+    with contextlib.suppress(OSError, ValueError):  # read-only: tokens stay as reported
+        backfill(state.verdicts, inside=state.root)
+    return verdict_files.parse_all(state.verdicts)
 
 
 def _ls(args: argparse.Namespace) -> int:

@@ -183,11 +183,12 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
     # One name per agent whatever the host's namespacing: `clavain:executor`; the reviewer's
     # verdicts are kept apart per lens: `clavain:reviewer/quality`.
     agent = verdict_files.PLUGIN_PREFIX + found[0]
-    lens = prompt_lens(payload.get("agent_transcript_path")) if found[0] == "reviewer" else None
-    if lens:
-        agent += f"/{lens}"
     message = payload.get("last_assistant_message")
     message = scrub(message) if isinstance(message, str) else ""
+    lens = reviewer_lens(payload.get("agent_transcript_path"), message, notes) \
+        if found[0] == "reviewer" else None
+    if lens:
+        agent += f"/{lens}"
     ids = {"agent_id": _text_id(payload, "agent_id", notes),
            "session_id": _text_id(payload, "session_id", notes)}
     try:
@@ -221,6 +222,12 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
     verdict["detail_path"] = _relative(state.project, detail)
     verdict["sprint_id"] = _active_sprint(state, notes)
     written = verdict_files.write(state.verdicts, verdict, dispatch, inside=state.root)
+    transcript = payload.get("agent_transcript_path")
+    if verdict.get("tokens_source") != "measured" and isinstance(transcript, str) and transcript:
+        from clavain.verdicts.backfill import mark
+
+        mark(state.verdicts, agent, dispatch, transcript, inside=state.root)
+        notes.append("tokens to be measured once the transcript is readable")
     if found[0] == "executor":
         from clavain.hooks import executor_result
 
@@ -228,20 +235,30 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
     return written
 
 
-_LENS = re.compile(r"\**Lens:?\**:?\s*`?([a-z][a-z-]{0,31})\b")
-
-
-def prompt_lens(transcript: object) -> str | None:
-    """The lens the reviewer's prompt names on its first line (`Lens: quality`): the first line
-    of the transcript's first user message, and only a lens the reviewer knows (a lens named
-    further down, or in a file the reviewer read, is not the dispatch's)."""
-    from clavain.sprint.route import LENSES
+def reviewer_lens(transcript: object, message: str, notes: list[str], *,
+                  wait: float = TRANSCRIPT_WAIT_SECONDS) -> str | None:
+    """The reviewer dispatch's lens: its prompt's first line, waiting (at most `wait`) while the
+    host has not yet written the prompt to the transcript; else the first line of its answer
+    (the reviewer begins with its `Lens:` line). A verdict filed without its lens would never
+    count for the gate that asked for it."""
+    from clavain.verdicts.lens import first_line_lens
     from clavain.verdicts.transcript import first_user_text
 
-    prompt = first_user_text(transcript)
-    first_line = next((line.strip() for line in prompt.splitlines() if line.strip()), "")
-    found = _LENS.match(first_line)
-    return found[1] if found and found[1] in LENSES else None
+    deadline = time.monotonic() + wait
+    while True:
+        prompt = first_user_text(transcript)
+        if prompt or not isinstance(transcript, str) or not transcript \
+                or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    lens = first_line_lens(prompt)
+    if lens:
+        return lens
+    answered = first_line_lens(message)
+    if answered:
+        notes.append(f"lens {answered} read from the reviewer's answer: its transcript "
+                     f"{_short(transcript)} named none")
+    return answered
 
 
 def _active_sprint(state: StatePaths, notes: list[str]) -> str | None:

@@ -16,6 +16,10 @@ from pathlib import Path
 from clavain.paths import StatePaths
 
 ASKED_NAME = "handoff-asked"
+# "<sprint id> <session id>" per line: the sessions that ran a sprint command (start, done,
+# resume) for that sprint. Only those are asked for a handoff: a session that merely opened the
+# project while a sprint was active has nothing of the sprint to hand over.
+WORKED_NAME = "sprint-sessions"
 SHOWN_LINES = 40
 LINE_CHARS = 200
 MAX_READ_BYTES = 64 * 1024
@@ -117,6 +121,31 @@ def only_clavain_block(project: Path) -> bool:
     return "\n".join(kept).strip() == before.strip()
 
 
+def worked_on(state: StatePaths, sprint_id: str, session_id: str) -> bool:
+    from clavain.fsutil import read_regular
+
+    raw = read_regular(state.scratch / WORKED_NAME, ASKED_MAX_BYTES, from_end=True)
+    line = f"{sprint_id} {session_id}".encode()
+    return raw is not None and line in raw.splitlines()
+
+
+def mark_worked(state: StatePaths, sprint_id: str, session_id: object) -> None:
+    """Record that this session worked on the sprint (a no-op outside a session, or when it is
+    recorded already)."""
+    if not _usable_session(session_id) or worked_on(state, sprint_id, session_id):
+        return
+    from clavain.fsutil import open_inside, real_folder
+
+    real_folder(state.root, state.scratch)
+    with open_inside(state.root, state.scratch / WORKED_NAME, "ab") as handle:
+        handle.write(f"{sprint_id} {session_id}\n".encode())
+
+
+def _usable_session(session_id: object) -> bool:
+    return isinstance(session_id, str) and 0 < len(session_id) <= 200 and not any(
+        c in session_id for c in " \n\r")
+
+
 def already_asked(state: StatePaths, session_id: str) -> bool:
     from clavain.fsutil import read_regular
 
@@ -136,8 +165,7 @@ def ask_for_handoff(state: StatePaths, payload: dict) -> str | None:
     """The reason a Stop should be blocked with, or None to let the session stop. Asks at most
     once per session: the first ask is recorded before it is returned."""
     session_id = payload.get("session_id")
-    if payload.get("stop_hook_active") or not isinstance(session_id, str) or not session_id \
-            or len(session_id) > 200 or "\n" in session_id or "\r" in session_id \
+    if payload.get("stop_hook_active") or not _usable_session(session_id) \
             or not state.sprint_checkpoint.is_file():
         return None
     from clavain.errors import ClavainError
@@ -147,8 +175,9 @@ def ask_for_handoff(state: StatePaths, payload: dict) -> str | None:
         active = checkpoint.read(state)
     except ClavainError:
         return None
-    if not active or active["current_step"] is None or already_asked(state, session_id) \
-            or not tree_is_dirty(state.project):
+    if not active or active["current_step"] is None \
+            or not worked_on(state, active["sprint_id"], session_id) \
+            or already_asked(state, session_id) or not tree_is_dirty(state.project):
         return None
     mark_asked(state, session_id)
     return (f"Clavain: sprint {active['sprint_id']} is at step {active['current_step']} and the "

@@ -67,11 +67,27 @@ def _recent(path: Path, now: float, window: float) -> bool:
         return False
 
 
+def _reported(project: Path) -> set[str]:
+    """Agent ids whose verdict is filed (`<agent>--<agent id>.json`): such an agent is done,
+    whatever its transcript's last write says."""
+    from clavain.paths import StatePaths
+    from clavain.verdicts.files import DISPATCH_SEPARATOR
+
+    try:
+        names = os.listdir(StatePaths.discover(project).verdicts)
+    except OSError:
+        return set()
+    return {name[:-len(".json")].rpartition(DISPATCH_SEPARATOR)[2] for name in names
+            if name.endswith(".json") and DISPATCH_SEPARATOR in name}
+
+
 def agents_section(project: Path, transcript_path: object = None,
                    now: float | None = None) -> str:
     from clavain.verdicts.transcript import first_user_text
 
-    agents = running_agents(transcripts_dir(project, transcript_path), now)
+    reported = _reported(project)
+    agents = [a for a in running_agents(transcripts_dir(project, transcript_path), now)
+              if a["agent_id"] not in reported]
     if not agents:
         return ""
     lines = [f"Agents at work in this project ({len(agents)} wrote in the last "

@@ -155,7 +155,7 @@ def move_verdicts(state: StatePaths, into: Any) -> int:
         return 0
     moved = 0
     for path in sorted(source.iterdir()):
-        if path.is_file() and path.suffix in (".json", ".md", ".resolved"):
+        if path.is_file() and path.suffix in (".json", ".md", ".resolved", ".pending"):
             real_folder(state.root, into)
             os.replace(path, into / path.name)
             moved += 1

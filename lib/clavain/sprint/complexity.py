@@ -1,154 +1,213 @@
 """How complex a request is, 1–5, from explainable signals (no model call): the sprint routes by
-it (`route`), and the user sees the signals that decided it.
+it (`route`), and the user sees the signals that decided it. The vocabulary is in
+`complexity_cues`.
 
-Signals are whole words or phrases, case-insensitive, in four families, checked in this order:
+A request may hold several asks (`rewrite the auth system to use JWT and fix a typo`): it is
+read whole, then each ask on its own (split at new lines, sentences, `;`, `then`, `also`,
+`and`), and the larger score wins when an ask is moderate or more — a typo beside a rewrite
+does not make the rewrite trivial.
+
+Signals are whole words, phrases or stems, case-insensitive, in four families, in this order:
 1. research (5): an open question rather than a deliverable — research, investigate, spike,
-   "should we", "pros/cons", "X vs Y", an intermittent failure ("once a week", "1 in 20",
-   "can't repro") … One strong cue or two weak ones (explore, why, sometimes …) decide it,
-   unless a trivial cue names a concrete edit ("research shows we should just bump lodash").
+   "should we", "pros/cons", "X vs Y", an intermittent failure ("once a week", "can't
+   repro") … One strong cue or two weak ones decide it, unless a trivial cue names a concrete
+   edit ("research shows we should just bump lodash").
 2. trivial (1): a mechanical edit — typo, rename, version bump within a major version, a
    comment, docstring, changelog, formatting, a constant's value … — unless a danger cue
-   (production, a migration, "everywhere", across services, a schema) says the blast radius
-   is large.
-3. complex (4): a large blast radius — authentication and permissions, personal data and
-   deletion, production data and migrations, money, concurrency and races, secrets and
-   security findings, replacing a subsystem, work across services, a major version upgrade.
+   (production, live data, a migration, "everywhere", across services, a schema) says the
+   blast radius is large, the edit changes a system-wide concern (3.), or `--files` is 10 or
+   more (a mechanical edit over many files still is one when it says "mechanical").
+3. complex (4): a large blast radius — named large work (OAuth, JWT, RBAC, personal data,
+   deletion, encryption, concurrency and races, secrets and security findings, a monolith,
+   a major version upgrade …), or a system-wide concern (authentication, password hashing,
+   payments, a database, the service layout, a framework) that the request changes (rewrite,
+   replace, migrate, split, upgrade …, or alters its scheme, pipeline, provider …), applies
+   everywhere (every endpoint, across the codebase) or risks live data (in production,
+   existing rows, downtime). A concern named on a screen or a button alone is local work.
 4. otherwise, under five words say too little (3); else simple (2), raised to moderate (3) by
-   feature cues (an endpoint, a subcommand,
-   caching, pagination, a bug whose cause must be found …) or by a request that lists three or
-   more parts; lowered by simplicity cues (just, quick, one call site, a line number). The
-   file count moves it too: 1 file −1, 5+ files +1, 20+ files +2 (kept within 1–4).
+   feature cues (an endpoint, a subcommand, caching, pagination, a bug whose cause must be
+   found …) or by a request that lists five or more parts; lowered by simplicity cues (just,
+   quick, one call site, a line number). `--files` moves it too: 5+ files +1, 20+ files +2
+   (kept within 1–4), and the reasons say so. It must be a whole number from 0 (unknown) to
+   MAX_FILES, else a one-line ClavainError.
+
+Words are counted in any script; Chinese and Japanese, written without spaces, count one word
+per two characters. When the score rests on little (too few words, a sensitive area touched
+by a small edit) the result carries `uncertain`: the reason, for the sprint to show with how
+to restart with `--complexity N`.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+
+from clavain.errors import ClavainError
+from clavain.sprint import complexity_cues as cue
 
 LABELS = {1: "trivial", 2: "simple", 3: "moderate", 4: "complex", 5: "research"}
-
-RESEARCH_STRONG = (
-    "research", "investigate", "investigation", "brainstorm", "evaluate", "spike", "prototype",
-    "rfc", "design doc", "pros/cons", "pros and cons", "tradeoffs", "trade-offs",
-    "alternatives", "look into", "figure out", "think about", "thinking about", "audit",
-    "experiment", "how should we", "what's the best way", "is there any way", "where do we",
-    "no idea", "hunch", "intermittent", "intermittently", "can't repro", "cannot reproduce",
-    "not sure when", "once a week", "twice a week", "once or twice", "a few times a day",
-    "every few minutes", "few reports", "compare", "comparing", "feasible", "feasibility",
-    "options for", "explore what", "explore using", "explore alternatives", "worth it",
-    "see if", "go through", "could be", "or stay", "or keep", "or use", "why is", "why does",
-    "what's causing")
-RESEARCH_WEAK = ("explore", "should we", "why", "random", "randomly", "sometimes",
-                 "occasional", "flaky", "weird", "whether", "drift")
-TRIVIAL = (
-    "typo", "typos", "spelling", "misspelled", "rename", "renamed", "bump", "reformat",
-    "formatting", "prettier", "indentation", "whitespace", "sort the imports", "comment",
-    "commented-out", "docstring", "changelog", "wording", "copyright", "display name",
-    "alt text", "broken link", "image tag", "table of contents", "toc", "help text",
-    "column header", "mechanical", "no functional change", "constant", "deprecationwarning")
-DANGER = ("prod", "production", "drops", "everywhere", "across", "all services",
-          "db schema", "schema,", "migration that", "api responses")
-COMPLEX = {
-    "auth": ("oauth", "sso", "saml", "oidc", "rbac", "2fa", "totp", "mfa", "row-level security",
-             "session tokens", "permissions"),
-    "data": ("pii", "gdpr", "encrypt", "encryption", "hard-delete", "purge", "purges",
-             "retention", "delete all", "backfill", "uuid", "integer cents", "12m rows",
-             "40m rows", "zero downtime", "prod postgres", "in prod", "tables (prod"),
-    "money": ("stripe charges", "paymentintents", "refunds across", "double credits",
-              "billing out", "billing job"),
-    "concurrency": ("double-sell", "race", "locking", "reservation", "clobber", "idempotent",
-                    "conflict resolution", "offline"),
-    "security": ("secrets", "prod creds", "vault", "rotate", "path traversal", "pentest",
-                 "xss", "csrf", "security review"),
-    "scale": ("multi-tenant", "tenant", "monolith", "all services", "all 9 services",
-              "across all", "every service", "microservices", "own service", "legacy",
-              "replace our", "homegrown", "switch from", "feature store", "pgbouncer",
-              "p99", "across the order", "bring their own", "sync to async", "ci from",
-              "new eks cluster"),
-}
-MODERATE = (
-    "endpoint", "endpoints", "subcommand", "caching", "cache", "paginate", "pagination",
-    "rate limiting", "i18n", "dark mode", "websocket", "feature flag", "early stopping",
-    "integration tests", "soft delete", "audit logging", "dashboard", "chart", "openapi",
-    "queue worker", "resumable", "duplicate", "metrics", "profiles", "upload", "import",
-    "hooks", "modules", "find it", "not sure why", "not sure if", "times out", "timeouterror",
-    "upgrade", "broke", "broken again", "schema mapping", "backfill it", "subset of fields")
-SIMPLE = ("just", "quick", "small", "only", "one call site", "single", "already", "line")
-_WORD = re.compile(r"[a-z0-9][a-z0-9_'-]*[a-z0-9]|[a-z0-9]")
-# `3.2 -> 5.0`, `v5 → v6`, `upgrade postgres 11 to 16`: a version jump, major when the first
-# numbers differ (`from 3 to 5` alone is a value, not a version).
-_VERSION_JUMP = re.compile(
-    r"\bv?(\d+)(?:\.\d+)*(?:\.x)?\s*(?:->|→)\s*v?(\d+)(?:\.\d+)*\b"
-    r"|\b(?:upgrade|bump|migrate)\s+\S+\s+(?:from\s+)?v?(\d+)(?:\.\d+)*\s+to\s+v?(\d+)")
-_PATH = re.compile(r"\S*/\S*|`[^`]*`")
-_VS = re.compile(r"\bvs\.?\b")
+MAX_FILES = 100_000
 
 
-def _cues(text: str, words: set[str], vocabulary: tuple[str, ...] | list[str]) -> list[str]:
-    """Vocabulary entries present as whole words, or as whole phrases."""
-    found = []
-    for entry in vocabulary:
-        if ((" " in entry or not entry.isalnum()) and re.search(
-                rf"(?<![a-z0-9]){re.escape(entry)}(?![a-z0-9])", text)) or entry in words:
-            found.append(entry)
-    return found
+@dataclass
+class _Verdict:
+    score: int
+    reasons: list[str]
+    uncertain: str | None = None
+
+
+def check_files(file_count: object) -> int:
+    """`--files`: a whole number from 0 (unknown) to MAX_FILES, else one ClavainError line."""
+    if file_count is None:
+        return 0
+    if isinstance(file_count, bool) or not isinstance(file_count, int) \
+            or not 0 <= file_count <= MAX_FILES:
+        raise ClavainError(f"--files must be a whole number of files from 0 to {MAX_FILES}, "
+                           f"got {file_count!r}")
+    return file_count
+
+
+def classify(text: str, file_count: int = 0) -> dict[str, object]:
+    """{"score": 1-5, "label", "reasons": [one line per signal that decided it]}, plus
+    "uncertain" (why the score may be wrong) when it rests on little."""
+    files = check_files(file_count)
+    pieces = cue.asks(text)
+    whole = _judge(cue.normalise(text), files, pieces)
+    if len(pieces) > 1:
+        best, ask = max(((_judge(piece, 0, [piece], part=True), piece) for piece in pieces),
+                        key=lambda pair: pair[0].score)
+        if best.score >= 3 and best.score > whole.score:
+            quoted = ask if len(ask) <= 60 else ask[:57].rstrip() + "…"
+            return _result(_Verdict(best.score, [
+                f"the larger of {len(pieces)} asks: \"{quoted.strip()}\"", *best.reasons],
+                best.uncertain))
+    return _result(whole)
+
+
+def _judge(text: str, files: int, pieces: list[str], *, part: bool = False) -> _Verdict:
+    """Score one text: the whole request (`pieces` its asks), or one ask (`part`)."""
+    found = cue.words(text)
+    count = cue.word_count(text)
+    if not count:
+        return _Verdict(3, ["no description: moderate until known"],
+                        "there is no description to judge")
+    trivial = cue.cues(text, found, cue.TRIVIAL)
+    strong = cue.cues(text, found, cue.RESEARCH_STRONG) + (
+        ["X vs Y"] if cue.VS.search(text) else [])
+    weak = cue.cues(text, found, cue.RESEARCH_WEAK) + (
+        ["a question"] if "?" in text or "？" in text else [])
+    if (strong and not trivial) or len(strong) >= 2 or (len(weak) >= 2 and not trivial):
+        return _Verdict(5, [f"an open question: {', '.join(strong + weak)}"])
+
+    danger = (cue.cues(text, found, cue.DANGER) + cue.stems(text, cue.SCOPE)
+              + cue.stems(text, cue.RISK))
+    major = _major_upgrade(text)
+    named = {kind: hits for kind, vocab in cue.COMPLEX.items()
+             if (hits := cue.cues(text, found, vocab))}
+    changed = _changed_concerns(text, pieces)
+    if major:
+        named["upgrade"] = [major]
+    if trivial and not danger and not major and not changed and (
+            files < 10 or "mechanical" in trivial):
+        unsure = (f"a small edit ({', '.join(trivial)}) in a sensitive area "
+                  f"({', '.join(named)})" if named else None)
+        return _Verdict(1, [f"a mechanical edit: {', '.join(trivial)}"], unsure)
+    set_aside = [f"--files {files}: too many files for a one-line edit "
+                 f"({', '.join(trivial)})"] if trivial and files >= 10 else []
+    said = {"--files"} if set_aside else set()
+    if named or changed or (trivial and danger):
+        reasons = [f"large blast radius: {kind} ({', '.join(hits)})"
+                   for kind, hits in {**named, **changed}.items()]
+        if trivial and danger:
+            reasons.append(f"{', '.join(trivial)} — but {', '.join(_widest(danger))}")
+        return _Verdict(4, reasons + set_aside)
+
+    if count < 5 and not part:
+        return _Verdict(3, [f"{count} words: too little to judge, moderate", *set_aside],
+                        f"only {count} words to judge by")
+    score, reasons = 2, ["a specific change", *set_aside]
+    moderate = cue.cues(text, found, cue.MODERATE)
+    parts = _parts(text)
+    if moderate or parts >= 5:
+        score += 1
+        reasons.append(f"moderate: {', '.join(moderate) or f'{parts} parts'}")
+    simple = cue.cues(text, found, cue.SIMPLE)
+    if simple and score > 2:
+        score -= 1
+        reasons.append(f"simpler: {', '.join(simple)}")
+    step = 2 if files >= 20 else 1 if files >= 5 else 0
+    if step:
+        score += step
+        why = "" if said else "many files, "
+        reasons.append(f"--files {files}: {why}{step:+d}")
+    score = max(1, min(4, score))
+    touched = {family: hits for family, pattern in cue.CONCERNS.items()
+               if (hits := cue.stems(text, pattern))}
+    unsure = None
+    if touched and score <= 2:
+        areas = "; ".join(f"{family} ({', '.join(hits)})" for family, hits in touched.items())
+        unsure = (f"it touches {areas} but names no change to how it works; a system-wide "
+                  f"change needs 4")
+    return _Verdict(score, reasons, unsure)
+
+
+def _changed_concerns(text: str, pieces: list[str]) -> dict[str, list[str]]:
+    """System-wide concerns that the request applies everywhere or puts live data at risk
+    with (read whole: `across the order, payment, and accounting services`), or that one of
+    its asks changes (read per ask, so one ask's verb does not change another's concern);
+    also a change everywhere, or a risky change, whatever it concerns."""
+    out: dict[str, list[str]] = {}
+
+    def add(family: str, hits: list[str]) -> None:
+        out.setdefault(family, []).extend(hits)
+
+    reach = cue.stems(text, cue.SCOPE) + cue.stems(text, cue.RISK)
+    for family, pattern in cue.CONCERNS.items():
+        if reach and (hits := cue.stems(text, pattern)):
+            add(family, hits + reach)
+    for piece in pieces:
+        big = cue.stems(piece, cue.BIG_CHANGE)
+        alter = cue.stems(piece, cue.ALTER)
+        system = cue.stems(piece, cue.SYSTEM)
+        how = big or (alter + system if alter and system else [])
+        if how and not cue.stems(piece, cue.UI):
+            for family, pattern in cue.CONCERNS.items():
+                if hits := cue.stems(piece, pattern):
+                    add(family, hits + how)
+        if (scope := cue.stems(piece, cue.SCOPE)) and (big or alter):
+            add("scope", scope + (big or alter))
+        if (risk := cue.stems(piece, cue.RISK)) and (
+                big or (destroy := cue.stems(piece, cue.DESTRUCTIVE))):
+            add("risk", risk + (big or destroy))
+    return {family: list(dict.fromkeys(hits)) for family, hits in out.items()}
+
+
+def _major_upgrade(text: str) -> str | None:
+    """`major version 3 -> 5`, `an upgrade to rails 7`, or None."""
+    jump = cue.VERSION_JUMP.search(text)
+    versions = [v for v in (jump.groups() if jump else ()) if v is not None]
+    if len(versions) == 2 and versions[0] != versions[1]:
+        return f"major version {versions[0]} -> {versions[1]}"
+    if not jump and (target := cue.MAJOR_TARGET.search(text)):
+        return f"an upgrade to {target.group(0).split(' to ')[-1]}"
+    return None
+
+
+def _widest(hits: list[str]) -> list[str]:
+    """The hits that are not part of a longer one (`across` inside `across the codebase`)."""
+    unique = list(dict.fromkeys(hits))
+    return [hit for hit in unique if not any(hit != other and hit in other for other in unique)]
 
 
 def _parts(text: str) -> int:
     """How many parts a request lists (commas, `+`, `and`, colons), a sign of a bigger job."""
     return (text.count(",") + text.count(" + ") + len(re.findall(r"\band\b", text))
-            + text.count(": ") + 1)
+            + text.count(": ") + len(re.findall(r"[，、；]|以及|并且", text)) + 1)
 
 
-def classify(text: str, file_count: int = 0) -> dict[str, object]:
-    """{"score": 1-5, "label", "reasons": [one line per signal that decided it]}."""
-    lowered = " ".join((text or "").lower().split())
-    # Paths and `code` name things; their parts (`deploy/prod/…`) are not cues.
-    lowered = _PATH.sub(" ", lowered) if _PATH.search(lowered) else lowered
-    words = set(_WORD.findall(lowered))
-    if not words:
-        return _result(3, ["no description: moderate until known"])
-    trivial = _cues(lowered, words, TRIVIAL)
-    strong = _cues(lowered, words, RESEARCH_STRONG) + (["X vs Y"] if _VS.search(lowered) else [])
-    weak = _cues(lowered, words, RESEARCH_WEAK) + (["a question"] if "?" in lowered else [])
-    if (strong and not trivial) or len(strong) >= 2 or (len(weak) >= 2 and not trivial):
-        return _result(5, [f"an open question: {', '.join(strong + weak)}"])
-    danger = _cues(lowered, words, DANGER)
-    jump = _VERSION_JUMP.search(" ".join((text or "").lower().split()))
-    versions = [v for v in (jump.groups() if jump else ()) if v is not None]
-    major = len(versions) == 2 and versions[0] != versions[1]
-    complex_cues = {kind: hits for kind, vocab in COMPLEX.items()
-                    if (hits := _cues(lowered, words, vocab))}
-    if major:
-        complex_cues["upgrade"] = [f"major version {versions[0]} -> {versions[1]}"]
-    if trivial and not danger and not major and (file_count < 10 or "mechanical" in trivial):
-        return _result(1, [f"a mechanical edit: {', '.join(trivial)}"])
-    if complex_cues or (trivial and danger):
-        reasons = [f"large blast radius: {kind} ({', '.join(hits)})"
-                   for kind, hits in complex_cues.items()]
-        if trivial and danger:
-            reasons.append(f"{', '.join(trivial)} — but {', '.join(danger)}")
-        return _result(4, reasons)
-
-    if len(words) < 5:
-        return _result(3, [f"{len(words)} words: too little to judge, moderate"])
-    score, reasons = 2, ["a specific change"]
-    moderate = _cues(lowered, words, MODERATE)
-    parts = _parts(lowered)
-    if moderate or parts >= 5:
-        score += 1
-        reasons.append(f"moderate: {', '.join(moderate) or f'{parts} parts'}")
-    simple = _cues(lowered, words, SIMPLE)
-    if simple and score > 2:
-        score -= 1
-        reasons.append(f"simpler: {', '.join(simple)}")
-    if file_count >= 20:
-        score += 2
-        reasons.append(f"{file_count} files +2")
-    elif file_count >= 5:
-        score += 1
-        reasons.append(f"{file_count} files +1")
-    return _result(max(1, min(4, score)), reasons)
-
-
-def _result(score: int, reasons: list[str]) -> dict[str, object]:
-    return {"score": score, "label": LABELS[score], "reasons": reasons}
+def _result(verdict: _Verdict) -> dict[str, object]:
+    result: dict[str, object] = {"score": verdict.score, "label": LABELS[verdict.score],
+                                 "reasons": verdict.reasons}
+    if verdict.uncertain:
+        result["uncertain"] = verdict.uncertain
+    return result

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from clavain import hints
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
@@ -21,7 +22,6 @@ from clavain.sprint import checkpoint as store
 from clavain.sprint.complexity import LABELS, classify
 from clavain.sprint.route import STEPS, check_complexity, check_step, plan_route, routing_line
 
-RESUME_HINT = "resume with /clavain:sprint --resume, or start over with `clavain sprint abandon`"
 
 
 def new_sprint_id() -> str:
@@ -50,7 +50,9 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
     def begin(active: dict[str, Any] | None) -> dict[str, Any]:
         if active is not None:
             raise ClavainError(f"sprint {active['sprint_id']} ({active['description'][:60]}) is "
-                               f"active at step {active['current_step']}; {RESUME_HINT}")
+                               f"active at step {active['current_step']}; resume with "
+                               f"{hints.resume_sprint()}, or start over with `clavain sprint "
+                               "abandon`")
         sprint_id = new_sprint_id()
         _open_graph(state, sprint_id, text, at)
         earlier = store.move_verdicts(state, state.runs / f"before-{sprint_id}" / "verdicts")
@@ -89,7 +91,7 @@ def _open_graph(state: StatePaths, sprint_id: str, title: str, at: str) -> None:
 def require_active(state: StatePaths) -> dict[str, Any]:
     active = store.read(state)
     if active is None:
-        raise ClavainError("no active sprint; start one with /clavain:sprint DESCRIPTION")
+        raise ClavainError(f"no active sprint; start one with {hints.start_sprint()}")
     return active
 
 
@@ -273,6 +275,11 @@ def resume(state: StatePaths, *, from_step: str | None = None) -> dict[str, Any]
                 raise ClavainError(f"step {from_step!r} is not on this sprint's route "
                                    f"({', '.join(active['route'])})")
             position = active["route"].index(from_step)
+            current = active["current_step"]
+            if current is not None and position > active["route"].index(current):
+                raise ClavainError(f"step {from_step} is ahead of the sprint (at step {current}):"
+                                   " --from-step only goes back; steps ahead are recorded in "
+                                   "order, each through its gate")
             return {**active, "current_step": from_step, "step_started_at": now_iso(),
                     "completed_steps": [s for s in active["completed_steps"]
                                         if s in active["route"][:position]]}

@@ -24,8 +24,21 @@ def sprint_verdicts(state: StatePaths, active: dict[str, Any],
     starts by archiving what was there), in its archive once it ended."""
     from clavain.verdicts.files import parse_all
 
+    if folder is None:
+        _backfill(state)
     return [verdict for verdict in parse_all(folder or state.verdicts)
             if verdict.get("sprint_id") in (None, active["sprint_id"])]
+
+
+def _backfill(state: StatePaths) -> None:
+    """Measure the tokens of verdicts filed before their transcript was readable (a read-only
+    state folder keeps them as reported)."""
+    import contextlib
+
+    from clavain.verdicts.backfill import backfill
+
+    with contextlib.suppress(OSError, ValueError):
+        backfill(state.verdicts, inside=state.root)
 
 
 def budget_report(state: StatePaths, sprint_id: str) -> dict[str, Any] | None:
@@ -135,6 +148,8 @@ def _archived(state: StatePaths, sprint_id: str | None) -> str:
                 continue
             found.append((ended, path))
     if not found:
-        raise ClavainError("no active sprint and none finished yet; start one with "
-                           "/clavain:sprint DESCRIPTION")
+        from clavain import hints
+
+        raise ClavainError(f"no active sprint and none finished yet; start one with "
+                           f"{hints.start_sprint()}")
     return max(found)[1]

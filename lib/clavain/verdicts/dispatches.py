@@ -74,7 +74,7 @@ def running(state: StatePaths, *, sprint_id: str | None = None,
             now: float | None = None) -> list[dict[str, Any]]:
     """Dispatches started and not yet reported (of `sprint_id` when given), each with its
     `lens` (None until its transcript names one) and `seconds` since it last wrote."""
-    from clavain.hooks.subagent_stop import prompt_lens
+    from clavain.verdicts.lens import prompt_lens
 
     now = time.time() if now is None else now
     found = []

@@ -329,7 +329,7 @@ def clean(folder: Path) -> int:
     removed = 0
     if folder.is_dir():
         for path in folder.iterdir():
-            if path.is_file() and path.suffix in (".json", ".md", ".resolved"):
+            if path.is_file() and path.suffix in (".json", ".md", ".resolved", ".pending"):
                 path.unlink()
                 removed += 1
     return removed

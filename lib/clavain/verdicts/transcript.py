@@ -212,12 +212,12 @@ def first_user_text(path: object, max_bytes: int = 64 * 1024) -> str:
     the file's first `max_bytes`; '' when there is none or the file cannot be read."""
     if not isinstance(path, str):
         return ""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(max_bytes).decode("utf-8", "replace")
-    except (OSError, ValueError):
+    from clavain.fsutil import read_regular
+
+    raw = read_regular(path, max_bytes, follow_symlinks=True)  # a FIFO must not hang a hook
+    if raw is None:
         return ""
-    for line in head.splitlines():
+    for line in raw.decode("utf-8", "replace").splitlines():
         try:
             entry = json.loads(line)
         except (ValueError, RecursionError):
