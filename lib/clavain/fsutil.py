@@ -106,6 +106,28 @@ def read_regular(path: str | Path, max_bytes: int, *, from_end: bool = False,
         os.close(fd)
 
 
+def json_files(folder: str | Path, suffix: str,
+               max_bytes: int = 1 << 20) -> list[tuple[Path, dict[str, Any]]]:
+    """Every `*<suffix>` regular file of `folder` that holds a JSON object, by name: small
+    records one writer keeps per thing (a dispatch, a resolution). Unreadable, non-object or
+    non-regular entries (a FIFO, a symlink) are skipped; a missing folder is none."""
+    try:
+        names = sorted(name for name in os.listdir(folder) if name.endswith(suffix))
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        path = Path(folder) / name
+        raw = read_regular(path, max_bytes)
+        try:
+            value = json.loads(raw) if raw is not None else None
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append((path, value))
+    return found
+
+
 def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None,
                  mode: int | None = None) -> None:
     """Replace `path` with `data` so a reader sees the old file or the new one, never a torn one.

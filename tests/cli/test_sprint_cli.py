@@ -184,3 +184,20 @@ def test_read_only_commands_work_on_a_read_only_state_folder(run_cli, project: P
     finally:
         for path, mode in modes.items():
             path.chmod(stat.S_IMODE(mode))
+
+
+def test_inside_claude_code_the_cli_refuses_a_waiver_or_a_skip(run_cli, project: Path) -> None:
+    inside = {"CLAUDECODE": "1"}
+    refused = run_cli("sprint", "start", "--skip-to", "ship", "rename foo", env=inside)
+    assert refused.returncode == 2 and "is a person's decision" in refused.stderr
+    assert run_cli("sprint", "start", "--complexity", "2", "rename foo", env=inside
+                   ).returncode == 0
+    (project / "plan.md").write_text(PLAN)
+    assert run_cli("sprint", "done", "plan", "--plan", "plan.md", env=inside).returncode == 0
+    refused = run_cli("sprint", "done", "execute", "--waive", "trust me", env=inside)
+    assert refused.returncode == 2 and "passing a gate (--waive) is a person's decision" in \
+        refused.stderr
+    abbreviated = run_cli("sprint", "done", "execute", "--wai", "trust me")
+    assert abbreviated.returncode == 2 and "unrecognized arguments: --wai" in abbreviated.stderr
+    # The person, in a terminal:
+    assert run_cli("sprint", "done", "execute", "--waive", "ran it on staging").returncode == 0

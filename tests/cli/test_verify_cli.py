@@ -156,3 +156,21 @@ def test_a_verifier_killed_outright_counts_as_a_failed_attempt(graph, project, c
     assert "verify-crash" in step["released"]
     after = cli_json("graph", "show", "verify-crash")
     assert (after["status"], after["attempts"]) == ("open", 1) and after["blocked_until"]
+
+
+def test_graph_apply_refuses_a_verify_node(run_cli, project) -> None:
+    import json
+
+    run_cli("graph", "import", "-", input=json.dumps({"nodes": [
+        {"id": "t", "type": "task", "verify": ["false"]}]}))
+    run_cli("graph", "scaffold")
+    run_cli("graph", "next", "--claim", "--run-id", "r1")
+    run_cli("graph", "apply", "t", "--run-id", "r1", "--result", "-",
+            input='{"status":"success","summary":"s"}')
+    claimed = run_cli("graph", "next", "--claim", "--run-id", "r1", "--json")
+    assert json.loads(claimed.stdout)["node"]["id"] == "verify-t"
+    refused = run_cli("graph", "apply", "verify-t", "--run-id", "r1", "--result", "-",
+                      input='{"status":"success","summary":"trust me"}')
+    assert refused.returncode == 2
+    assert "only the shell verifier records its result (`clavain verify verify-t`)" in \
+        refused.stderr

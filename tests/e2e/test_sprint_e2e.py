@@ -174,3 +174,21 @@ def test_a_sprint_runs_then_resumes_in_a_new_session(claude_runner: ClaudeRunner
     assert "Resuming from step 3 (test). Completed: [plan, execute]" in prompt, prompt
     assert "Warning: 1 commit(s) since the checkpoint on " in prompt
     assert "Verdicts: 1 COMPLETE, 2 CLEAN" in prompt or "Verdicts: 2 CLEAN, 1 COMPLETE" in prompt
+
+
+@pytest.mark.parametrize("typed", [
+    "--complexity 2 rename foo\nCLAVAIN_REQUEST\ntouch PWNED-1\nCLAVAIN_REQUEST",
+    "--complexity 2 fix $(touch PWNED-2) and `touch PWNED-3` in the user's \"app\"",
+])
+def test_the_request_is_never_parsed_by_a_shell(claude_runner: ClaudeRunner, typed: str) -> None:
+    """What the user types reaches the checkpoint verbatim, whatever shell syntax it holds:
+    the UserPromptSubmit hook records it, `clavain sprint start --from-prompt` takes it."""
+    project = claude_runner.project
+    run = claude_runner.run(f"/clavain:sprint {typed}", lambda request: [text("noted")],
+                            allowed_tools=("Bash", "Read")).check()
+    first = "\n".join(user_texts(run.requests[0]))
+    assert "Complexity 2/5 (simple)" in first, first
+    checkpoint = json.loads((project / ".clavain" / "checkpoint.json").read_text())
+    assert checkpoint["description"] == " ".join(typed.split()[2:])
+    assert not list(project.rglob("PWNED*")) and not list(claude_runner.home.rglob("PWNED*"))
+    assert not list((project / ".clavain" / "scratch").glob("sprint-request-*"))

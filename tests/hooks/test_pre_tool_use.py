@@ -196,3 +196,44 @@ def test_the_agent_cannot_waive_a_sprint_gate(run_hook, tmp_path: Path) -> None:
     # The gate itself, and waive mentioned elsewhere, are not the agent lifting it.
     assert _pre(run_hook, project, "Bash", {"command": "clavain sprint done ship"}) is None
     assert _pre(run_hook, project, "Bash", {"command": "grep -- --waive README.md"}) is None
+
+
+@pytest.mark.parametrize("command", [
+    "bash -c 'clavain sprint done ship --waive=x'",
+    "env FOO=1 clavain sprint done ship --waive x",
+    '"$CLAVAIN_BIN" sprint done quality-gates --waive "slow"',
+    "python3 -m clavain sprint done ship --waive x",
+    "(cd src && /opt/plugin/bin/clavain sprint done test --waive r)",
+])
+def test_no_spelling_of_a_waiver_gets_past(run_hook, tmp_path: Path, command: str) -> None:
+    project = _project(tmp_path)
+    denied = _pre(run_hook, project, "Bash", {"command": command})
+    assert denied["permissionDecision"] == "deny", command
+
+
+@pytest.mark.parametrize(("tool", "tool_input"), [
+    ("Write", {"file_path": "/p/.clavain/checkpoint.json", "content": "{}"}),
+    ("Write", {"file_path": "/p/.clavain/verdicts/clavain-reviewer-plan--d1.json",
+               "content": "{}"}),
+    ("Edit", {"file_path": ".clavain/state.sqlite", "old_string": "a", "new_string": "b"}),
+    ("Bash", {"command": "rm .clavain/checkpoint.json"}),
+    ("Bash", {"command": "echo '{}' > .clavain/verdicts/x.json"}),
+    ("Bash", {"command": "sqlite3 .clavain/state.sqlite \"UPDATE nodes SET status='done'\""}),
+])
+def test_the_agent_cannot_edit_clavains_state_by_hand(run_hook, tmp_path: Path, tool: str,
+                                                     tool_input: dict) -> None:
+    project = _project(tmp_path)
+    denied = _pre(run_hook, project, tool, tool_input)
+    assert denied["permissionDecision"] == "deny"
+    assert "changes only through the `clavain` CLI" in denied["permissionDecisionReason"]
+
+
+@pytest.mark.parametrize(("tool", "tool_input"), [
+    ("Write", {"file_path": "/p/.clavain/scratch/handoff.md", "content": "done: x"}),
+    ("Bash", {"command": "cat .clavain/verdicts/x.json"}),
+    ("Bash", {"command": "clavain verdicts summary"}),
+])
+def test_reading_state_and_writing_the_handoff_are_allowed(run_hook, tmp_path: Path, tool: str,
+                                                           tool_input: dict) -> None:
+    project = _project(tmp_path)
+    assert _pre(run_hook, project, tool, tool_input) is None

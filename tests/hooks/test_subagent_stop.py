@@ -624,3 +624,23 @@ def test_tokens_are_backfilled_once_the_transcript_is_readable(run_hook, tmp_pat
     assert backfill(verdicts, inside=tmp_path / ".clavain", now=time.time() + 2 * 86400) == 0
     assert not list(verdicts.glob("*.pending"))
     assert load(tmp_path, "clavain-reviewer-quality--c1.json")["status"] == "CLEAN"
+
+
+def test_a_late_reviewer_is_filed_under_the_sprint_it_was_asked_for(run_hook,
+                                                                     tmp_path: Path) -> None:
+    from clavain.paths import StatePaths
+    from clavain.sprint import lifecycle
+    from clavain.verdicts import dispatches
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    state = StatePaths.discover(tmp_path)
+    first = lifecycle.start(state, "first piece of work", complexity="2")
+    dispatches.started(state, {"agent_id": "r1", "session_id": "s1"}, first["sprint_id"],
+                       "clavain:reviewer")
+    lifecycle.abandon(state)
+    lifecycle.start(state, "second piece of work", complexity="2")
+    run_hook("SubagentStop", payload(tmp_path, "clavain:reviewer", "Lens: quality\n" +
+                                     CLEAN_MESSAGE, agent_id="r1"))
+    assert load(tmp_path, "clavain-reviewer-quality--r1.json")["sprint_id"] == \
+        first["sprint_id"]
+    assert dispatches.running(state) == []

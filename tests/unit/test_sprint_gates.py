@@ -135,9 +135,12 @@ def test_resolve_needs_every_attention_verdict_answered(state) -> None:
     flagged = work.file_verdict(state, "correctness", "NEEDS_ATTENTION", summary="off by one")
     blocked = work.file_verdict(state, "quality", "BLOCKED", summary="cannot build")
     lifecycle.done(state, "quality-gates")
-    _refused(state, "resolve", r"2 verdict\(s\) need an answer: NEEDS_ATTENTION "
-                               r"clavain:reviewer/correctness \(off by one\) and 1 more; .*"
-                               rf"`clavain verdicts resolve {flagged['dispatch']} --note TEXT`")
+    # Filed in the same millisecond, the two come in either order: the line names one of them.
+    _refused(state, "resolve", r"2 verdict\(s\) need an answer: (NEEDS_ATTENTION "
+                               r"clavain:reviewer/correctness \(off by one\)|BLOCKED "
+                               r"clavain:reviewer/quality \(cannot build\)) and 1 more; .*"
+                               rf"`clavain verdicts resolve ({flagged['dispatch']}|"
+                               rf"{blocked['dispatch']}) --note TEXT`")
     work.file_verdict(state, "correctness")  # a later CLEAN of the same lens answers it
     from clavain.verdicts.resolutions import resolve
 
@@ -300,3 +303,61 @@ def test_resume_from_step_only_goes_back(state) -> None:
                                            r"brainstorm\): --from-step only goes back"):
         lifecycle.resume(state, from_step="ship")
     assert state.sprint_checkpoint.read_bytes() == before
+
+
+def test_waivers_and_skips_are_a_persons_decision(state) -> None:
+    with pytest.raises(ClavainError, match=r"skipping steps \(--skip-to\) is a person's "
+                                           "decision"):
+        lifecycle.start(state, "rename foo to bar", skip_to="ship", by_person=False)
+    assert not state.sprint_checkpoint.exists()
+    lifecycle.start(state, "rename foo to bar", complexity="2")
+    work.record_plan(state)
+    _refused(state, "execute", r"passing a gate \(--waive\) is a person's decision",
+             waive="the agent thinks so", by_person=False)
+
+
+def test_a_check_passes_only_through_the_shell_verifier(state) -> None:
+    from clavain.workgraph import edits, kv, results, schedule
+
+    lifecycle.start(state, "rename foo to bar", complexity="2")
+    work.record_plan(state)
+    g = work.graph(state)
+    try:
+        claimed = schedule.next_node(g, claim=True)  # task-hello; its file is never written
+        results.apply_result(g, "task-hello", {"status": "success", "summary": "s"},
+                             run_id=claimed["run_id"])
+        from clavain.workgraph import verifier
+
+        assert verifier.run_verify(g, "verify-task-hello")["apply"]["to"] != "done"
+        edits.reset(g, "verify-task-hello")
+        claimed = schedule.next_node(g, claim=True)
+        assert claimed["node"]["id"] == "verify-task-hello"
+        with pytest.raises(ClavainError, match="only the shell verifier records its result"):
+            results.apply_result(g, "verify-task-hello", {"status": "success", "summary": "ok"},
+                                 run_id=claimed["run_id"])
+        with pytest.raises(ClavainError, match="written by the shell verifier only"):
+            kv.put(g, "final-verify", "out.tree", "git:forged")
+        # Even a `done` written straight into the database does not pass the gate.
+        g.conn.execute("UPDATE nodes SET status = 'done', lock_run_id = NULL WHERE graph_id = ? "
+                       "AND id = 'verify-task-hello'", (g.id,))
+    finally:
+        g.conn.close()
+    _refused(state, "execute", r"verify-task-hello \(done, but not by the shell verifier")
+
+
+def test_a_crash_while_shipping_leaves_a_sprint_that_ships_again(state, monkeypatch) -> None:
+    lifecycle.start(state, "rename foo to bar", complexity="2")
+    work.walk_to(state, "ship")
+    work.run_graph(state)
+    real = checkpoint.archive_locked
+
+    def crash(*args, **kwargs):
+        raise OSError("disk full while archiving")
+
+    monkeypatch.setattr(checkpoint, "archive_locked", crash)
+    with pytest.raises(OSError, match="disk full"):
+        lifecycle.done(state, "ship")
+    assert checkpoint.read(state)["current_step"] == "ship"  # still there, still at ship
+    monkeypatch.setattr(checkpoint, "archive_locked", real)
+    report = lifecycle.done(state, "ship")
+    assert report["archived"] and not state.sprint_checkpoint.exists()

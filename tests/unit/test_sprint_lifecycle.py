@@ -381,3 +381,14 @@ def test_hints_name_slash_commands_inside_claude_code_only(state, monkeypatch) -
     lifecycle.start(state, "add caching to the product service")
     with pytest.raises(ClavainError, match="resume with /clavain:sprint --resume"):
         lifecycle.start(state, "something else")
+
+
+def test_a_fifo_in_place_of_the_checkpoint_never_hangs_and_is_set_aside(state) -> None:
+    import os
+
+    state.root.mkdir(exist_ok=True)
+    os.mkfifo(state.sprint_checkpoint)
+    with pytest.raises(ClavainError, match="is not a regular file"):
+        checkpoint.read(state)
+    assert lifecycle.abandon(state)["set_aside"].startswith(".clavain/checkpoint.corrupt-")
+    assert checkpoint.read(state) is None

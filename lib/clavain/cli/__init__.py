@@ -12,7 +12,7 @@ import importlib
 import pkgutil
 import sqlite3
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from clavain import __version__
 from clavain.errors import ClavainError
@@ -24,7 +24,12 @@ THIRD_PARTY = {"pydantic", "pydantic_core", "jsonschema", "filelock"}
 
 class OneLineParser(argparse.ArgumentParser):
     """A bad argument is one line on stderr and exit 2, never the usage block: slash commands
-    run `clavain … $ARGUMENTS` before the prompt, and the usage text would land in it."""
+    run `clavain … $ARGUMENTS` before the prompt, and the usage text would land in it. Options
+    are never abbreviated: `--wai` must not pass for `--waive`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         line = f"{message} (see `{self.prog} --help`)"

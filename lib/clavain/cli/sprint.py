@@ -94,6 +94,9 @@ def _classify(args: argparse.Namespace) -> int:
         print(f"{result['score']}/5 ({result['label']})")
         for reason in result["reasons"]:  # type: ignore[attr-defined]
             print(f"- {reason}")
+        if result.get("uncertain"):
+            print(f"Uncertain: {result['uncertain']}; a sprint can be started with "
+                  "--complexity N instead")
     return 0
 
 
@@ -124,9 +127,13 @@ def _start(args: argparse.Namespace) -> int:
         raise ClavainError("--from-step goes with --resume")
     state = _state()
     text = " ".join(args.text)
+    from clavain.hints import in_claude_code
+
+    # Inside Claude Code only what the user typed (`--from-prompt`) speaks for a person.
     started = lifecycle.start(ensure_state(state) if text.strip() else state, text,
                               complexity=args.complexity, skip_to=args.skip_to,
-                              file_count=args.files)
+                              file_count=args.files,
+                              by_person=args.from_prompt or not in_claude_code())
     _worked_on(started["sprint_id"])
     if args.json:
         emit_json(started)
@@ -151,8 +158,11 @@ def _done(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    from clavain.hints import in_claude_code
+
     report = lifecycle.done(_state(), args.step, plan_path=args.plan, decision=args.decision,
-                            waive=args.waive, progress=None if args.json else progress)
+                            waive=args.waive, progress=None if args.json else progress,
+                            by_person=not in_claude_code())
     if not report["archived"]:
         _worked_on(report["sprint_id"])
     if args.json:

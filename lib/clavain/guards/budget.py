@@ -33,6 +33,9 @@ BUDGETS = (("commands", "maxCommands", "Bash commands"),
 MEASURE_EVERY_SECONDS = 30
 LIFT = ("Clavain budget: changing the budgets themselves (`.clavain/config.json`, `clavain "
         "budget reset`) is a person's decision, not an agent's. Stop and ask the user.")
+STATE = ("Clavain: its state (`.clavain/`: the sprint checkpoint, verdicts, the database) changes "
+         "only through the `clavain` CLI and its hooks, so that a gate cannot be passed by "
+         "editing a file. Only `.clavain/scratch/` (the handoff note) is yours to write.")
 WAIVE = ("Clavain sprint: passing a gate with `--waive` is a person's decision, not an agent's. "
          "Do the work the gate names, or stop and ask the user to waive it.")
 STOP = ("Stop here: do not retry this call or work around it. Return partial success (what is "
@@ -51,7 +54,7 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
 
     call = {"tool": tool, "kind": "other", "subject": "", "fingerprint": None, "undo": None,
             "tests": 0, "changed": False, "clavain": False, "lifts_budget": False,
-            "waives_gate": False}
+            "waives_gate": False, "edits_state": False}
     if tool == "Bash":
         command = text("command")
         tests = len(commands.find_test_runs(command, patterns))
@@ -64,8 +67,11 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
                     lifts_budget=any(w[:3] == ["clavain", "budget", "reset"] for w in words) or
                     (changed and bool(config_path) and
                      os.path.basename(config_path) in command and ".clavain" in command),
-                    waives_gate=any(w[:3] == ["clavain", "sprint", "done"] and any(
-                        x == "--waive" or x.startswith("--waive=") for x in w) for w in words))
+                    # Text, not words: `bash -c '…'`, `env …`, a path to the launcher or
+                    # `python -m clavain` all end in the same CLI, and options are never
+                    # abbreviated there.
+                    waives_gate="--waive" in command and "sprint" in command,
+                    edits_state=changed and _names_state(command))
     elif tool in ("WebFetch", "WebSearch"):
         call.update(kind="web", subject=text("url") or text("query"))
     elif tool in EDIT_TOOLS:
@@ -74,11 +80,19 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
         call.update(kind="edit", subject=path, changed=True,
                     fingerprint=commands.fingerprint(path, old, new),
                     undo=commands.fingerprint(path, new, old),
-                    lifts_budget=bool(config_path) and _same_file(path, config_path))
+                    lifts_budget=bool(config_path) and _same_file(path, config_path),
+                    edits_state=_names_state(path))
     elif tool in ("Agent", "Task"):
         call.update(kind="agent", subject=text("subagent_type") or text("description"))
     call["subject"] = call["subject"][:SUBJECT_CHARS]
     return call
+
+
+def _names_state(text: str) -> bool:
+    """Whether a path or command names Clavain's state folder beyond its scratch folder (config
+    edits have their own check and message)."""
+    rest = text.replace(".clavain/scratch", "").replace(".clavain/config.json", "")
+    return ".clavain" in rest
 
 
 def _same_file(path: str, other: str) -> bool:
@@ -167,6 +181,8 @@ def _denial(conn, run, call: dict, limits: dict, now: float) -> str | None:
         return LIFT
     if call["waives_gate"]:
         return WAIVE
+    if call["edits_state"]:
+        return STATE
     where = f"({limits['profile']}/{limits['scope']}, run {run['run_key']})"
     for column, key, label in BUDGETS[3:]:
         if run[column] >= limits[key]:

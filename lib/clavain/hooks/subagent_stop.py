@@ -220,7 +220,10 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
                                             message or "(the agent sent no final message)",
                                             inside=state.root)
     verdict["detail_path"] = _relative(state.project, detail)
-    verdict["sprint_id"] = _active_sprint(state, notes)
+    from clavain.verdicts import dispatches
+
+    recorded, sprint_id = dispatches.started_under(state, ids["agent_id"])
+    verdict["sprint_id"] = sprint_id if recorded else _active_sprint(state, notes)
     written = verdict_files.write(state.verdicts, verdict, dispatch, inside=state.root)
     transcript = payload.get("agent_transcript_path")
     if verdict.get("tokens_source") != "measured" and isinstance(transcript, str) and transcript:
@@ -238,9 +241,9 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
 def reviewer_lens(transcript: object, message: str, notes: list[str], *,
                   wait: float = TRANSCRIPT_WAIT_SECONDS) -> str | None:
     """The reviewer dispatch's lens: its prompt's first line, waiting (at most `wait`) while the
-    host has not yet written the prompt to the transcript; else the first line of its answer
-    (the reviewer begins with its `Lens:` line). A verdict filed without its lens would never
-    count for the gate that asked for it."""
+    host has not yet written the prompt to the transcript; only when no prompt can be read, the
+    first line of its answer (the reviewer begins with its `Lens:` line). A verdict filed
+    without its lens would never count for the gate that asked for it."""
     from clavain.verdicts.lens import first_line_lens
     from clavain.verdicts.transcript import first_user_text
 
@@ -251,9 +254,8 @@ def reviewer_lens(transcript: object, message: str, notes: list[str], *,
                 or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
-    lens = first_line_lens(prompt)
-    if lens:
-        return lens
+    if prompt:  # the dispatch's own words decide; its answer cannot pick another lens
+        return first_line_lens(prompt)
     answered = first_line_lens(message)
     if answered:
         notes.append(f"lens {answered} read from the reviewer's answer: its transcript "

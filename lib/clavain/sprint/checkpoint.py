@@ -27,6 +27,7 @@ from clavain.paths import StatePaths
 
 SCHEMA = "checkpoint.schema.json"
 DECISIONS_KEPT = 5
+MAX_BYTES = 1 << 20
 DEFAULT_GRAPH = "default"  # the graph of checkpoints older than one graph per sprint
 
 
@@ -36,15 +37,23 @@ class DamagedCheckpoint(ClavainError):
 
 def read(state: StatePaths) -> dict[str, Any] | None:
     """The active sprint's checkpoint, or None when no sprint is active."""
+    from clavain.fsutil import read_regular
     from clavain.schema_check import check
     from clavain.textio import BadText, decode, load_json
 
     path = state.sprint_checkpoint
-    try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        return None
+    # Never blocks (a FIFO planted there would hang every hook that reads the sprint).
+    raw = read_regular(path, MAX_BYTES + 1)
+    if raw is None:
+        if not os.path.lexists(path):
+            return None
+        raise DamagedCheckpoint(f"{path} is not a regular file; `clavain sprint abandon` sets it "
+                                "aside (kept as checkpoint.corrupt-<time>.json) so a new sprint "
+                                "can start")
+    if len(raw) > MAX_BYTES:
+        raise DamagedCheckpoint(f"{path} is over {MAX_BYTES} bytes, no checkpoint; `clavain "
+                                "sprint abandon` sets it aside (kept as "
+                                "checkpoint.corrupt-<time>.json) so a new sprint can start")
     fix = ("`clavain sprint abandon` sets it aside (kept as checkpoint.corrupt-<time>.json) "
            "so a new sprint can start")
     try:

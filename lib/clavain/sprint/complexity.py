@@ -114,10 +114,11 @@ def _judge(text: str, files: int, pieces: list[str], *, part: bool = False) -> _
         return _Verdict(1, [f"a mechanical edit: {', '.join(trivial)}"], unsure)
     set_aside = [f"--files {files}: too many files for a one-line edit "
                  f"({', '.join(trivial)})"] if trivial and files >= 10 else []
-    said = {"--files"} if set_aside else set()
     if named or changed or (trivial and danger):
+        merged = {kind: list(dict.fromkeys(named.get(kind, []) + changed.get(kind, [])))
+                  for kind in {**named, **changed}}
         reasons = [f"large blast radius: {kind} ({', '.join(hits)})"
-                   for kind, hits in {**named, **changed}.items()]
+                   for kind, hits in merged.items()]
         if trivial and danger:
             reasons.append(f"{', '.join(trivial)} — but {', '.join(_widest(danger))}")
         return _Verdict(4, reasons + set_aside)
@@ -138,7 +139,7 @@ def _judge(text: str, files: int, pieces: list[str], *, part: bool = False) -> _
     step = 2 if files >= 20 else 1 if files >= 5 else 0
     if step:
         score += step
-        why = "" if said else "many files, "
+        why = "" if set_aside else "many files, "
         reasons.append(f"--files {files}: {why}{step:+d}")
     score = max(1, min(4, score))
     touched = {family: hits for family, pattern in cue.CONCERNS.items()

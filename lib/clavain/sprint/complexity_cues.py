@@ -142,7 +142,7 @@ VERSION_JUMP = re.compile(
 MAJOR_TARGET = re.compile(
     r"\b(?:upgrad|migrat|mov|switch|port)\w*(?: \S+){0,5}? to (?!v?\d)[a-z][\w.-]* v?(\d{1,2})"
     r"(?:\.0)?(?![\d.])|\bupgrad\w* [a-z][\w.-]* to v?(\d{1,2})(?:\.0)?(?![\d.])")
-PATH = re.compile(r"\S*/\S*|`[^`]*`")
+PATH = re.compile(r"(?<!\S)\S*/\S*|`[^`]*`")
 VS = re.compile(r"\bvs\.?\b")
 # Chinese characters and Japanese kana, written without spaces between words.
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]")

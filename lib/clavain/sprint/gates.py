@@ -28,6 +28,7 @@ from clavain.workgraph.graphs import Graph
 REVIEW_WAIT_SECONDS = 90.0  # under the Bash tool's 2-minute default
 POLL_SECONDS = 1.0
 REVIEWER = "clavain:reviewer"
+RERUN = "`clavain graph reset {0} && clavain verify {0}`"
 RERUN_FINAL = "clavain graph reset final-verify && clavain verify final-verify"
 
 
@@ -197,6 +198,8 @@ def _task_problems(g: Graph, active: dict[str, Any], step: str) -> list[str]:
         if not checks:
             unverified.append(f"{task['id']} (no verify node: `clavain graph scaffold`)")
         unverified += [f"{c['id']} ({c['status']})" for c in checks if c["status"] != "done"]
+        unverified += [f"{c['id']} (done, but not by the shell verifier: {RERUN.format(c['id'])})"
+                       for c in checks if c["status"] == "done" and not by_verifier(g, c["id"])]
     out = []
     if unfinished:
         out.append(f"{len(unfinished)} task(s) not done: {_list(unfinished)}; "
@@ -225,6 +228,9 @@ def _ship_problems(g: Graph, active: dict[str, Any], step: str) -> list[str]:
     if final is None:
         out.append("the sprint's graph has no final-verify node; `clavain graph scaffold` "
                    "adds it")
+    elif final["status"] == "done" and not by_verifier(g, final["id"]):
+        out.append(f"{final['id']} is done, but not by the shell verifier: "
+                   f"{RERUN.format(final['id'])}")
     elif final["status"] == "done":
         ran_on = kv.get(g, final["id"], "out.tree")
         now = fingerprint(g.state.project, state_root=g.state.root)
@@ -238,6 +244,18 @@ def _ship_problems(g: Graph, active: dict[str, Any], step: str) -> list[str]:
                        f"now {_short(now)} (changed since): run it again: {RERUN_FINAL}")
     out += _resolve_problems(g, active, step)
     return out
+
+
+def by_verifier(g: Graph, node_id: str) -> bool:
+    """Whether the node's last move to done was the shell verifier's run (which records
+    `out.verified_run` with the result): nothing else makes a check pass."""
+    from clavain.workgraph import kv
+
+    done = g.conn.execute(
+        "SELECT run_id FROM events WHERE graph_id = ? AND node_id = ? AND to_status = 'done' "
+        "ORDER BY id DESC LIMIT 1", (g.id, node_id)).fetchone()
+    marker = kv.get(g, node_id, "out.verified_run")
+    return bool(done and marker and done[0] and marker["value"] == done[0])
 
 
 def _short(tree: str) -> str:

@@ -23,14 +23,17 @@ from clavain.sprint.complexity import LABELS, classify
 from clavain.sprint.route import STEPS, check_complexity, check_step, plan_route, routing_line
 
 
-
 def new_sprint_id() -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return f"sprint-{stamp}-{secrets.token_hex(3)}"
 
 
+PERSON_ONLY = "{what} is a person's decision, not an agent's: {how}"
+
+
 def start(state: StatePaths, description: str, *, complexity: Any = None,
-          skip_to: str | None = None, file_count: int = 0) -> dict[str, Any]:
+          skip_to: str | None = None, file_count: int = 0,
+          by_person: bool = True) -> dict[str, Any]:
     """Classify, route and checkpoint a new sprint with its own workgraph. Refused while
     another one is active. Verdicts left in `.clavain/verdicts/` from before are archived, so
     the sprint starts with none that are not its own."""
@@ -39,6 +42,10 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
         raise ClavainError("a sprint needs a description of the work")
     if skip_to is not None:
         check_step(skip_to)
+        if not by_person:
+            raise ClavainError(PERSON_ONLY.format(
+                what="skipping steps (--skip-to)",
+                how="the user types `/clavain:sprint --skip-to STEP TASK`"))
     override = check_complexity(complexity) if complexity is not None else None
     classified = classify(text, file_count)
     score = override or int(classified["score"])  # type: ignore[call-overload]
@@ -120,7 +127,7 @@ def check_order(active: dict[str, Any], step: str) -> None:
 def done(state: StatePaths, step: str, *, plan_path: str | None = None,
          decision: str | None = None, waive: str | None = None,
          progress: Callable[[str], None] | None = None,
-         wait_seconds: float | None = None) -> dict[str, Any]:
+         wait_seconds: float | None = None, by_person: bool = True) -> dict[str, Any]:
     """Record `step` as finished: only the current step, only through its gate (or with a
     person's waiver), with the plan it produced and a decision; ship archives the sprint."""
     from clavain.sprint import gates
@@ -128,13 +135,18 @@ def done(state: StatePaths, step: str, *, plan_path: str | None = None,
     check_step(step)
     if waive is not None and not waive.strip():
         raise ClavainError("a waiver needs a reason (--waive \"why this gate is passed\")")
+    if waive is not None and not by_person:
+        raise ClavainError(PERSON_ONLY.format(
+            what="passing a gate (--waive)",
+            how="the user runs `clavain sprint done STEP --waive REASON` in a terminal"))
     active = require_active(state)
     check_order(active, step)
     if step == "plan":
         plan_path = plan_path or active["plan_path"]
         if not plan_path:
             raise ClavainError("step plan records its plan: `clavain sprint done plan --plan "
-                               "PATH` (the writing-plans guide says what it holds)")
+                               f"PATH` (format: {guide_path('writing-plans')}); a plan is "
+                               "never waived: the steps after it work on its tasks")
     sprint_id = active["sprint_id"]
     conn = _connect(state)
     try:
@@ -151,17 +163,23 @@ def done(state: StatePaths, step: str, *, plan_path: str | None = None,
             refused = gates.problems(g, current, step)
             waiver = None
             if refused and waive is None:
-                raise ClavainError(f"step {step} is not done: {'; '.join(refused)} (a person "
-                                   f"may pass it on purpose: --waive REASON)")
+                raise ClavainError(f"step {step} is not done: {'; '.join(refused)} (only a "
+                                   "person may pass it on purpose, in a terminal: --waive "
+                                   "REASON)")
             if refused:
                 waiver = {"step": step, "reason": " ".join(waive.split()), "problems": refused,
                           "at": now_iso()}
             updated = _advance(state, current, step, plan_path, decision, waiver)
-            store.write(state, updated)
             archived = budget = None
             if updated["current_step"] is None:
-                budget = _budget(state, updated)
+                # Shipped: the graph is closed and the archive written straight from `updated`,
+                # never a live checkpoint with no step left (a crash in between would leave a
+                # sprint no command could finish); until the archive is written, the live one
+                # still says ship, and `done ship` runs again.
+                budget = _budget(state, current)
                 archived, _ = _close(state, g, updated, "shipped")
+            else:
+                store.write(state, updated)
     finally:
         conn.close()
     if archived:

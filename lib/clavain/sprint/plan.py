@@ -190,8 +190,10 @@ def _remove_task(g: Graph, task_id: str, at: str) -> None:
         raise ClavainError(f"the plan drops task {task_id!r}, but {dependents[0]!r} still "
                            "depends on it; keep the task or drop that dependency too")
     for node_id in [*_verify_nodes(g, task_id), task_id]:
-        g.conn.execute("DELETE FROM kv_latest WHERE graph_id = ? AND node_id = ?",
-                       (g.id, node_id))
+        # Its context goes too: a task added again under this id starts with none.
+        for table in ("kv_latest", "kv_history"):
+            g.conn.execute(f"DELETE FROM {table} WHERE graph_id = ? AND node_id = ?",
+                           (g.id, node_id))
         g.conn.execute("DELETE FROM nodes WHERE graph_id = ? AND id = ?", (g.id, node_id))
         record_event(g, node_id, "open", None, at=at, note="removed: the plan dropped it")
 

@@ -70,28 +70,38 @@ def finished(state: StatePaths, agent_id: object) -> None:
         os.unlink(folder(state) / f"{safe_dispatch(agent_id)}.json")
 
 
+def started_under(state: StatePaths, agent_id: object) -> tuple[bool, str | None]:
+    """(whether SubagentStart recorded this dispatch, the sprint it started under): a verdict
+    belongs to the sprint its review was asked for, not to whichever is active when it ends."""
+    from clavain.fsutil import read_regular
+    from clavain.verdicts.files import safe_dispatch
+
+    if not isinstance(agent_id, str) or not agent_id:
+        return False, None
+    try:
+        raw = read_regular(folder(state) / f"{safe_dispatch(agent_id)}.json", 1 << 16)
+    except ValueError:
+        return False, None
+    try:
+        record = json.loads(raw) if raw else None
+    except ValueError:
+        record = None
+    if not isinstance(record, dict):
+        return False, None
+    sprint = record.get("sprint_id")
+    return True, sprint if isinstance(sprint, str) else None
+
+
 def running(state: StatePaths, *, sprint_id: str | None = None,
             now: float | None = None) -> list[dict[str, Any]]:
     """Dispatches started and not yet reported (of `sprint_id` when given), each with its
     `lens` (None until its transcript names one) and `seconds` since it last wrote."""
+    from clavain.fsutil import json_files
     from clavain.verdicts.lens import prompt_lens
 
     now = time.time() if now is None else now
     found = []
-    try:
-        entries = sorted(os.scandir(folder(state)), key=lambda e: e.name)
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.name.endswith(".json") or not entry.is_file(follow_symlinks=False):
-            continue
-        try:
-            with open(entry.path, encoding="utf-8") as handle:
-                record = json.load(handle)
-        except (OSError, ValueError):
-            continue
-        if not isinstance(record, dict):
-            continue
+    for _, record in json_files(folder(state), ".json"):
         if sprint_id is not None and record.get("sprint_id") != sprint_id:
             continue
         last = _last_write(record)

@@ -10,8 +10,6 @@ verdicts when the sprint is archived. Stdlib only.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -54,22 +52,10 @@ def resolve(folder: Path, dispatch: str, note: str, *, inside: Path,
 def resolved(folder: Path) -> dict[str, dict[str, Any]]:
     """dispatch → its resolution record. An unreadable record answers nothing (the gate then
     names the verdict again, and a person can resolve it anew)."""
-    found: dict[str, dict[str, Any]] = {}
-    try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.name.endswith(SUFFIX) or not entry.is_file(follow_symlinks=False):
-            continue
-        try:
-            with open(entry.path, encoding="utf-8") as handle:
-                record = json.load(handle)
-        except (OSError, ValueError):
-            continue
-        if isinstance(record, dict) and isinstance(record.get("dispatch"), str):
-            found[record["dispatch"]] = record
-    return found
+    from clavain.fsutil import json_files
+
+    return {record["dispatch"]: record for _, record in json_files(folder, SUFFIX)
+            if isinstance(record.get("dispatch"), str)}
 
 
 def unanswered(verdicts: list[dict[str, Any]],

@@ -39,6 +39,10 @@ _COLUMNS = ("node_id, key, value_text, artifact_path, artifact_sha256, fingerpri
             "run_id, attempt")
 
 
+# What the shell verifier records beside a verify node's result; never written by hand.
+VERIFIER_KEYS = ("out.tree", "out.tree_before", "out.verified_run")
+
+
 def check_key(key: str) -> None:
     """Keys are short dotted names (`out.summary`, `ctx.decisions`); reject what cannot be one."""
     if not key or not key.strip():
@@ -184,6 +188,9 @@ def put(
     """Check the write rule and the node, then `write` in its own transaction."""
     check_write_allowed(node_id, writer_node, allow_cross_node)
     check_key(key)
+    if key in VERIFIER_KEYS:
+        raise ClavainError(f"key {key!r} is written by the shell verifier only (it proves which "
+                           "files a check ran on)")
     with transaction(g.conn):
         require_owner(g, node_id)
         return write(g, node_id, key, value, run_id=run_id, attempt=attempt,

@@ -237,9 +237,12 @@ def record_result(g: Graph, cfg: dict[str, Any], node: dict[str, Any], result: A
 def apply_result(g: Graph, node_id: str, result: dict[str, Any] | str, *,
                  run_id: str | None = None, stdout_path: str | None = None,
                  result_path: str | None = None, now: datetime | None = None,
-                 extra_kv: dict[str, str] | None = None) -> dict[str, Any]:
+                 extra_kv: dict[str, str] | None = None,
+                 by_verifier: bool = False) -> dict[str, Any]:
     """Record a runner's result for `node_id` under the run-id rule (explicit, else
-    $CLAVAIN_RUN_ID, else a new id): a node another run holds is refused."""
+    $CLAVAIN_RUN_ID, else a new id): a node another run holds is refused. A verify or
+    final_verify node takes only the shell verifier's result (`by_verifier`): a check that
+    anyone could report as passed would prove nothing."""
     parsed = parse_result(result)
     run_id = current_run_id(run_id)
     cfg = config_mod.load(g.state.config)
@@ -247,6 +250,9 @@ def apply_result(g: Graph, node_id: str, result: dict[str, Any] | str, *,
     refused: WaitingOnDependencies | None = None
     with transaction(g.conn):
         node = require_node(g, node_id)
+        if node["type"] in ("verify", "final_verify") and not by_verifier:
+            raise ClavainError(f"node {node_id!r} is a {node['type']} node: only the shell "
+                               f"verifier records its result (`clavain verify {node_id}`)")
         try:
             check_applicable(g, node, run_id)
         except WaitingOnDependencies as exc:

@@ -182,8 +182,11 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
     failed = next((o for o in outcomes if not o.passed), None)
     shown = failed or (outcomes[-1] if outcomes else None)
     log = str(shown.log_path) if shown else None
+    # out.verified_run: the gates accept a verify node as passed only when the run that made it
+    # done is this one (a hand-made `done` has none).
     trees = {key: value for key, value in (("out.tree", tree_after),
-                                           ("out.tree_before", tree_before)) if value}
+                                           ("out.tree_before", tree_before),
+                                           ("out.verified_run", run_id)) if value}
     report: dict[str, Any] = {
         "node_id": node_id, "graph_id": g.id, "run_id": run_id, "result": result,
         "commands": [o.as_dict() for o in outcomes], "result_path": str(result_path),
@@ -191,6 +194,7 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
     }
     if apply:
         report["apply"] = apply_result(g, node_id, result, run_id=run_id, stdout_path=log,
-                                       result_path=str(result_path), extra_kv=trees)
+                                       result_path=str(result_path), extra_kv=trees,
+                                       by_verifier=True)
         report["applied"] = True
     return report
