@@ -13,6 +13,8 @@ cd "$work"
 git init -q .
 export CLAVAIN_PROJECT_DIR=$work CLAVAIN_RUN_ID=demo-run
 "$CLAVAIN" init
+# The snapshot written at once: no deferred writer outlives this throwaway folder.
+printf '{"defaults": {"snapshotMaxLagSeconds": 0}}\n' > .clavain/config.json
 cat > plan.json <<'JSON'
 {"nodes": [
   {"id": "task-greet", "type": "task", "title": "write greet.sh",

@@ -58,15 +58,17 @@ def _last_error(g: Graph, node_id: str) -> str | None:
     return row["value_text"] if row else None
 
 
-def collect(g: Graph, active: dict[str, Any] | None) -> dict[str, Any]:
+def collect(g: Graph, active: dict[str, Any] | None,
+            sprint_problem: str | None = None) -> dict[str, Any]:
     """Everything `clavain status` shows, as data: the active sprint (its step, place in the
-    route and what its gate still waits for), its workgraph, the verdicts."""
+    route and what its gate still waits for) or what is wrong with its checkpoint, its
+    workgraph, the verdicts."""
     from clavain.verdicts import files, summary
 
     state = g.state
     cfg = config_mod.load(state.config)
     found = files.parse_all(state.verdicts)
-    return {"sprint": _sprint(g, active),
+    return {"sprint": _sprint(g, active), "sprint_problem": sprint_problem,
             "workgraph": _workgraph(g, cfg),
             "verdicts": {"counts": summary.count_by_status(found),
                          "attention": summary.get_attention(found)}}
@@ -98,12 +100,15 @@ def render(report: dict[str, Any]) -> str:
     """The one screen for people."""
     graph, verdicts = report["workgraph"], report["verdicts"]
     lines = _sprint_lines(report["sprint"])
+    if report.get("sprint_problem"):
+        lines.append(f"Sprint     {_clip(report['sprint_problem'], 300)}")
     if graph["nodes"]:
         counts = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in graph["counts"].items() if n)
         lines.append(f"Workgraph  {graph['graph_id']}: {graph['nodes']} node(s): {counts}")
     else:
-        lines.append(f"Workgraph  {graph['graph_id']}: no nodes yet "
-                     "(clavain graph import PLAN.json)")
+        how = ("record the plan: `clavain sprint done plan --plan PATH`" if report["sprint"]
+               else "clavain graph import PLAN.json")
+        lines.append(f"Workgraph  {graph['graph_id']}: no nodes yet ({how})")
     for item in graph["running"][:SHOWN]:
         stale = (f" — stale: {item['stale']}; `clavain graph next` releases it" if item["stale"]
                  else "")
@@ -149,7 +154,8 @@ def _sprint_lines(sprint: dict[str, Any] | None) -> list[str]:
     for problem in sprint["gate"][:SHOWN]:
         lines.append(f"Gate       {_clip(problem, 160)}")
     if not sprint["gate"]:
-        lines.append(f"Gate       open: `clavain sprint done {sprint['step']}` records it")
+        plan = " --plan PATH" if sprint["step"] == "plan" else ""
+        lines.append(f"Gate       open: `clavain sprint done {sprint['step']}{plan}` records it")
     for waiver in sprint["waivers"][-SHOWN:]:
         lines.append(f"Waived     {waiver['step']}: {_clip(waiver['reason'], 100)}")
     return lines

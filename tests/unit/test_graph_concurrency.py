@@ -58,7 +58,7 @@ while True:
         "status": "success" if i % 3 else "fail", "summary": "s" * 3000,
         "next": {"addNodes": [{"id": f"{node['id']}-c{j}", "type": "verify",
                                "dependsOn": [node["id"]]} for j in range(3)]}},
-        run_id="killme", stdout_path="/x/out.log")
+        run_id="killme", stdout_path="/x/out.log", by_verifier=True)  # any node type
     i += 1
     if i == 5:
         print("ready", flush=True)

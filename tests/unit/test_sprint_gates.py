@@ -361,3 +361,16 @@ def test_a_crash_while_shipping_leaves_a_sprint_that_ships_again(state, monkeypa
     monkeypatch.setattr(checkpoint, "archive_locked", real)
     report = lifecycle.done(state, "ship")
     assert report["archived"] and not state.sprint_checkpoint.exists()
+
+
+def test_ship_refuses_a_sprint_that_built_nothing(state) -> None:
+    lifecycle.start(state, "rename foo to bar", complexity="2", skip_to="ship")
+    _refused(state, "ship", r"the sprint's graph has no tasks, so nothing was built or checked")
+
+
+def test_the_summary_names_the_steps_skipped_and_why(state) -> None:
+    from clavain.sprint.summary import render, summarize
+
+    started = lifecycle.start(state, "add a greeting module", complexity="3", skip_to="execute")
+    text = render(summarize(state, started))
+    assert "- Skipped: brainstorm, strategy, plan, plan-review (started at execute)" in text

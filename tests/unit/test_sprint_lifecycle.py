@@ -392,3 +392,33 @@ def test_a_fifo_in_place_of_the_checkpoint_never_hangs_and_is_set_aside(state) -
         checkpoint.read(state)
     assert lifecycle.abandon(state)["set_aside"].startswith(".clavain/checkpoint.corrupt-")
     assert checkpoint.read(state) is None
+
+
+def test_a_lost_sprints_graph_is_closed_not_left_running(state) -> None:
+    from clavain.store import db
+    from clavain.workgraph import graphs
+
+    lost = lifecycle.start(state, "rename foo to bar", complexity="2")
+    work.record_plan(state)
+    state.sprint_checkpoint.write_text("{damaged")
+    report = lifecycle.abandon(state)
+    assert report["closed_graphs"] == [lost["sprint_id"]]
+    conn = db.connect(state.db)
+    try:
+        assert graphs.get(conn, lost["sprint_id"])["status"] == "abandoned"
+        assert {row[0] for row in conn.execute(
+            "SELECT status FROM nodes WHERE graph_id = ?", (lost["sprint_id"],))} == {
+            "cancelled"}
+    finally:
+        conn.close()
+    # A start that crashed before its checkpoint leaves an orphan: the next start closes it.
+    conn = db.connect(state.db)
+    with db.transaction(conn):
+        graphs.ensure(conn, "sprint-orphan", at="2026-01-01T00:00:00.000Z", kind="sprint")
+    conn.close()
+    lifecycle.start(state, "next piece of work")
+    conn = db.connect(state.db)
+    try:
+        assert graphs.get(conn, "sprint-orphan")["status"] == "abandoned"
+    finally:
+        conn.close()

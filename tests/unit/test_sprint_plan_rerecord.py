@@ -76,13 +76,13 @@ def test_a_task_that_ran_refuses_a_change_naming_it(state) -> None:
     work.run_graph(state, stop_before=("integrate",))  # task-a and task-b ran
     lifecycle.resume(state, from_step="plan")
     before = state.sprint_checkpoint.read_bytes()
-    with pytest.raises(ClavainError, match=r"task 'task-a' already ran, and the plan changes it "
-                                           r"\(verify\)"):
+    with pytest.raises(ClavainError, match=r"task 'task-a' already started, and the plan "
+                                           r"changes it \(verify\)"):
         work.record_plan(state, _plan({**A, "verify": ["false"]}, B))
     assert _node(state, "task-a")["verify"] == ["true"]
     assert state.sprint_checkpoint.read_bytes() == before
-    with pytest.raises(ClavainError, match=r"task 'task-b' already ran, and the plan changes it "
-                                           r"\(dropped from the plan\)"):
+    with pytest.raises(ClavainError, match=r"task 'task-b' already started, and the plan "
+                                           r"changes it \(dropped from the plan\)"):
         work.record_plan(state, _plan(A))
     # Unchanged, or new work under a new id, is fine.
     report = work.record_plan(state, _plan(A, B, {**B, "id": "task-c", "ownership": ["c"]}))

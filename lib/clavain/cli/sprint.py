@@ -33,7 +33,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                    help="how many files it touches, when known")
     p.add_argument("--resume", action="store_true",
                    help="resume the active sprint instead (what /clavain:sprint --resume does)")
-    p.add_argument("--from-step", metavar="STEP", help="with --resume: restart at this step")
+    p.add_argument("--from-step", metavar="STEP",
+                   help="with --resume: go back to this step (never forward)")
     p.add_argument("--stdin", action="store_true",
                    help="read the options and the request, verbatim, from stdin")
     p.add_argument("--from-prompt", action="store_true",
@@ -56,7 +57,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     p = add_command(sub, "resume", "where the active sprint stands and what to do next",
                     _resume)
     p.add_argument("--from-step", metavar="STEP",
-                   help="restart at this step, whatever the checkpoint says")
+                   help="go back to this step (a done one, or the current): it and the steps "
+                        "after it are recorded again")
     add_json_flag(p)
 
     p = add_command(sub, "status", "the active sprint's checkpoint", _status)

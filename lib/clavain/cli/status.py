@@ -20,7 +20,14 @@ def _status(args: argparse.Namespace) -> int:
     from clavain import status
     from clavain.sprint import checkpoint
 
-    g = graph_for_read(args.graph)
-    report = status.collect(g, checkpoint.read(g.state))
+    try:
+        g = graph_for_read(args.graph)
+        active, problem = checkpoint.read(g.state), None
+    except checkpoint.DamagedCheckpoint as exc:
+        # A damaged checkpoint names itself; the rest of the screen still shows (default
+        # graph, or the one asked for).
+        g = graph_for_read(args.graph or "default")
+        active, problem = None, str(exc)
+    report = status.collect(g, active, problem)
     emit_json(report) if args.json else print(status.render(report))
     return 0

@@ -137,7 +137,7 @@ def wait_for_reviews(g: Graph, active: dict[str, Any], step: str, *,
         left = deadline - time.monotonic()
         if not running or left <= 0:
             return
-        lens_names = sorted({d.get("lens") or "?" for d in running})
+        lens_names = sorted({d.get("lens") or "not named yet" for d in running})
         line = (f"waiting for {len(running)} reviewer dispatch(es) still running "
                 f"(lens {', '.join(lens_names)}); up to {left:.0f} s more")
         if progress and line.split(";")[0] != told:
@@ -225,7 +225,14 @@ def _ship_problems(g: Graph, active: dict[str, Any], step: str) -> list[str]:
                    f"{_list([f'{r[0]} ({r[1]})' for r in open_nodes])}; "
                    "`clavain graph next --claim` runs the next")
     final = singleton(g, "final_verify")
-    if final is None:
+    if final is None and not open_nodes and not g.conn.execute(
+            "SELECT 1 FROM nodes WHERE graph_id = ? AND type = 'task' LIMIT 1",
+            (g.id,)).fetchone():
+        out.append("the sprint's graph has no tasks, so nothing was built or checked: record "
+                   "a plan (`clavain sprint resume --from-step plan`, then `clavain sprint done "
+                   "plan --plan PATH`) or add the work (`clavain graph import FILE`, then "
+                   "`clavain graph scaffold`)")
+    elif final is None:
         out.append("the sprint's graph has no final-verify node; `clavain graph scaffold` "
                    "adds it")
     elif final["status"] == "done" and not by_verifier(g, final["id"]):

@@ -84,15 +84,36 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
 
 
 def _open_graph(state: StatePaths, sprint_id: str, title: str, at: str) -> None:
+    """The new sprint's graph. Called under the checkpoint lock with no sprint active, so any
+    sprint graph still active is an orphan (a start that crashed before its checkpoint, a
+    damaged checkpoint set aside): it is closed first, its open nodes cancelled."""
     from clavain.store.db import connect, transaction
     from clavain.workgraph.graphs import ensure
 
     conn = connect(state.db)
     try:
+        _close_orphans(conn, state, at)
         with transaction(conn):
             ensure(conn, sprint_id, at=at, kind="sprint", title=title[:200])
     finally:
         conn.close()
+
+
+def _close_orphans(conn: Any, state: StatePaths, at: str) -> list[str]:
+    """Close (as abandoned) every sprint graph still active while no sprint is; returns their
+    ids. The caller holds the checkpoint lock."""
+    from clavain.store.db import transaction
+    from clavain.workgraph.export import after_commit
+    from clavain.workgraph.graphs import Graph, close
+
+    orphans = [row[0] for row in conn.execute(
+        "SELECT id FROM graphs WHERE kind = 'sprint' AND status = 'active' ORDER BY id")]
+    for graph_id in orphans:
+        g = Graph(conn, graph_id, state)
+        with transaction(conn):
+            close(g, "abandoned", at=at, note="its sprint's checkpoint was lost")
+        after_commit(g)
+    return orphans
 
 
 def require_active(state: StatePaths) -> dict[str, Any]:
@@ -257,9 +278,17 @@ def abandon(state: StatePaths) -> dict[str, Any]:
         try:
             active = store.read(state)
         except store.DamagedCheckpoint as exc:
-            return {"sprint_id": None, "set_aside": store.set_aside(state),
+            set_aside = store.set_aside(state)
+            orphans: list[str] = []
+            if state.db.exists():  # the damaged sprint's graph: nothing of it runs any more
+                conn = _connect(state)
+                try:
+                    orphans = _close_orphans(conn, state, now_iso())
+                finally:
+                    conn.close()
+            return {"sprint_id": None, "set_aside": set_aside,
                     "problem": str(exc).split("; `clavain sprint abandon`")[0],
-                    "archived": None, "cancelled": []}
+                    "archived": None, "cancelled": [], "closed_graphs": orphans}
         if active is None:
             raise ClavainError("no active sprint to abandon")
         conn = _connect(state)
@@ -273,7 +302,7 @@ def abandon(state: StatePaths) -> dict[str, Any]:
             conn.close()
     _write_reports(state, active, archived, budget)
     return {"sprint_id": active["sprint_id"], "archived": archived, "set_aside": None,
-            "problem": None, "cancelled": cancelled}
+            "problem": None, "cancelled": cancelled, "closed_graphs": [g.id]}
 
 
 def resume(state: StatePaths, *, from_step: str | None = None) -> dict[str, Any]:

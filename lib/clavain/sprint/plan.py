@@ -117,7 +117,8 @@ def record_plan(g: Graph, plan_path: str) -> dict[str, Any]:
             node_id, fields = ran[0]
             more = f" (and {len(ran) - 1} more)" if len(ran) > 1 else ""
             raise ClavainError(
-                f"task {node_id!r} already ran, and the plan changes it ({', '.join(fields)})"
+                f"task {node_id!r} already started, and the plan changes it "
+                f"({', '.join(fields)})"
                 f"{more}; a started task keeps its definition: give the new work a new task "
                 "id, or `clavain graph reset` it first if it must run again")
         for node_id in dropped:

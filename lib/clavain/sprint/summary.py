@@ -66,6 +66,7 @@ def summarize(state: StatePaths, sprint: dict[str, Any], budget: Any = None, *,
             "steps_total": len(sprint["route"]), "current_step": sprint["current_step"],
             "waived": [{"step": w["step"], "reason": w["reason"], "problems": w["problems"]}
                        for w in sprint.get("waivers", [])],
+            "skipped": dict(sprint.get("skipped", {})),
             "agents_dispatched": len(found), "verdict_counts": count_by_status(found),
             "tokens_measured": total_tokens(found),
             "budgets": budget["budgets"] if budget else [],
@@ -81,11 +82,21 @@ def render(summary: dict[str, Any]) -> str:
         + (f" (next: {summary['current_step']})" if summary["current_step"] else ""),
         *[f"- WAIVED {w['step']}: {w['reason']} (the gate said: {'; '.join(w['problems'])})"
           for w in summary["waived"]],
+        *([f"- Skipped: {_skipped(summary.get('skipped', {}))}"]
+          if summary.get("skipped") else []),
         f"- Agents dispatched: {summary['agents_dispatched']}",
         f"- Verdicts: {counts or 'none yet'}",
         f"- Tokens (measured): {summary['tokens_measured']:,}",
         *([_budget_line(summary["budgets"])] if summary["budgets"] else []),
     ])
+
+
+def _skipped(skipped: dict[str, str]) -> str:
+    """`brainstorm, strategy (complexity 2); plan (started at execute)`: steps by reason."""
+    by_reason: dict[str, list[str]] = {}
+    for step, why in skipped.items():
+        by_reason.setdefault(why, []).append(step)
+    return "; ".join(f"{', '.join(steps)} ({why})" for why, steps in by_reason.items())
 
 
 def render_report(summary: dict[str, Any], budget: dict[str, Any] | None) -> str:

@@ -145,6 +145,8 @@ def deferred_write(args: list[str]) -> None:
             time.sleep(max(0.0, float(due) - time.time() - WRITE_SECONDS))
     except BlockingIOError:
         return  # another writer is already waiting
+    if not os.path.isfile(state.db):
+        return  # the project (or its state) was removed meanwhile: never make it again
     try:
         conn = connect(state.db)
         try:

@@ -176,7 +176,8 @@ def check_applicable(g: Graph, node: dict[str, Any], run_id: str) -> None:
                 "finished before its dependencies")
     holder = node["lock_run_id"]
     if holder and holder != run_id:
-        raise ClavainError(f"node {node_id!r} is claimed by run {holder!r}, not {run_id!r}")
+        raise ClavainError(f"node {node_id!r} is claimed by run {holder!r}, not {run_id!r}: "
+                           f"pass --run-id {holder} (or set CLAVAIN_RUN_ID) if that run is yours")
 
 
 # ---------------------------------------------------------------- apply
