@@ -422,3 +422,41 @@ def test_a_lost_sprints_graph_is_closed_not_left_running(state) -> None:
         assert graphs.get(conn, "sprint-orphan")["status"] == "abandoned"
     finally:
         conn.close()
+
+
+_ABANDONER = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from clavain.errors import ClavainError
+from clavain.paths import StatePaths
+from clavain.sprint import lifecycle
+state = StatePaths(sys.argv[2], project=sys.argv[3])
+time.sleep(float(sys.argv[4]))
+try:
+    print(lifecycle.abandon(state)["sprint_id"])
+except ClavainError as exc:
+    print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.05, 0.2])
+def test_finishing_and_abandoning_at_once_never_lose_the_checkpoint(state, delay) -> None:
+    started = lifecycle.start(state, "add caching to the product service", complexity="3")
+    (state.project / "plan.md").write_text(work.PLAN)
+    writer = subprocess.Popen([sys.executable, "-c", _WRITER, str(LIB), str(state.root),
+                               str(state.project)], stdout=subprocess.PIPE, text=True)
+    abandoner = subprocess.Popen([sys.executable, "-c", _ABANDONER, str(LIB), str(state.root),
+                                  str(state.project), str(delay)], stdout=subprocess.PIPE,
+                                 text=True)
+    recorded = writer.communicate(timeout=300)[0].split()
+    abandoned = abandoner.communicate(timeout=300)[0].strip()
+    assert (writer.returncode, abandoner.returncode) == (0, 0)
+    assert not state.sprint_checkpoint.exists()  # shipped or abandoned: either way, archived
+    archived = json.loads((state.runs / started["sprint_id"] / "checkpoint.json").read_text())
+    # The archive holds every step the writer recorded, and only those, in route order.
+    assert archived["completed_steps"] == [s for s in started["route"] if s in recorded]
+    if abandoned == started["sprint_id"]:
+        assert archived["outcome"] == "abandoned"
+    else:
+        assert abandoned.startswith("refused: no active sprint")
+        assert archived["outcome"] == "shipped" and recorded == started["route"]
