@@ -3,10 +3,9 @@
 Each hook command runs as Claude Code runs it (exec form: the command with its args, no shell;
 shell form: through bash), with a realistic JSON payload on stdin and the env the host gives
 hooks (CLAUDE_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA, CLAUDE_PROJECT_DIR, CLAUDE_ENV_FILE for
-SessionStart), in a throwaway git project and HOME. Times are spawn-to-exit wall clock. The
-tool-call hooks are timed twice: served by the resident hook server (which SessionStart, timed
-first, started) and spawned (CLAVAIN_RESIDENT_HOOKS=0); a row whose calls were not served the
-way its label says is flagged.
+SessionStart), in a throwaway git project and HOME. Times are spawn-to-exit wall clock. Every
+hook is a spawned process (there is no resident server); the tool-call hooks are also timed in
+a project without `.clavain/`, where bin/clavain-hook decides in bash and starts no interpreter.
 
     python benchmarks/hook_latency.py [--runs 30] [--python PATH] [--baseline-ref REF] [--json]
 
@@ -39,8 +38,6 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "lib"))
-
-from clavain.hooks import RESIDENT_EVENTS  # noqa: E402
 
 HOOKS_JSON = REPO / "hooks" / "hooks.json"
 TOOL_EVENTS = ("PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest")
@@ -213,9 +210,9 @@ def time_runs(argv: list[str], stdin: str, env: dict[str, str], cwd: str, runs: 
 
 
 def traced_run(argv: list[str], stdin: str, env: dict[str, str], cwd: Path, work: Path,
-               before=None) -> tuple[str, str]:
-    """One untimed run with CLAVAIN_HOOK_TRACE: which interpreter the launcher really picked,
-    and whether the resident server or a spawned process served the call."""
+               before=None) -> str:
+    """One untimed run with CLAVAIN_HOOK_TRACE: which interpreter the launcher really picked
+    (or that no interpreter ran)."""
     trace = work / "trace.jsonl"
     trace.unlink(missing_ok=True)
     if before:
@@ -224,9 +221,9 @@ def traced_run(argv: list[str], stdin: str, env: dict[str, str], cwd: Path, work
                    env={**env, "CLAVAIN_HOOK_TRACE": str(trace)})
     try:
         record = json.loads(trace.read_text(encoding="utf-8").splitlines()[-1])
-        return record["python"], record.get("served_by", "spawned")
+        return record["python"]
     except (OSError, IndexError, ValueError, KeyError):
-        return "(no trace line: the hook did not reach the dispatcher)", "nobody"
+        return "none"
 
 
 def _export_lib(ref: str, into: Path) -> Path | None:
@@ -333,23 +330,23 @@ def main(argv: list[str] | None = None) -> int:
 
                 def reset(path: Path = env_file) -> None:
                     path.write_text("", encoding="utf-8")
-            # Tool-call hooks both ways: served by the resident server (SessionStart, timed
-            # first, started it) and as a spawned interpreter.
-            modes = [("resident", {}), ("spawned", {"CLAVAIN_RESIDENT_HOOKS": "0"})] \
-                if event in RESIDENT_EVENTS else [("", {})]
-            for mode, extra_env in modes:
-                mode_env = {**hook_env, **extra_env}
+            # Tool-call hooks also where Clavain keeps no state: decided in bash.
+            plain = work / "plain"
+            plain.mkdir(exist_ok=True)
+            modes = [("", project), ("no .clavain", plain)] \
+                if event in ("PreToolUse", "PostToolUseFailure") else [("", project)]
+            for mode, where in modes:
+                mode_env = {**hook_env, "CLAUDE_PROJECT_DIR": str(where)}
+                mode_body = body.replace(str(project), str(where))
                 log_before = hooks_log.stat().st_size if hooks_log.exists() else 0
-                samples, codes, stderr = time_runs(argv_for(hook), body, mode_env,
-                                                   str(project), args.runs, args.warmup, reset)
+                samples, codes, stderr = time_runs(argv_for(hook), mode_body, mode_env,
+                                                   str(where), args.runs, args.warmup, reset)
                 log_after = hooks_log.stat().st_size if hooks_log.exists() else 0
                 notes = []
-                ran_with, served_by = traced_run(argv_for(hook), body, mode_env, project, work,
-                                                 reset)
-                if ran_with != python:
-                    notes.append(f"ran with {ran_with}, not {python}")
-                if mode and served_by != mode:
-                    notes.append(f"served by {served_by}, not {mode}")
+                ran_with = traced_run(argv_for(hook), mode_body, mode_env, where, work, reset)
+                expected = "none" if mode else python
+                if ran_with != expected:
+                    notes.append(f"ran with {ran_with}, not {expected}")
                 if log_after > log_before:
                     tail = hooks_log.read_text(encoding="utf-8").splitlines()[-1]
                     notes.append(f"hooks.log grew: {tail[:120]}")
@@ -359,9 +356,6 @@ def main(argv: list[str] | None = None) -> int:
                     (f" [{hook['matcher']}]" if hook["matcher"] else "")
                 add(label, samples, codes, "; ".join(notes))
     finally:
-        from clavain.hooks import resident
-
-        resident.stop(str(work / "plugin-data"))
         shutil.rmtree(work, ignore_errors=True)
 
     if args.json:

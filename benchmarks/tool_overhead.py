@@ -5,7 +5,7 @@ turn, each a different `echo`) without the plugin and with `--plugin-dir` this r
 whose `.clavain/config.json` gives the budgets room, alternating the two (A B A B …) so machine
 drift hits both. Prints the median session wall time of each, the difference per call, and the
 PreToolUse hook's own p50/p95 as it recorded itself (from bin/clavain-hook's start to its
-decision: the resident hook server, which SessionStart starts, serves the calls). The whole
+decision; every call is a spawned process). The whole
 difference is charged to the tool calls, so SessionStart and Stop count against them too (an
 upper bound).
 
@@ -76,7 +76,6 @@ def main(argv: list[str] | None = None) -> int:
             "SELECT hook_ms FROM budget_calls WHERE hook_ms IS NOT NULL"))
         counted = conn.execute("SELECT sum(commands) FROM budget_runs").fetchone()[0]
         conn.close()
-        runner.stop_resident_servers()
     bare_ms, plugin_ms = statistics.median(bare) * 1000, statistics.median(with_plugin) * 1000
     per_call = (plugin_ms - bare_ms) / args.calls
     report = {"runs": args.runs, "calls": args.calls, "bare_session_ms": round(bare_ms, 1),

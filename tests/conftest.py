@@ -27,18 +27,6 @@ _LEAKY_ENV = ("CLAVAIN_STATE_DIR", "CLAVAIN_DB", "CLAVAIN_PROJECT_DIR", "CLAUDE_
 def _isolated_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in _LEAKY_ENV:
         monkeypatch.delenv(name, raising=False)
-    # Hooks run as spawned processes unless a test starts a resident hook server itself.
-    monkeypatch.setenv("CLAVAIN_RESIDENT_HOOKS", "0")
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _no_resident_hook_server_left(tmp_path_factory: pytest.TempPathFactory):
-    """Stop any resident hook server a test left (each would idle for 30 minutes)."""
-    yield
-    from clavain.hooks import resident
-
-    for address in tmp_path_factory.getbasetemp().rglob(resident.ADDRESS_NAME):
-        resident.stop(str(address.parent))
 
 
 @pytest.fixture

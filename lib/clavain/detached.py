@@ -1,7 +1,7 @@
 """Start one of Clavain's entry points in a detached Python process: its own session, no pipes
 (it outlives the caller and never holds the host's output open), `-I -S` and no cwd entry on
 sys.path (neither a session's PYTHONPATH nor a project's json.py can reach it). Used by the
-hooks for the resident hook server, a call handed over by it, and the usage measurement.
+PreToolUse hook for the usage measurement.
 Stdlib; `subprocess` is imported only to start one.
 """
 

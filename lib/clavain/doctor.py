@@ -90,6 +90,25 @@ def _config(state: StatePaths) -> dict[str, Any]:
                 path=str(state.config))
 
 
+def _budgets(state: StatePaths) -> dict[str, Any]:
+    """The budgets that apply here as PreToolUse reads them (`budgets` in the config and the
+    CLAVAIN_BUDGET_* variables), or what is wrong with their settings: a misspelled key or a
+    bad value is never a silent default."""
+    from clavain.guards.budget import BUDGETS, amount
+    from clavain.guards.gate import run_context
+
+    context = run_context(str(state.root), None)
+    limits, problems = context["limits"], context["problems"]
+    if problems:
+        return _row("budgets", FAIL, "; ".join(problems) + " (fix .clavain/config.json "
+                    "`budgets` or the CLAVAIN_BUDGET_* variable)", problems=problems)
+    if not limits["enabled"]:
+        return _row("budgets", OK, "off (budgets.enabled is false)", problems=[])
+    shown = ", ".join(f"{label.lower()} {amount(limits[key])}" for _, key, label in BUDGETS)
+    return _row("budgets", OK, f"{limits['profile']}/{limits['scope']}: {shown}", problems=[],
+                limits={key: limits[key] for _, key, _ in BUDGETS})
+
+
 def _schema(state: StatePaths) -> dict[str, Any]:
     latest = db.latest_version()
     current = db.schema_version(state.db)
@@ -127,17 +146,6 @@ def _hook_cost(state: StatePaths) -> dict[str, Any]:
                 p50_ms=p50, p95_ms=p95, calls=len(times))
 
 
-def _hook_server() -> dict[str, Any]:
-    """The resident hook server: without it every tool call starts an interpreter."""
-    from clavain.hooks import resident
-
-    shown = resident.overview()
-    stale = any(server["state"] == "running" and not server["code_current"]
-                for server in shown["servers"])
-    return _row("hook_server", WARN if stale else OK, "; ".join(resident.describe(shown)),
-                **shown)
-
-
 def _sprint(state: StatePaths) -> dict[str, Any]:
     """The sprint checkpoint: readable, damaged (with the fix), and damaged ones set aside."""
     from clavain.errors import ClavainError
@@ -161,8 +169,7 @@ def _sprint(state: StatePaths) -> dict[str, Any]:
 def run(state: StatePaths | None = None) -> dict[str, Any]:
     state = state or StatePaths.discover()
     checks = [_python(), _venv(), _dependencies(), _claude(), _plugin_root(), _state(state),
-              _config(state), _schema(state), _sprint(state), _hook_cost(state),
-              _hook_server()]
+              _config(state), _budgets(state), _schema(state), _sprint(state), _hook_cost(state)]
     healthy = all(row["status"] != FAIL for row in checks)
     return {"version": __version__, "healthy": healthy, "checks": checks}
 

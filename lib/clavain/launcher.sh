@@ -13,4 +13,4 @@ else
   CLAVAIN_PY=python3
 fi
 export PYTHONPATH="$CLAVAIN_ROOT/lib${PYTHONPATH:+:$PYTHONPATH}"
-export CLAVAIN_ROOT  # the resident hook server is keyed by the plugin folder as named here
+export CLAVAIN_ROOT

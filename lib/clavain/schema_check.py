@@ -39,8 +39,9 @@ _TYPES = {
     # JSON Schema 2020-12: 3.0 is an integer too.
     "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
     or (isinstance(v, float) and v.is_integer()),
-    "number": lambda v: (isinstance(v, (int, float)) and not isinstance(v, bool)
-                         and math.isfinite(v)),
+    # An int of any size is finite (`math.isfinite` would overflow on a 400-digit one).
+    "number": lambda v: (isinstance(v, int) and not isinstance(v, bool))
+    or (isinstance(v, float) and math.isfinite(v)),
 }
 
 

@@ -58,8 +58,64 @@ def test_settings_problems_reach_the_person(project: Path, run_cli, cli_json) ->
     (project / ".clavain" / "config.json").write_text('{"budgets": {"profile": "fast"}}')
     status = run_cli("budget", "status", env={"CLAVAIN_BUDGET_MAX_COMMANDS": "abc"})
     assert status.returncode == 0
-    assert "warning: budget profile 'fast'" in status.stderr
-    assert "maxCommands 'abc'" in status.stderr
+    assert "error: budget settings: budget profile 'fast'" in status.stderr
+    assert "maxCommands 'abc' (CLAVAIN_BUDGET_MAX_COMMANDS)" in status.stderr
+
+
+def test_a_misspelled_key_is_named_in_status_report_and_doctor(project: Path, run_cli,
+                                                              cli_json) -> None:
+    (project / ".clavain").mkdir()
+    (project / ".clavain" / "config.json").write_text('{"budgets": {"maxComands": 5}}')
+    named = "budgets key 'maxComands' is not a budget setting (did you mean maxCommands?)"
+    status = run_cli("budget", "status")
+    assert status.returncode == 0 and named in status.stderr and "error" in status.stderr
+    assert named in cli_json("budget", "status")["problems"][0]
+    assert f"Budget settings error (defaults used): {named}" in run_cli("report").stdout
+    doctor = json.loads(run_cli("doctor", "--json").stdout)
+    row = next(row for row in doctor["checks"] if row["check"] == "budgets")
+    assert row["status"] == "fail" and named in row["detail"] and not doctor["healthy"]
+    config = next(row for row in doctor["checks"] if row["check"] == "config")
+    assert config["status"] == "fail"  # the schema refuses the same key
+
+
+def test_doctor_shows_the_budgets_that_apply(project: Path, run_cli) -> None:
+    (project / ".clavain").mkdir()
+    (project / ".clavain" / "config.json").write_text(
+        '{"budgets": {"profile": "yolo", "maxCommands": 12, "maxCostUsd": 2.5}}')
+    doctor = json.loads(run_cli("doctor", "--json",
+                                env={"CLAVAIN_BUDGET_MAX_TOKENS": "1000"}).stdout)
+    row = next(row for row in doctor["checks"] if row["check"] == "budgets")
+    assert row["status"] == "ok" and row["detail"].startswith("yolo/medium: bash commands 12,")
+    assert row["limits"]["maxTokens"] == 1000 and "dollars $2.50" in row["detail"]
+    bad = json.loads(run_cli("doctor", "--json",
+                             env={"CLAVAIN_BUDGET_MAX_TOKENS": "lots"}).stdout)
+    row = next(row for row in bad["checks"] if row["check"] == "budgets")
+    assert row["status"] == "fail" and "CLAVAIN_BUDGET_MAX_TOKENS" in row["detail"]
+
+
+def test_the_report_shows_how_an_unknown_model_was_priced(project: Path, run_cli) -> None:
+    from clavain.clock import now_iso
+
+    transcript = project / "session.jsonl"
+    lines = [json.dumps({"type": "assistant", "requestId": f"r{i}", "timestamp": now_iso(),
+                         "message": {"id": f"m{i}", "model": model, "usage": {
+                             "input_tokens": tokens, "output_tokens": 0,
+                             "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}})
+             for i, (model, tokens) in enumerate([("claude-opus-9", 1000),
+                                                  ("claude-sonnet-4-5-20250929", 1000),
+                                                  ("<synthetic>", 0)])]
+    transcript.write_text("\n".join(lines) + "\n")
+    _calls(project, "session:s", ["ls"])
+    conn = db.connect(project / ".clavain" / "state.sqlite")
+    conn.execute("INSERT INTO budget_usage (run_key, transcript, added_at) VALUES "
+                 "('session:s', ?, ?)", (str(transcript), now_iso()))
+    conn.commit()
+    conn.close()
+    report = run_cli("report", "--run", "session:s").stdout
+    assert ("claude-opus-9: $0.0040 (priced as claude-opus-5-5: unknown model claude-opus-9 "
+            "(the newest opus row))") in report
+    assert "claude-sonnet-4-5-20250929: $0.0030\n" in report  # a known model: no note
+    assert "unknown model <synthetic>" not in report  # nothing to price
 
 
 def test_the_active_sprint_is_the_current_run(project: Path, cli_json, run_cli) -> None:

@@ -414,3 +414,16 @@ def test_a_closed_graph_refuses_new_nodes_in_one_line(run_cli, cli_json, project
                                                                             "--all")]
     assert (run_cli("graph", "add", "--id", "t1", "--type", "task").stdout.strip()
             == "added t1 to graph default")
+
+
+def test_a_removed_state_folder_stays_removed(run_cli, project: Path) -> None:
+    """The deferred snapshot writer a burst of changes started never makes `.clavain/` again
+    once a person removed it."""
+    import shutil
+    import time
+
+    for n in range(3):  # the second and third change defer the snapshot to a writer process
+        assert run_cli("graph", "add", "--id", f"t{n}", "--type", "task").returncode == 0
+    shutil.rmtree(project / ".clavain")
+    time.sleep(2.5)  # past the writer's due time (snapshotMaxLagSeconds, 1 s)
+    assert not (project / ".clavain").exists()

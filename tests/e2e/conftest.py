@@ -259,17 +259,6 @@ class ClaudeRunner:
         return ClaudeRun(code, out, err, output, list(self.model.requests[first:]), self.home,
                          self.project, argv, full_env, list(self.model.errors[errors_before:]))
 
-    def resident_servers(self) -> list[Path]:
-        """The plugin data folders where this HOME's sessions started a resident hook server."""
-        return sorted(path.parent for path in self.home.rglob("hookd.addr"))
-
-    def stop_resident_servers(self) -> None:
-        """Stop them: a test's servers must not outlive it (they would idle for 30 min)."""
-        from clavain.hooks import resident
-
-        for data in self.resident_servers():
-            resident.stop(str(data))
-
     def cli(self, *args: str, env: Mapping[str, str | None] | None = None,
             timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
         argv = [str(self.binary), *args]
@@ -308,6 +297,4 @@ def _run_group(argv: list[str], env: dict[str, str], cwd: Path,
 
 @pytest.fixture
 def claude_runner(claude_bin: Path, scripted_model: ScriptedModel, tmp_path: Path):
-    runner = ClaudeRunner(claude_bin, scripted_model, tmp_path)
-    yield runner
-    runner.stop_resident_servers()
+    return ClaudeRunner(claude_bin, scripted_model, tmp_path)

@@ -1,11 +1,9 @@
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,58 +47,3 @@ def start_sprint(project: Path) -> dict:
     from clavain.sprint import lifecycle
 
     return lifecycle.start(StatePaths.discover(project), "add OAuth login", complexity=2)
-
-
-def wait_for(condition: Callable[[], object], what: str, timeout: float = 20.0) -> object:
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting: {what}"
-        time.sleep(0.02)
-    return value
-
-
-def server_for(data: Path | str, root: Path | str) -> dict | None:
-    """The address of a live hook server in `data` serving plugin folder `root`, or None."""
-    from clavain.hooks import resident
-
-    address = resident.read_address(str(data))
-    if address and address["root"] == str(root) and resident.alive(address["pid"]):
-        return address
-    return None
-
-
-def start_resident_server(data: Path) -> dict:
-    """A resident hook server for plugin data folder `data` serving this checkout, once it has
-    published its address."""
-    from clavain.hooks import resident
-
-    resident.spawn(str(data), str(REPO))
-    return wait_for(lambda: server_for(data, REPO), "the server's address")
-
-
-def exited(pid: int) -> bool:
-    """Whether `pid` has ended (reaped first when it is a child of this process, as a server a
-    test spawned in-process is)."""
-    from clavain.hooks import resident
-
-    with contextlib.suppress(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)
-    return not resident.alive(pid)
-
-
-def stop_resident_server(data: Path) -> None:
-    from clavain.hooks import resident
-
-    pid = resident.stop(str(data))
-    if pid is not None:
-        wait_for(lambda: exited(pid), f"server {pid} to exit")
-
-
-@pytest.fixture
-def resident_data(tmp_path: Path):
-    """A plugin data folder with a resident hook server up; stopped after the test."""
-    data = tmp_path / "plugin-data"
-    data.mkdir()
-    start_resident_server(data)
-    yield data
-    stop_resident_server(data)

@@ -18,27 +18,6 @@ from clavain.store import db
 from .conftest import REPO, payload_for
 
 
-@pytest.fixture(params=["spawned", "resident"])
-def run_hook(request, run_hook, tmp_path: Path):
-    """Every test here twice: the hook as a spawned Python process, and served by the resident
-    hook server (each call checked to have really been served there)."""
-    if request.param == "spawned":
-        return run_hook
-    data = request.getfixturevalue("resident_data")
-    trace = tmp_path / "hook-trace.jsonl"
-
-    def run(event, stdin, *, env=None, cwd=None):
-        lines_before = len(trace.read_text().splitlines()) if trace.exists() else 0
-        result = run_hook(event, stdin, cwd=cwd, env={
-            "CLAUDE_PLUGIN_DATA": str(data), "CLAVAIN_RESIDENT_HOOKS": "1",
-            "CLAVAIN_HOOK_TRACE": str(trace), **(env or {})})
-        records = [json.loads(line) for line in trace.read_text().splitlines()[lines_before:]]
-        assert [r["served_by"] for r in records] == ["resident"], records
-        return result
-
-    return run
-
-
 def _project(tmp_path: Path, config: dict | None = None) -> Path:
     project = tmp_path / "project"
     (project / ".clavain").mkdir(parents=True)
@@ -237,3 +216,100 @@ def test_reading_state_and_writing_the_handoff_are_allowed(run_hook, tmp_path: P
                                                            tool_input: dict) -> None:
     project = _project(tmp_path)
     assert _pre(run_hook, project, tool, tool_input) is None
+
+
+# ---------------------------------------------------------------- what a failure does to a call
+
+def test_a_locked_database_is_a_deny_within_the_bound_never_an_allow(run_hook,
+                                                                     tmp_path: Path) -> None:
+    project = _project(tmp_path, {"budgets": {"maxCommands": 5}})
+    assert _pre(run_hook, project, "Bash", {"command": "ls"}) is None  # creates the database
+    holder = db.connect(project / ".clavain" / "state.sqlite")
+    holder.execute("BEGIN IMMEDIATE")  # another writer holds the lock past the hook's bound
+    try:
+        result = run_hook("PreToolUse", _payload(project, "Bash", {"command": "ls -la"}),
+                          cwd=project)  # run_hook's own 60 s timeout is the hang guard
+    finally:
+        holder.rollback()
+        holder.close()
+    denied = json.loads(result.stdout)["hookSpecificOutput"]
+    assert denied["permissionDecision"] == "deny"
+    assert "stayed locked" in denied["permissionDecisionReason"]
+    with db.connect(project / ".clavain" / "state.sqlite") as conn:
+        assert conn.execute("SELECT commands FROM budget_runs").fetchone()[0] == 1  # not counted
+
+
+def test_a_symlinked_database_is_refused_not_written_through(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    outside = tmp_path / "elsewhere.sqlite"
+    db.connect(outside).close()
+    (project / ".clavain" / "state.sqlite").symlink_to(outside)
+    before = outside.read_bytes()
+    denied = _pre(run_hook, project, "Bash", {"command": "ls"})
+    assert denied["permissionDecision"] == "deny"
+    assert "is a symlink" in denied["permissionDecisionReason"]
+    assert outside.read_bytes() == before
+
+
+@pytest.mark.parametrize("name", ["checkpoint.json", "config.json"])
+def test_a_fifo_state_file_never_blocks_the_hook(run_hook, tmp_path: Path, name: str) -> None:
+    project = _project(tmp_path)
+    os.mkfifo(project / ".clavain" / name)
+    result = run_hook("PreToolUse", _payload(project, "Bash", {"command": "ls"}), cwd=project)
+    assert result.returncode == 0  # returned (run_hook's timeout would fail the test)
+    with db.connect(project / ".clavain" / "state.sqlite") as conn:
+        assert conn.execute("SELECT commands FROM budget_runs").fetchone()[0] == 1
+
+
+def test_a_call_that_cannot_be_recorded_runs_and_the_person_is_told(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """Read-only state or a full disk: not a silent allow (root writes through modes, so the
+    database's refusal is given here in-process)."""
+    from clavain.guards import gate
+    from clavain.store.db import sqlite3
+
+    project = _project(tmp_path)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+
+    def refuse(path):
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(gate, "_open_database", refuse)
+    output = gate.pre_tool_use(_payload(project, "Bash", {"command": "ls"}))
+    assert "permissionDecision" not in json.dumps(output)
+    assert output["systemMessage"].startswith("Clavain could not record this tool call "
+                                              "(attempt to write a readonly database)")
+    assert "could not record" in (project / ".clavain" / "logs" / "hooks.log").read_text()
+
+
+def test_session_start_says_when_calls_cannot_be_recorded(tmp_path: Path, monkeypatch) -> None:
+    from clavain.hooks import session_start
+    from clavain.paths import StatePaths
+
+    project = _project(tmp_path)
+    state = StatePaths.discover(project)
+    assert session_start.recording_problem(state) == ""
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if str(path).endswith(
+        ".clavain") else real(path, mode))
+    assert "cannot record tool calls here" in session_start.recording_problem(state)
+
+
+def test_a_project_without_clavain_costs_no_interpreter(run_hook, tmp_path: Path) -> None:
+    project = tmp_path / "plain"
+    project.mkdir()
+    trace = tmp_path / "trace.jsonl"
+    result = run_hook("PreToolUse", _payload(project, "Bash", {"command": "ls"}), cwd=project,
+                      env={"CLAVAIN_HOOK_TRACE": str(trace)})
+    assert (result.returncode, result.stdout) == (0, "") and not trace.exists()
+    # A budget variable set, or a Clavain folder above: the Python hook runs.
+    run_hook("PreToolUse", _payload(project, "Bash", {"command": "ls"}), cwd=project,
+             env={"CLAVAIN_HOOK_TRACE": str(trace), "CLAVAIN_BUDGET_MAX_COMMANDS": "9"})
+    assert trace.exists()
+    (tmp_path / ".clavain").mkdir()
+    sub = project / "src"
+    sub.mkdir()
+    before = len(trace.read_text().splitlines())
+    run_hook("PreToolUse", _payload(sub, "Bash", {"command": "ls"}), cwd=sub,
+             env={"CLAVAIN_HOOK_TRACE": str(trace)})
+    assert len(trace.read_text().splitlines()) == before + 1

@@ -53,8 +53,7 @@ def _session_start(data: Path, project: Path, wait: str = "120") -> dict:
     """The SessionStart hook as a fresh process, without CLAVAIN_PYTHON (which skips bootstrap)."""
     env = {"PATH": "/usr/bin:/bin", "HOME": str(project), "CLAUDE_PLUGIN_DATA": str(data),
            "CLAUDE_PLUGIN_ROOT": str(REPO), "CLAUDE_PROJECT_DIR": str(project),
-           "CLAVAIN_BOOTSTRAP_WAIT": wait, "PYTHONPATH": str(REPO / "lib"),
-           "CLAVAIN_RESIDENT_HOOKS": "0"}
+           "CLAVAIN_BOOTSTRAP_WAIT": wait, "PYTHONPATH": str(REPO / "lib")}
     payload = {"session_id": "s", "cwd": str(project), "source": "startup"}
     # As bin/clavain-hook runs it: `-c` with the current folder dropped from sys.path.
     hook = ("import sys; sys.path = [p for p in sys.path if p]\n"

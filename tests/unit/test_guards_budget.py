@@ -266,3 +266,91 @@ def test_counters_against_a_naive_model(tmp_path_factory, calls, max_commands, m
     assert ({key: row[key] for key in used} if row else
             {key: 0 for key in used}) == used
     conn.close()
+
+
+def test_a_denial_says_exhausted_only_when_it_is_and_how_a_person_raises_the_limit(conn) -> None:
+    limits = _limits(maxTestRuns=3)
+    assert _bash(conn, "pytest && npm test", limits=limits)["decision"] == "allow"  # 2 of 3
+    partial = _bash(conn, "pytest -x && go test ./...", limits=limits)
+    assert partial["decision"] == "deny" and "exhausted" not in partial["reason"]
+    assert "runs 2 tests" in partial["reason"] and "only 1 of 3 test runs are left" in \
+        partial["reason"] and "run at most 1 at once" in partial["reason"]
+    assert "`budgets.maxTestRuns` in .clavain/config.json" in partial["reason"]
+    assert "CLAVAIN_BUDGET_MAX_TEST_RUNS" in partial["reason"]
+    assert _bash(conn, "pytest -k one", limits=limits)["decision"] == "warn"  # 3 of 3
+    spent = _bash(conn, "pytest -k two", limits=limits)
+    assert spent["reason"].startswith("Clavain budget exhausted: test runs 3 of 3 used")
+    assert "do not retry" in spent["reason"] and "CLAVAIN_BUDGET_MAX_TEST_RUNS" in spent["reason"]
+
+
+@pytest.mark.parametrize(("key", "tool", "data", "variable"), [
+    ("maxCommands", "Bash", {"command": "ls"}, "CLAVAIN_BUDGET_MAX_COMMANDS"),
+    ("maxWebRequests", "WebFetch", {"url": "https://x"}, "CLAVAIN_BUDGET_MAX_WEB_REQUESTS"),
+    ("maxTokens", "Agent", {"subagent_type": "x"}, "CLAVAIN_BUDGET_MAX_TOKENS"),
+    ("maxCostUsd", "Bash", {"command": "ls"}, "CLAVAIN_BUDGET_MAX_COST_USD"),
+])
+def test_a_budget_set_to_zero_is_not_called_exhausted(conn, key, tool, data, variable) -> None:
+    denied = _call(conn, tool, data, limits=_limits(**{key: 0.0 if key == "maxCostUsd" else 0}))
+    assert denied["decision"] == "deny" and "exhausted" not in denied["reason"]
+    assert "are set to 0" in denied["reason"] and "do not retry" in denied["reason"]
+    assert f"`budgets.{key}`" in denied["reason"] and variable in denied["reason"]
+
+
+def test_every_budget_denial_names_its_key_and_variable(conn) -> None:
+    _bash(conn, "ls")
+    conn.execute("UPDATE budget_runs SET tokens = 500, cost_usd = 1.0")
+    tokens = _bash(conn, "ls 2", limits=_limits(maxTokens=500))["reason"]
+    assert tokens.startswith("Clavain budget exhausted: Tokens 500 of 500 used")
+    assert "`budgets.maxTokens`" in tokens and "CLAVAIN_BUDGET_MAX_TOKENS" in tokens
+    dollars = _bash(conn, "ls 3", limits=_limits(maxCostUsd=0.5))["reason"]
+    assert "Dollars $1.00 of $0.50 used" in dollars and "CLAVAIN_BUDGET_MAX_COST_USD" in dollars
+
+
+LIFTING = [
+    "bin/clavain budget reset", "/opt/plugins/clavain/bin/clavain budget reset",
+    "./bin/clavain budget reset --run session:s1", "env clavain budget reset",
+    "env -u CLAVAIN_PROFILE clavain budget reset", "/usr/bin/env clavain budget reset",
+    "VAR=1 clavain budget reset", "python -m clavain budget reset",
+    "python3 -B -m clavain budget reset --json", "PYTHONPATH=lib python -m clavain budget reset",
+    "uv run clavain budget reset", "command clavain budget reset", "sudo clavain budget reset",
+    "timeout 5 nice -n 1 clavain budget reset", "bash -lc 'clavain budget reset'",
+    "sh -c \"bin/clavain budget reset\"", "echo $(clavain budget reset)",
+    "echo `clavain budget reset`", "eval 'clavain budget reset'", "bash bin/clavain budget reset",
+    "echo 'clavain budget reset' | sh", "bash <<'EOF'\nclavain budget reset\nEOF",
+    "\"clavain\" budget reset", "cl''avain budget reset", "cd /p && clavain budget reset",
+    "python -c 'from clavain.cli import main; main()' budget reset",
+    # the database or the config removed, moved, replaced or truncated
+    "rm .clavain/state.sqlite", "rm -f .clavain/state.sqlite-wal .clavain/state.sqlite-shm",
+    "rm -rf .clavain", "rm -rf ./.clavain/", "unlink .clavain/state.sqlite",
+    "shred -u .clavain/state.sqlite", "mv .clavain/state.sqlite /tmp/",
+    "mv /tmp/mine.json .clavain/config.json", "cp /dev/null .clavain/state.sqlite",
+    "cp other.json .clavain/config.json", "install -m 644 x.json .clavain/config.json",
+    "ln -sf /tmp/c.json .clavain/config.json", "rsync -a backup/.clavain/ .clavain",
+    "truncate -s 0 .clavain/state.sqlite", ": > .clavain/state.sqlite",
+    "> .clavain/config.json", "echo '{}' >| .clavain/config.json",
+    "dd if=/dev/zero of=.clavain/state.sqlite count=1", "tee .clavain/config.json < mine.json",
+    "sed -i 's/5/500/' .clavain/config.json", "find .clavain -name 'state*' -delete",
+    "find . -path '*/.clavain/*' -exec rm {} +", "cd .clavain && rm state.sqlite",
+    "bash -c 'rm .clavain/state.sqlite'", "sudo rm -f /p/.clavain/state.sqlite",
+    "git clean -fdx", "git checkout -- .clavain/config.json",
+]
+NOT_LIFTING = [
+    "clavain budget status", "bin/clavain budget status --json", "echo clavain budget reset",
+    "grep -rn 'clavain budget reset' docs", "cat .clavain/config.json", "ls -la .clavain",
+    "git diff .clavain/config.json", "rm -rf .clavain/scratch/old.md", "rm config.json",
+    "pip install clavain", "clavain graph reset n1", "man clavain",
+]
+
+
+@pytest.mark.parametrize("command", LIFTING)
+def test_no_disguise_lifts_the_budget(conn, command: str) -> None:
+    assert budget.describe("Bash", {"command": command}, PATTERNS, CONFIG)["lifts_budget"], \
+        command
+    assert _bash(conn, command)["decision"] == "deny"
+
+
+@pytest.mark.parametrize("command", NOT_LIFTING)
+def test_looking_at_the_budget_is_not_lifting_it(conn, command: str) -> None:
+    call = budget.describe("Bash", {"command": command}, PATTERNS, CONFIG)
+    assert not call["lifts_budget"], command
+    assert _bash(conn, command)["decision"] == "allow"

@@ -71,6 +71,12 @@ def test_env_beats_config_beats_defaults() -> None:
     ({}, {"CLAVAIN_BUDGET_MAX_COST_USD": "nan"}, "maxCostUsd 'nan'"),
     ({"maxPatchRepeats": "x"}, {}, "maxPatchRepeats 'x'"),
     ({"maxCommands": 10 ** 400}, {}, "maxCommands 1000"),
+    ({"maxCommands": "3"}, {}, "maxCommands '3' is not a whole number"),
+    ({"maxComands": 3}, {}, "did you mean maxCommands?"),
+    ({"profile": None}, {}, "budget profile None"),
+    ({"scope": ""}, {}, "budget scope ''"),
+    ({"testPatterns": "pytest"}, {}, "budget testPatterns 'pytest'"),
+    ({}, {"CLAVAIN_BUDGET_PROFILE": "fast"}, "budget profile 'fast' (CLAVAIN_BUDGET_PROFILE)"),
     ({"enabled": "no"}, {}, "budgets enabled 'no' is not true or false"),
 ])
 def test_a_bad_value_is_named_and_its_default_used(settings, env, named) -> None:
@@ -83,6 +89,7 @@ def test_a_bad_value_is_named_and_its_default_used(settings, env, named) -> None
 def test_enabled_false_and_odd_settings() -> None:
     assert policy.resolve({"enabled": False}, {})[0]["enabled"] is False
     assert policy.resolve({"testPatterns": "pytest"}, {})[0]["testPatterns"] == []
+    assert policy.resolve({"testPatterns": ["a", 1]}, {})[0]["testPatterns"] == ["a"]
     assert policy.resolve("not a dict", {})[1] == []
 
 
@@ -92,18 +99,60 @@ def test_prices_both_cache_write_rates() -> None:
                             output_tokens=one_million, cache_write_5m=one_million,
                             cache_write_1h=one_million, cache_read=one_million)
     assert cost == pytest.approx(3 + 15 + 3.75 + 6 + 0.30)
-    assert pricing.rates("claude-opus-4-1-20250805") == (15.0, 75.0, 18.75, 30.0, 1.50)
-    assert pricing.rates("claude-opus-4-5-20251101")[0] == 5.0  # longest prefix wins
-    assert pricing.rates("claude-opus-9-0") == pricing.PRICES["claude-opus-5-5"]  # family
-    assert pricing.rates("some-new-model") == pricing.PRICES[pricing.FALLBACK]
-    assert pricing.rates("us.anthropic.claude-sonnet-4-5-20250929-v1:0")[0] == 3.0  # Bedrock
-    assert pricing.rates("claude-3-5-sonnet-20241022")[0] == 3.0
     for model, (price_in, _, write_5m, write_1h, read) in pricing.PRICES.items():
         if model == "claude-3-haiku":  # the official table lists $0.30, not 1.25 x $0.25
             continue
         assert write_5m == pytest.approx(1.25 * price_in)
         assert write_1h == pytest.approx(2 * price_in)
         assert read < price_in
+
+
+@pytest.mark.parametrize(("model", "row"), [
+    ("claude-opus-4-1-20250805", "claude-opus-4-1"),
+    ("claude-opus-4-20250514", "claude-opus-4"),
+    ("claude-opus-4-0", "claude-opus-4-0"),
+    ("claude-opus-4-5-20251101", "claude-opus-4-5"),  # the longest id wins
+    ("claude-opus-4-6[1m]", "claude-opus-4-6"),
+    ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", "claude-sonnet-4-5"),  # Bedrock
+    ("claude-sonnet-4-5@20250929", "claude-sonnet-4-5"),  # Vertex
+    ("claude-3-5-sonnet-20241022", "claude-3-5-sonnet"),
+    ("claude-3-7-sonnet-latest", "claude-3-7-sonnet"),
+    ("claude-haiku-4-5-20251001", "claude-haiku-4-5"),
+    ("claude-sonnet-5-5", "claude-sonnet-5-5"),
+    ("claude-fable-5-1", "claude-fable-5-1"),
+])
+def test_a_known_model_is_priced_at_its_own_row(model: str, row: str) -> None:
+    assert pricing.priced_as(model) == (row, None)
+
+
+@pytest.mark.parametrize(("model", "row"), [
+    ("claude-opus-4-9", "claude-opus-5-5"),  # another version is not Opus 4
+    ("claude-opus-9-0", "claude-opus-5-5"),
+    ("claude-sonnet-45", "claude-sonnet-5-5"),
+    ("claude-haiku-6", "claude-haiku-5-5"),
+    ("claude-fable-5-2", "claude-fable-5-1"),
+    ("some-new-model", "claude-opus-4-1"),  # no family: the dearest row ($15 / $75)
+    ("", "claude-opus-4-1"),
+])
+def test_an_unknown_model_follows_the_documented_rule_and_says_so(model: str, row: str) -> None:
+    priced, note = pricing.priced_as(model)
+    assert priced == row and pricing.rates(model) == pricing.PRICES[row]
+    assert note is not None and note.startswith(f"priced as {row}: unknown model ")
+
+
+def test_every_row_names_its_source_and_the_fallbacks_are_rows() -> None:
+    assert set(pricing.SOURCES) == set(pricing.PRICES) == set(pricing.ROWS)
+    for model, source in pricing.SOURCES.items():
+        assert source.startswith(("https://platform.claude.com/docs/",
+                                  "https://docs.anthropic.com/")), model
+    assert set(pricing.FAMILY.values()) <= set(pricing.PRICES)
+    assert pricing.PRICES[pricing.FALLBACK][:2] == (15.0, 75.0)
+    assert all(pricing.PRICES[pricing.FALLBACK][:2] >= row[:2]
+               for row in pricing.PRICES.values())
+    for family, row in pricing.FAMILY.items():
+        assert family in row
+    doc = pricing.__doc__ or ""
+    assert "unknown model" in doc and "dearest row" in doc and "newest row" in doc
 
 
 def _assistant(message_id: str, model: str, **usage: object) -> str:

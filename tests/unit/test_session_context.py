@@ -18,7 +18,7 @@ from clavain.session.context import DROP_ORDER, SHOW_ORDER, fit, max_chars
 from clavain.session.token_estimate import estimate_tokens
 from clavain.sprint import lifecycle
 
-NAMES = list(SHOW_ORDER)
+NAMES = [name for name in SHOW_ORDER if name != "recording"]  # one line, never dropped
 
 
 def _section(name: str, tokens: int) -> str:

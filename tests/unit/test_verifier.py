@@ -269,3 +269,138 @@ def test_a_verify_decides_its_own_graphs_node_only(g, conn, state) -> None:
     assert nodes.get_node(g, node)["status"] == "open"
     assert kv.get(g, node, "out.summary") is None
     assert "graph=sprint-1" in (state.runs / "run-sprint" / node / "cmd-1.log").read_text()
+
+
+# ---------------------------------------------------------------- the test-run budget
+
+@pytest.fixture
+def fake_pytest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A `pytest` on PATH that only appends a line to `pytest-runs` in the project: a real
+    process the budget recognises as a test run, and a record of each time it really ran."""
+    bin_dir = tmp_path / "fake-bin"
+    bin_dir.mkdir()
+    script = bin_dir / "pytest"
+    script.write_text("#!/bin/sh\necho run >> pytest-runs\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return bin_dir
+
+
+def _budgets(state: StatePaths, **budgets: object) -> None:
+    state.config.write_text(json.dumps({"defaults": {"retryBackoffSeconds": 0},
+                                        "budgets": budgets}))
+
+
+def _runs(state: StatePaths) -> int:
+    runs = state.project / "pytest-runs"
+    return len(runs.read_text().splitlines()) if runs.exists() else 0
+
+
+def _budget_row(conn: sqlite3.Connection, run_key: str) -> sqlite3.Row | None:
+    return conn.execute("SELECT * FROM budget_runs WHERE run_key = ?", (run_key,)).fetchone()
+
+
+def _budget_calls(conn: sqlite3.Connection) -> list[tuple]:
+    return [tuple(r) for r in conn.execute(
+        "SELECT run_key, tool, kind, subject, decision FROM budget_calls ORDER BY id")]
+
+
+def test_a_test_command_within_the_budget_runs_and_is_counted(
+        g, conn, state, fake_pytest, monkeypatch) -> None:
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "s-1")
+    _budgets(state, maxTestRuns=2)
+    node = _verify_node(g, ["echo not a test", "pytest -q"])
+    report = run_verify(g, node, run_id="run-b1")
+
+    assert report["result"]["status"] == "success" and _runs(state) == 1
+    row = _budget_row(conn, "session:s-1")
+    # Test runs only: the `clavain verify` Bash call itself is the hook's one command.
+    assert (row["test_runs"], row["commands"]) == (1, 0)
+    # The echo is not a test run: only the pytest is recorded.
+    assert _budget_calls(conn) == [("session:s-1", "verify", "verify", "pytest -q", "allow")]
+    assert report["budget"] == {"run": "session:s-1", "test_runs_counted": 1, "warnings": [],
+                                "denied": None}
+
+
+def test_a_test_command_beyond_max_test_runs_is_not_run_and_fails_the_node(
+        g, conn, state, fake_pytest, monkeypatch) -> None:
+    # The active sprint is the run, with or without a session.
+    state.sprint_checkpoint.write_text(json.dumps({"sprint_id": "sp-1", "complexity": 3}))
+    _budgets(state, maxTestRuns=1)
+    first = _verify_node(g, ["pytest -q"], "verify-first")
+    report = run_verify(g, first, run_id="run-b2")
+    assert report["result"]["status"] == "success"
+    assert "that was the last" in report["budget"]["warnings"][0]  # the 80 % / last note
+
+    node = _verify_node(g, ["true", "pytest -q tests/b", "touch ran-after"])
+    report = run_verify(g, node, run_id="run-b3")
+
+    result = report["result"]
+    assert result["status"] == "fail"
+    assert result["summary"].startswith("verify command 2 of 3 not run: Clavain budget "
+                                        "exhausted: test runs 1 of 1 used")
+    assert "`pytest -q tests/b` not run" in result["errors"][0]
+    # Neither the refused command nor anything after it ran.
+    assert _runs(state) == 1 and not (state.project / "ran-after").exists()
+    assert [c["index"] for c in report["commands"]] == [1]
+    assert report["budget"]["denied"] in result["summary"]
+    # The node failed with that reason, on the normal retry path.
+    after = nodes.get_node(g, node)
+    assert (after["status"], after["attempts"]) == ("open", 1)
+    assert "test runs 1 of 1 used" in kv.get(g, node, "err.summary")["value"]
+    # A denied run counts nothing.
+    assert _budget_row(conn, "sprint:sp-1")["test_runs"] == 1
+    assert _budget_calls(conn)[-1][::4] == ("sprint:sp-1", "deny")
+
+
+def test_a_second_refusal_in_a_row_waits_for_a_person_instead_of_spending_attempts(
+        g, conn, state, fake_pytest, monkeypatch) -> None:
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "s-2")
+    _budgets(state, maxTestRuns=0)
+    node = _verify_node(g, ["pytest -q"])
+    run_verify(g, node, run_id="run-c1")
+    assert nodes.get_node(g, node)["attempts"] == 1
+
+    report = run_verify(g, node, run_id="run-c2")
+    assert report["result"]["status"] == "checkpoint"
+    after = nodes.get_node(g, node)
+    assert (after["status"], after["attempts"]) == ("needs_human", 1)
+    assert "Clavain budget" in after["human_question"]["question"]
+    assert "clavain budget reset" in after["human_question"]["question"]
+    assert _runs(state) == 0
+
+    # A person raises the budget and answers: the verify runs, and a later refusal would be a
+    # first one again.
+    _budgets(state, maxTestRuns=5)
+    edits.answer(g, node, "raised maxTestRuns")
+    report = run_verify(g, node, run_id="run-c3")
+    assert report["result"]["status"] == "success" and _runs(state) == 1
+    assert kv.get(g, node, "err.budget")["value"] == ""
+
+
+def test_non_test_commands_are_not_counted(g, conn, state, monkeypatch) -> None:
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "s-3")
+    _budgets(state, maxTestRuns=0, maxCommands=0)
+    node = _verify_node(g, ["echo hello", "ls"])
+    report = run_verify(g, node, run_id="run-d1")
+    assert report["result"]["status"] == "success"
+    assert report["budget"]["test_runs_counted"] == 0
+    assert _budget_calls(conn) == [] and _budget_row(conn, "session:s-3") is None
+
+
+def test_disabled_budgets_count_nothing(g, conn, state, fake_pytest, monkeypatch) -> None:
+    monkeypatch.setenv("CLAUDE_CODE_SESSION_ID", "s-4")
+    _budgets(state, enabled=False, maxTestRuns=0)
+    node = _verify_node(g, ["pytest -q"])
+    report = run_verify(g, node, run_id="run-e1")
+    assert report["result"]["status"] == "success" and _runs(state) == 1
+    assert report["budget"]["run"] is None
+    assert _budget_calls(conn) == [] and _budget_row(conn, "session:s-4") is None
+
+
+def test_no_sprint_and_no_session_counts_nothing(g, conn, state, fake_pytest) -> None:
+    """A person running `clavain verify` in a terminal is in no budget run."""
+    _budgets(state, maxTestRuns=0)
+    node = _verify_node(g, ["pytest -q"])
+    assert run_verify(g, node, run_id="run-f1")["result"]["status"] == "success"
+    assert _runs(state) == 1 and _budget_calls(conn) == []

@@ -40,7 +40,7 @@ def _status(args: argparse.Namespace) -> int:
                                                  "problems")})
         return 0
     for problem in report["problems"]:
-        print(f"clavain: warning: {problem}", file=sys.stderr)
+        print(f"clavain: error: budget settings: {problem}", file=sys.stderr)
     print(f"Run {report['run']} ({report['profile']}/{report['scope']})")
     print_table([{"budget": b["budget"], "used": amount(b["used"]),
                   "limit": amount(b["limit"]),

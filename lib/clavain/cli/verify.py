@@ -39,6 +39,8 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"clavain: {exc}; {what}", file=sys.stderr)
             return 128 + exc.signum
     result = report["result"]
+    for warning in report["budget"]["warnings"]:  # the budget's 80 % and last-run notes
+        print(f"clavain: {warning}", file=sys.stderr)
     if args.json:
         emit_json(report)
     else:

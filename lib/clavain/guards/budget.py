@@ -18,7 +18,8 @@ import os
 import time
 
 from clavain.guards import commands
-from clavain.guards.policy import REPEAT_DENY, REPEAT_WARN, REPEAT_WINDOW_SECONDS, WARN_AT
+from clavain.guards.policy import ENV, REPEAT_DENY, REPEAT_WARN, REPEAT_WINDOW_SECONDS, WARN_AT
+from clavain.guards.wrappers import simple_commands
 
 COUNTED_TOOLS = ("Bash", "WebFetch", "WebSearch", "Edit", "Write", "MultiEdit", "NotebookEdit",
                  "Agent", "Task")
@@ -59,12 +60,14 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
         command = text("command")
         tests = len(commands.find_test_runs(command, patterns))
         changed = commands.may_change_files(command, patterns)
-        words = [part.split() for part in commands.split_parts(command)]
+        # The same words as the test counter: wrappers, launcher paths, `python -m clavain`,
+        # `bash -c '…'` and `$(…)` stripped (wrappers.simple_commands).
+        words = simple_commands(command)
         call.update(kind="test" if tests else "command", subject=command, tests=tests,
                     fingerprint=commands.fingerprint(commands.normalized(command, patterns)),
                     changed=changed,
                     clavain=any(w[:1] == ["clavain"] for w in words),
-                    lifts_budget=any(w[:3] == ["clavain", "budget", "reset"] for w in words) or
+                    lifts_budget=commands.lifts_budget(command) or
                     (changed and bool(config_path) and
                      os.path.basename(config_path) in command and ".clavain" in command),
                     # Text, not words: `bash -c '…'`, `env …`, a path to the launcher or
@@ -184,20 +187,41 @@ def _denial(conn, run, call: dict, limits: dict, now: float) -> str | None:
     if call["edits_state"]:
         return STATE
     where = f"({limits['profile']}/{limits['scope']}, run {run['run_key']})"
-    for column, key, label in BUDGETS[3:]:
-        if run[column] >= limits[key]:
-            return (f"Clavain budget exhausted: {label} {amount(run[column])} of "
-                    f"{amount(limits[key])} used {where}. {STOP}")
+    by_key = {key: (column, label) for column, key, label in BUDGETS}
+    for key in ("maxTokens", "maxCostUsd"):
+        if run[by_key[key][0]] >= limits[key]:
+            return _spent(run, limits, key, by_key[key], where)
     if call["kind"] in ("command", "test") and run["commands"] >= limits["maxCommands"]:
-        return (f"Clavain budget exhausted: Bash commands {run['commands']} of "
-                f"{limits['maxCommands']} used {where}. {STOP}")
+        return _spent(run, limits, "maxCommands", by_key["maxCommands"], where)
     if call["tests"] and run["test_runs"] + call["tests"] > limits["maxTestRuns"]:
-        return (f"Clavain budget exhausted: test runs {run['test_runs']} of "
-                f"{limits['maxTestRuns']} used {where}. {STOP}")
+        if run["test_runs"] >= limits["maxTestRuns"]:
+            return _spent(run, limits, "maxTestRuns", by_key["maxTestRuns"], where)
+        left = limits["maxTestRuns"] - run["test_runs"]
+        return (f"Clavain budget: this command runs {call['tests']} tests (test runs count "
+                f"each) and only {left} of {limits['maxTestRuns']} test runs are left "
+                f"({run['test_runs']} used) {where}. Do not retry it as it is: run at most "
+                f"{left} at once, or stop and return partial success (what is done, what is "
+                f"left and why) or escalate to a person. {raise_hint('maxTestRuns')}")
     if call["kind"] == "web" and run["web_requests"] >= limits["maxWebRequests"]:
-        return (f"Clavain budget exhausted: web requests {run['web_requests']} of "
-                f"{limits['maxWebRequests']} used {where}. {STOP}")
+        return _spent(run, limits, "maxWebRequests", by_key["maxWebRequests"], where)
     return None
+
+
+def _spent(run, limits: dict, key: str, budget: tuple[str, str], where: str) -> str:
+    """The denial of a budget used up (used >= limit), or set to 0."""
+    column, label = budget
+    label = label.lower() if key in ("maxTestRuns", "maxWebRequests") else label
+    if not limits[key]:
+        return (f"Clavain budget: {label} are set to 0 {where}: none are allowed. {STOP} "
+                f"{raise_hint(key)}")
+    return (f"Clavain budget exhausted: {label} {amount(run[column])} of "
+            f"{amount(limits[key])} used {where}. {STOP} {raise_hint(key)}")
+
+
+def raise_hint(key: str) -> str:
+    """How a person (not the agent) gives a budget more room."""
+    return (f"To go on, the user raises `budgets.{key}` in .clavain/config.json or sets "
+            f"{ENV[key]}, or runs `clavain budget reset`, in a terminal.")
 
 
 def amount(value: float) -> str:

@@ -1,41 +1,53 @@
 """What a Bash command is, for the budgets: its parts (split on `&&`, `||`, `;`, `|`, `&` and
-newlines; quotes, escapes, `$(…)`, comments and heredoc bodies respected), which parts run
-tests, and whether it may change files.
+newlines; quotes, escapes, `$(…)`, comments and heredoc bodies respected), the simple commands
+each part runs, which of them run tests, whether the command may change files, and whether it
+would lift the budgets themselves.
+
+One reading of words for everything (`simple_commands`): a part is split into words the way
+the shell does it (quotes and escapes removed, redirections set apart), and the wrappers in
+front of the command are stripped by one table (WRAPPERS, RUNNERS, the interpreters, the
+package executors), recursing into what a wrapper runs as a string (`bash -lc '…'`, `eval`,
+`env -S`, `watch`, a heredoc or `echo …` fed to a shell) and into substitutions (`$(…)`,
+backticks, `<(…)`). The first word is taken by its base name (`.venv/bin/pytest` is `pytest`,
+`bin/clavain` is `clavain`), `python -m X` is `X`.
 
 Stdlib only, and no regex for the built-in rules: PreToolUse runs on every tool call, and
-compiling a page of patterns cost more (~15 ms) than the rest of the hook. A part is read as
-words: shell keywords (`then`, `do`, …), wrappers (`timeout 60`, `sudo -u x`, `env X=1`,
-`uv run`, …) and subshell parentheses are skipped, the first word is taken by its base name
-(`.venv/bin/pytest` is `pytest`), `sh -c '…'` is read inside. Extra patterns
+compiling a page of patterns cost more (~15 ms) than the rest of the hook. Extra patterns
 (`budgets.testPatterns`) are regexes, compiled only when set.
 """
 
 from __future__ import annotations
 
-MAX_CHARS = 64 * 1024  # a longer command is judged by its start (a 2 MB heredoc took 2 s)
+from clavain.guards.wrappers import (
+    GLOBAL_VALUES,
+    RUNNERS,
+    base_name,
+    find_exec,
+    is_test_script,
+    read_parts,
+    skip_options,
+)
 
-# Test runners by their first word, or by their first two words.
-TEST_WORDS = {"pytest", "py.test", "jest", "vitest", "mocha", "ava", "tox", "nox", "rspec",
-              "phpunit", "ctest"}
-TEST_PAIRS = {("go", "test"), ("cargo", "test"), ("cargo", "nextest"), ("rake", "test"),
-              ("rake", "spec"), ("dotnet", "test"), ("swift", "test"), ("mix", "test"),
-              ("deno", "test"), ("zig", "test")}
+# Test runners by their first word, or by their first two words (options in between skipped).
+TEST_WORDS = {"pytest", "py.test", "unittest", "jest", "vitest", "mocha", "ava", "tox", "nox",
+              "rspec", "phpunit", "pest", "ctest", "trial", "ward", "nose2"}
+TEST_PAIRS = {("go", "test"), ("cargo", "test"), ("cargo", "t"), ("cargo", "nextest"),
+              ("cargo", "tarpaulin"), ("cargo", "llvm-cov"), ("rake", "test"), ("rake", "spec"),
+              ("rails", "test"), ("dotnet", "test"), ("swift", "test"), ("mix", "test"),
+              ("deno", "test"), ("zig", "test"), ("hatch", "test"), ("rye", "test"),
+              ("pdm", "test"), ("manage.py", "test"), ("artisan", "test"),
+              ("playwright", "test"), ("cypress", "run"), ("meson", "test"),
+              ("bazel", "test"), ("bazelisk", "test"), ("pants", "test"), ("sbt", "test"),
+              ("lein", "test"), ("flutter", "test"), ("dart", "test"), ("stack", "test"),
+              ("cabal", "test"), ("gleam", "test")}
 PACKAGE_MANAGERS = {"npm", "pnpm", "yarn", "bun"}
 JS_RUNNERS = {"jest", "vitest", "mocha", "ava", "playwright", "cypress"}
-PACKAGE_EXECUTORS = {"npx", "bunx", "pnpx", "uvx", "pipx"}  # `npx jest`, `uvx pytest`
-BUILD_TOOLS = {"mvn", "mvnw", "gradle", "gradlew", "make", "gmake", "just"}
+BUILD_TOOLS = {"mvn", "mvnw", "gradle", "gradlew", "make", "gmake", "just", "task", "ninja"}
+BUILD_VALUES = {"-C", "-f", "--file", "--directory", "-I", "-o", "-W", "-p", "-pl",
+                "--projects", "-P", "-s", "--settings", "-b", "--build-file"}
 BUILD_TEST_GOALS = {"test", "tests", "verify", "check"}
-# Words that run the command after them, with the options that take a value.
-WRAPPERS = {"env": set(), "time": set(), "nice": {"-n"}, "nohup": set(), "exec": set(),
-            "xvfb-run": set(), "sudo": {"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"},
-            "timeout": {"-s", "-k", "--signal", "--kill-after"}, "gtimeout": {"-s", "-k"},
-            "stdbuf": set(), "chronic": set()}
-POSITIONAL = {"timeout": 1, "gtimeout": 1}  # `timeout 60 pytest`
-KEYWORDS = {"then", "do", "else", "elif", "if", "while", "until", "!", "{", "}", "fi", "done"}
-RUNNER_PAIRS = {*((runner, "run") for runner in ("uv", "poetry", "pipenv", "hatch", "pdm", "rye")),
-                ("bundle", "exec"), ("pnpm", "exec"), ("yarn", "exec"), ("npm", "exec")}
-SHELLS = {"sh", "bash", "zsh", "dash"}
-# First words of parts that only read.
+
+# First words of commands that only read.
 READS = {"cat", "less", "head", "tail", "ls", "ll", "tree", "pwd", "echo", "printf", "grep",
          "egrep", "rg", "ag", "find", "fd", "wc", "which", "type", "stat", "file", "du", "df",
          "diff", "cmp", "sort", "uniq", "cut", "jq", "date", "whoami", "true", "false",
@@ -50,146 +62,43 @@ CLAVAIN_READ_PAIRS = {("graph", "show"), ("graph", "list"), ("graph", "deadlock"
                       ("verdicts", "ls"), ("verdicts", "attention"), ("verdicts", "show"),
                       ("sprint", "status"), ("sprint", "summary"), ("sprint", "resume"),
                       ("budget", "status"), ("kv", "get"), ("kv", "ls")}
-
-
-def split_parts(command: str) -> list[str]:
-    """The simple commands of a compound one, stripped; separators inside quotes, after a
-    backslash or inside `$(…)` do not split; comments and heredoc bodies are dropped."""
-    command = command[:MAX_CHARS]
-    parts, current = [], []
-    quote = None
-    depth = 0
-    heredocs: list[str] = []
-    index = 0
-    length = len(command)
-    while index < length:
-        char = command[index]
-        if quote:
-            current.append(char)
-            if char == "\\" and quote == '"' and index + 1 < length:
-                current.append(command[index + 1])
-                index += 1
-            elif char == quote:
-                quote = None
-        elif char == "\\" and index + 1 < length:
-            current.append(command[index:index + 2])
-            index += 1
-        elif char in "'\"":
-            quote = char
-            current.append(char)
-        elif char == "#" and (not current or current[-1] in " \t"):
-            end = command.find("\n", index)
-            index = length if end < 0 else end  # a comment: on to the newline
-            continue
-        elif char == "<" and command[index + 1:index + 2] == "<" and \
-                command[index + 2:index + 3] != "<":
-            index, delimiter = _heredoc_delimiter(command, index + 2)
-            if delimiter:
-                heredocs.append(delimiter)
-            current.append("<<")
-            continue
-        elif char == "$" and command[index + 1:index + 2] == "(":
-            depth += 1
-            current.append("$(")
-            index += 1
-        elif char == ")" and depth:
-            depth -= 1
-            current.append(char)
-        elif char == "&" and (command[index - 1:index] == ">" or
-                              command[index + 1:index + 2] == ">"):
-            current.append(char)  # a redirection (`2>&1`, `&>`), not a separator
-        elif depth == 0 and char in ";|&\n":
-            parts.append("".join(current))
-            current = []
-            if char == "\n" and heredocs:
-                index = _skip_heredocs(command, index + 1, heredocs)
-                heredocs = []
-                continue
-            if command[index + 1:index + 2] == char and char in "|&":
-                index += 1  # `&&` / `||`
-        else:
-            current.append(char)
-        index += 1
-    parts.append("".join(current))
-    return [part.strip() for part in parts if part.strip()]
-
-
-def _heredoc_delimiter(command: str, index: int) -> tuple[int, str]:
-    """(index after the delimiter word, the delimiter) of a `<<WORD`, `<<-'WORD'`, `<< "W"`."""
-    if command[index:index + 1] == "-":
-        index += 1
-    while command[index:index + 1] in (" ", "\t"):
-        index += 1
-    start = index
-    while index < len(command) and command[index] not in " \t\n;|&<>()":
-        index += 1
-    return index, command[start:index].strip("'\"\\")
-
-
-def _skip_heredocs(command: str, index: int, delimiters: list[str]) -> int:
-    """Past the bodies of the heredocs opened on the line that just ended."""
-    for delimiter in delimiters:
-        while index < len(command):
-            end = command.find("\n", index)
-            line = command[index:] if end < 0 else command[index:end]
-            index = len(command) if end < 0 else end + 1
-            if line.strip() == delimiter:
-                break
-    return index
-
-
-def _unquote(word: str) -> str:
-    return word[1:-1] if len(word) > 1 and word[0] == word[-1] and word[0] in "'\"" else word
-
-
-def _words(part: str) -> list[str]:
-    """The part's words after keywords, wrappers, assignments and subshell parentheses, the
-    first taken by its base name."""
-    words = part.replace("(", " ").replace(")", " ").split()
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word in KEYWORDS or ("=" in word and word.split("=", 1)[0].isidentifier()):
-            index += 1
-        elif word in WRAPPERS:
-            takes_value = WRAPPERS[word]
-            index += 1
-            while index < len(words) and words[index].startswith("-"):
-                index += 2 if words[index] in takes_value else 1
-            index += POSITIONAL.get(word, 0)
-        elif (word, words[index + 1] if index + 1 < len(words) else "") in RUNNER_PAIRS:
-            index += 2
-        else:
-            break
-    words = words[index:]
-    if words:
-        words[0] = words[0].rsplit("/", 1)[-1]
-    return words
-
-
-def _inner_commands(words: list[str]) -> list[str]:
-    """The command string of `sh -c '…'` (else nothing)."""
-    if len(words) >= 3 and words[0] in SHELLS and words[1] == "-c":
-        return [_unquote(" ".join(words[2:]))]
-    return []
+NULL_SINKS = {"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"}
+# Clavain's budget state: removing, moving, replacing or truncating it lifts the budgets.
+PROTECTED = (".clavain/state.sqlite", ".clavain/config.json")
+REMOVERS = {"rm", "unlink", "shred", "truncate", "mv", "srm", "trash", "trash-put", "rmdir",
+            "tee"}
+COPIERS = {"cp", "install", "ln", "rsync", "scp"}  # their last argument is written
 
 
 def _runs_tests(words: list[str]) -> bool:
     if not words or "--version" in words or "--help" in words:
         return False
-    first, second = words[0], words[1] if len(words) > 1 else ""
-    if first.startswith("python") and second == "-m" and len(words) > 2:
-        return words[2] in ("pytest", "unittest")
+    first = words[0]
+    index, _ = skip_options(words, 1, GLOBAL_VALUES)
+    second = words[index] if index < len(words) else ""
     if first in TEST_WORDS or (first, second) in TEST_PAIRS:
         return True
+    if first == "node":
+        return "--test" in words
     if first in PACKAGE_MANAGERS:
-        script = words[2] if second == "run" and len(words) > 2 else second
-        return script in ("test", "t") or script.startswith("test:") or script in JS_RUNNERS
-    if first in PACKAGE_EXECUTORS:
-        return second in JS_RUNNERS or second in TEST_WORDS
+        if second == "workspace":  # `yarn workspace web test`
+            index += 2
+            second = words[index] if index < len(words) else ""
+        script = words[index + 1] if second in ("run", "run-script") and \
+            index + 1 < len(words) else second
+        return is_test_script(script) or script in JS_RUNNERS
+    if first in RUNNERS and second == "run":  # a project script kept by _strip
+        return len(words) > index + 1 and is_test_script(words[index + 1])
     if first in BUILD_TOOLS:
-        return any(word.split(":")[-1] in BUILD_TEST_GOALS for word in words[1:]
-                   if not word.startswith("-"))
+        index = 1
+        while index < len(words):
+            word = words[index]
+            if word in BUILD_VALUES:
+                index += 2
+                continue
+            if not word.startswith("-") and word.split(":")[-1] in BUILD_TEST_GOALS:
+                return True
+            index += 1
     return False
 
 
@@ -208,38 +117,35 @@ def compile_patterns(extra: list[str]) -> list:
     return compiled
 
 
-def _test_words(part: str, patterns: list) -> list[str] | None:
-    """The normalised words of a part that runs tests (looking inside `sh -c`), else None."""
-    words = _words(part)
-    if _runs_tests(words) or any(p.match(part) or p.match(" ".join(words)) for p in patterns):
-        return words
-    for inner in _inner_commands(words):
-        for inner_part in split_parts(inner):
-            found = _test_words(inner_part, patterns)
-            if found is not None:
-                return found
-    return None
+def _is_test(words: list[str], patterns: list) -> bool:
+    return _runs_tests(words) or (bool(patterns) and bool(words) and
+                                  any(p.match(" ".join(words)) for p in patterns))
 
 
 def find_test_runs(command: str, patterns: list) -> list[str]:
-    """The parts of `command` that run tests."""
-    return [part for part in split_parts(command) if _test_words(part, patterns) is not None]
+    """The parts of `command` that run tests (behind any wrapper, or inside a substitution or
+    a shell string)."""
+    return [part for part, found in read_parts(command)
+            if any(p.match(part) for p in patterns) or
+            any(_is_test(words, patterns) for words, _ in found)]
 
 
 def may_change_files(command: str, patterns: list) -> bool:
-    """False only when every part is a test run or a plain read (a redirect writes)."""
-    for part in split_parts(command):
-        cleaned = part.replace("2>&1", "").replace(">/dev/null", "").replace("> /dev/null", "")
-        if ">" in cleaned:
-            return True
-        if not (is_read(_words(part)) or _test_words(part, patterns) is not None):
-            return True
+    """False only when every simple command is a test run or a plain read, and nothing is
+    redirected to a file."""
+    for part, found in read_parts(command):
+        whole = any(p.match(part) for p in patterns)
+        for words, writes in found:
+            if any(path not in NULL_SINKS for path in writes):
+                return True
+            if not (whole or is_read(words) or _is_test(words, patterns)):
+                return True
     return False
 
 
 def is_read(words: list[str]) -> bool:
-    """A part that only looks: a read command, a read-only git or clavain subcommand, a version
-    or help query, or a bare keyword (`done`, `fi`)."""
+    """A command that only looks: a read command, a read-only git or clavain subcommand, a
+    version or help query, or a bare keyword (`done`, `fi`)."""
     if not words or "--version" in words or "--help" in words:
         return True
     if words[0] not in READS:
@@ -250,18 +156,73 @@ def is_read(words: list[str]) -> bool:
     if words[0] == "clavain":
         third = words[2] if len(words) > 2 else ""
         return second in CLAVAIN_READS or (second, third) in CLAVAIN_READ_PAIRS
+    if words[0] == "find":  # what `-exec` runs is a command of its own
+        return not any(w in ("-delete", "-fprint", "-fls") for w in words)
     return True
 
 
+def lifts_budget(command: str) -> bool:
+    """Whether `command` would lift the budgets: `clavain budget reset` behind any wrapper, or
+    removing, moving, replacing or truncating `.clavain/state.sqlite*` or
+    `.clavain/config.json` (or the whole `.clavain/` folder)."""
+    near = ".clavain" in command
+    for _, found in read_parts(command):
+        for words, writes in found:
+            if words[:1] == ["clavain"] and \
+                    [w for w in words[1:] if not w.startswith("-")][:2] == ["budget", "reset"]:
+                return True
+            if any(_protected(path, near) for path in writes) or _overwrites(words, near):
+                return True
+    return False
+
+
+def _protected(word: str, near: bool) -> bool:
+    path = word.replace("\\", "/")
+    if any(name in path for name in PROTECTED):
+        return True
+    base = path.rstrip("/").rsplit("/", 1)[-1]
+    if base.startswith("state.sqlite") or base == ".clavain" or (near and base == "config.json"):
+        return True
+    return "/.clavain/" in "/" + path and any(c in path for c in "*?[{")  # a glob inside it
+
+
+def _overwrites(words: list[str], near: bool) -> bool:
+    """Whether a command removes, moves, replaces or truncates a protected path."""
+    if not words:
+        return False
+    name, args = words[0], [w for w in words[1:] if not w.startswith("-")]
+    if name in REMOVERS or (name == "find" and (not is_read(words) or any(
+            run and base_name(run[0]) in REMOVERS for run in find_exec(words)))):
+        targets = args
+    elif name in COPIERS:
+        targets = args[-1:] + [words[i + 1] for i, w in enumerate(words[:-1])
+                               if w in ("-t", "--target-directory")] + \
+            [w.split("=", 1)[1] for w in words if w.startswith("--target-directory=")]
+    elif name == "dd":
+        targets = [w[3:] for w in words if w.startswith("of=")]
+    elif name in ("sed", "perl"):
+        in_place = any(w.startswith("--in-place") or (w[:1] == "-" and w[1:2] != "-" and
+                                                      "i" in w[1:]) for w in words[1:])
+        targets = args if in_place else []
+    elif name == "git" and args[:1] in (["rm"], ["mv"], ["checkout"], ["restore"]):
+        targets = args[1:]
+    elif name == "git" and args[:1] == ["clean"]:  # `-x`: ignored files, `.clavain/` among them
+        return any(w[:1] == "-" and w[1:2] != "-" and ("x" in w or "X" in w) for w in words)
+    else:
+        return False
+    return any(_protected(target, near) for target in targets)
+
+
 def normalized(command: str, patterns: list) -> str:
-    """The command as words, without `cd` parts and wrappers: what the loop guards compare
-    (`pytest  -q` and `cd . && pytest -q` are the same command)."""
-    parts = []
-    for part in split_parts(command):
-        words = _test_words(part, patterns) or _words(part)
-        if words and words[0] not in ("cd", "pushd", "popd"):
-            parts.append(" ".join(words))
-    return "\n".join(parts)
+    """The command as words, without `cd` and wrappers: what the loop guards compare
+    (`pytest  -q`, `cd . && pytest -q` and `bash -c 'pytest -q'` are the same command)."""
+    lines = []
+    for _, found in read_parts(command):
+        for words, writes in found:
+            if words[:1] in (["cd"], ["pushd"], ["popd"]) or not (words or writes):
+                continue
+            lines.append(" ".join([*words, *(">" + path for path in writes)]))
+    return "\n".join(lines)
 
 
 def fingerprint(*texts: str) -> str:

@@ -9,8 +9,22 @@ no hook: a red record only matches while nothing has changed since it failed.
 Budgets apply where Clavain keeps state (a `.clavain/` folder): no session in another project
 gets a database it never asked for. The run is the active sprint (`sprint:<id>`, its complexity
 setting the scope), else the session (`session:<id>`), so one session's counts never reach
-another's. Anything that goes wrong is raised to the hook dispatcher, which logs it and lets
-the tool run: a broken budget never blocks work. Stdlib only.
+another's. Stdlib only.
+
+What a failure does to the call (a denial never turns into an allow):
+- the database stays locked past HOOK_BUSY_MS (3 s): denied, "retry" (the counters cannot be
+  read, and the host kills a hook at 10 s: waiting longer would let the call run);
+- `.clavain/state.sqlite` is a symlink: denied, naming the fix (it would be written through,
+  outside the project);
+- the call cannot be recorded (read-only `.clavain/`, full disk, I/O error): it runs, with a
+  warning to the person (systemMessage) and a hooks.log line; SessionStart and `doctor` say
+  it too (nothing was counted, and a person must know);
+- a state file is a FIFO, a device or over 1 MB: read as missing (defaults, no sprint): a
+  hook must never block on it;
+- any other exception (a bug of ours): it runs, and the dispatcher logs it (a broken budget
+  must not stop all work).
+A decision is recorded only in the transaction that returns it, so the host always receives
+what was recorded.
 """
 
 from __future__ import annotations
@@ -19,6 +33,14 @@ import os
 import time
 
 CONFIG_MAX_BYTES = 1 << 20
+# How long a hook waits for another writer: well under the host's 10 s PreToolUse timeout.
+HOOK_BUSY_MS = 3000
+LOCKED = ("Clavain budget: the state database stayed locked for {s:g} s (another clavain process "
+          "is writing), so this call could not be counted; retry it.")
+SYMLINKED = ("Clavain budget: {db} is a symlink (to {target}); Clavain will not write through it. "
+             "Ask the user to replace it with a real file, or to remove it.")
+UNRECORDED = ("Clavain could not record this tool call ({problem}); budgets are not being "
+              "counted in {root} until that is fixed.")
 
 
 def run_context(root: str, session_id: object) -> dict:
@@ -36,14 +58,31 @@ def run_context(root: str, session_id: object) -> dict:
 
 
 def _read_json(path: str) -> object:
-    """A JSON file of the state folder; None when missing; raises when unreadable."""
+    """A JSON file of the state folder; None when missing or not a regular file of at most
+    CONFIG_MAX_BYTES (a FIFO or a hung device never blocks the hook: non-blocking open, no
+    symlink followed); raises when unreadable."""
     from clavain import fastjson
 
+    flags = (os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+             | getattr(os, "O_CLOEXEC", 0))
     try:
-        with open(path, "rb") as handle:
-            return fastjson.loads(handle.read(CONFIG_MAX_BYTES).decode("utf-8"))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno in (getattr(os, "ELOOP", 40), 6):  # a symlink; ENXIO: a FIFO's other end
+            return None
+        raise
+    try:
+        import stat
+
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > CONFIG_MAX_BYTES:
+            return None
+        raw = os.read(fd, CONFIG_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    return fastjson.loads(raw.decode("utf-8"))
 
 
 def _active_sprint(root: str) -> tuple[str | None, object]:
@@ -64,10 +103,13 @@ def _budget_settings(root: str) -> tuple[object, list[str]]:
         config = _read_json(path)
     except (OSError, ValueError, RecursionError) as exc:
         return None, [f"{path} is unreadable ({type(exc).__name__}); defaults used"]
-    budgets = config.get("budgets") if isinstance(config, dict) else None
-    if budgets is not None and not isinstance(budgets, dict):
+    if config is not None and not isinstance(config, dict):
+        return None, [f"{path} is not a JSON object; budget defaults used"]
+    if config is None or "budgets" not in config:
+        return None, []
+    if not isinstance(config["budgets"], dict):  # `null` too, as the schema says
         return None, ["config.json: budgets must be an object; defaults used"]
-    return budgets, []
+    return config["budgets"], []
 
 
 def pre_tool_use(payload: dict) -> dict | None:
@@ -85,28 +127,69 @@ def pre_tool_use(payload: dict) -> dict | None:
     project, root, database, context = where
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"],
                            os.path.join(root, "config.json"))
-    from clavain.hooks.connections import close_database, open_database
+    from clavain.store.db import sqlite3  # the C driver: no `datetime` on every tool call
 
-    conn = open_database(database)
+    refused = _unsafe_database(database)
+    if refused:
+        return _deny(refused)
     try:
-        result = budget.check(conn, run_key=context["run_key"],
-                              session_id=_text(payload.get("session_id")), call=call,
-                              limits=context["limits"], problems=context["problems"],
-                              started=started, tool_use_id=_text(payload.get("tool_use_id")),
-                              transcript=_text(payload.get("transcript_path")))
-    finally:
-        close_database(conn)
+        conn = _open_database(database)
+        try:
+            result = budget.check(conn, run_key=context["run_key"],
+                                  session_id=_text(payload.get("session_id")), call=call,
+                                  limits=context["limits"], problems=context["problems"],
+                                  started=started, tool_use_id=_text(payload.get("tool_use_id")),
+                                  transcript=_text(payload.get("transcript_path")))
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:
+        return _not_counted(exc, root, payload)
     transcript = _text(payload.get("transcript_path"))
     if result["measure"] and transcript:
         _start_measuring(project, context["run_key"], transcript, payload)
     if result["decision"] == "deny":
-        return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
-                                       "permissionDecision": "deny",
-                                       "permissionDecisionReason": result["reason"]}}
+        return _deny(result["reason"])
     if result["decision"] == "warn":
         return {"hookSpecificOutput": {"hookEventName": "PreToolUse",
                                        "additionalContext": result["reason"]}}
     return None
+
+
+def _deny(reason: str) -> dict:
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": reason}}
+
+
+def _open_database(path: str):
+    """The state database for one call, waiting at most HOOK_BUSY_MS for another writer."""
+    from clavain.store import db
+
+    return db.connect(path, busy_timeout_ms=HOOK_BUSY_MS)
+
+
+def _unsafe_database(path: str) -> str | None:
+    """Why the database must not be opened (a symlink: it would be written through), or None."""
+    try:
+        target = os.readlink(path)
+    except OSError:  # missing (created on first count) or not a symlink
+        return None
+    return SYMLINKED.format(db=path, target=target)
+
+
+def _not_counted(exc: Exception, root: str, payload: dict) -> dict:
+    """A call the database refused to record. Locked past the bound: denied (the counters are
+    unknown). Otherwise (read-only folder, full disk, I/O): it runs, and the person is told."""
+    from clavain.hooks import log_failure
+
+    message = str(exc)
+    if "locked" in message or "busy" in message:
+        return _deny(LOCKED.format(s=HOOK_BUSY_MS / 1000))
+    warning = UNRECORDED.format(problem=message, root=root)
+    log_failure("PreToolUse", warning, payload)
+    import sys
+
+    print(warning, file=sys.stderr)
+    return {"systemMessage": warning}
 
 
 def _counting_here(payload: dict, *, database_needed: bool = False) -> tuple | None:
@@ -155,15 +238,15 @@ def post_tool_use_failure(payload: dict) -> None:
     if where is None:
         return
     _, _, database, context = where
-    from clavain.hooks.connections import close_database, open_database
-
+    if _unsafe_database(database):
+        return
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"])
-    conn = open_database(database)
+    conn = _open_database(database)
     try:
         budget.record_failure(conn, run_key=context["run_key"], call=call,
                               tool_use_id=_text(payload.get("tool_use_id")))
     finally:
-        close_database(conn)
+        conn.close()
 
 
 def _text(value: object) -> str | None:

@@ -29,6 +29,10 @@ ENV = {"maxCommands": "CLAVAIN_BUDGET_MAX_COMMANDS", "maxTestRuns": "CLAVAIN_BUD
        "maxWebRequests": "CLAVAIN_BUDGET_MAX_WEB_REQUESTS",
        "maxTokens": "CLAVAIN_BUDGET_MAX_TOKENS", "maxCostUsd": "CLAVAIN_BUDGET_MAX_COST_USD"}
 PROFILE_ENV = "CLAVAIN_BUDGET_PROFILE"
+SETTINGS = ("enabled", "profile", "scope", *LIMIT_KEYS, "maxPatchRepeats", "testPatterns")
+# The largest limit accepted (a trillion commands, tokens or dollars): a bigger number is a
+# typo, not a budget. `clavain.models.config` uses it too, so the schema says the same.
+LIMIT_MAX = 10 ** 12
 DEFAULT_PATCH_REPEATS = 2
 # An identical command with nothing changed in between: a warning at the third run, a denial
 # at the fifth, within ten minutes.
@@ -46,20 +50,26 @@ def scope_for(complexity: object) -> str | None:
 
 def resolve(settings: object, env: dict, complexity: object = None) -> tuple[dict, list[str]]:
     """(limits, problems): the run's limits from `budgets` settings (a dict, or anything else
-    meaning none), the environment and the sprint's complexity. A bad value is named in
-    `problems` and its default used instead: a budget never crashes a session."""
+    meaning none), the environment and the sprint's complexity. A bad value or an unknown key
+    is named in `problems` (a misspelled key with the setting it is closest to) and the
+    default used instead: a budget never crashes a session.
+
+    The rule, the same as `schemas/config.schema.json` (a test feeds both the same values): a
+    limit in the file is a JSON number from 0 to LIMIT_MAX, a whole one (3 or 3.0) except
+    `maxCostUsd`, never text nor true/false; `null` means the default. A variable is text: a
+    whole decimal number (`CLAVAIN_BUDGET_MAX_COST_USD`: any decimal number)."""
     problems: list[str] = []
     settings = settings if isinstance(settings, dict) else {}
-    profile = env.get(PROFILE_ENV) or settings.get("profile") or "strict"
-    if profile not in PROFILES:
-        problems.append(f"budget profile {profile!r} is not one of {', '.join(PROFILES)}; "
-                        "using strict")
-        profile = "strict"
-    scope = scope_for(complexity) or settings.get("scope") or "medium"
-    if scope not in SCOPES:
-        problems.append(f"budget scope {scope!r} is not one of {', '.join(SCOPES)}; "
-                        "using medium")
-        scope = "medium"
+    problems += [_unknown(key) for key in settings if key not in SETTINGS]
+    profile = _choice(settings, "profile", PROFILES, "strict", problems)
+    if env.get(PROFILE_ENV):
+        profile = env[PROFILE_ENV]
+        if profile not in PROFILES:
+            problems.append(f"budget profile {profile!r} ({PROFILE_ENV}) is not one of "
+                            f"{', '.join(PROFILES)}; using strict")
+            profile = "strict"
+    scope = _choice(settings, "scope", SCOPES, None, problems) or "medium"
+    scope = scope_for(complexity) or scope
     enabled = settings.get("enabled", True)
     if not isinstance(enabled, bool):
         problems.append(f"budgets enabled {enabled!r} is not true or false; budgets stay on")
@@ -67,40 +77,85 @@ def resolve(settings: object, env: dict, complexity: object = None) -> tuple[dic
     limits: dict = {"profile": profile, "scope": scope, "enabled": enabled,
                     **dict(zip(LIMIT_KEYS, LIMITS[(profile, scope)], strict=True))}
     for key in LIMIT_KEYS:
-        raw = env.get(ENV[key]) or settings.get(key)
-        if raw is None or raw == "":
-            continue
-        value = _number(raw, integral=key != "maxCostUsd")
-        if value is None:
-            problems.append(f"budget {key} {raw!r} is not a non-negative number; using "
-                            f"{limits[key]}")
-        else:
-            limits[key] = value
+        integral = key != "maxCostUsd"
+        kind = "a whole number" if integral else "a number"
+        raw = settings.get(key)
+        if raw is not None:
+            value = _setting(raw, integral=integral)
+            if value is None:
+                problems.append(f"budget {key} {raw!r} is not {kind} from 0 to {LIMIT_MAX:,}; "
+                                f"using {limits[key]}")
+            else:
+                limits[key] = value
+        text = env.get(ENV[key])
+        if text:
+            value = _variable(text, integral=integral)
+            if value is None:
+                problems.append(f"budget {key} {text!r} ({ENV[key]}) is not {kind} from 0 to "
+                                f"{LIMIT_MAX:,}; using {limits[key]}")
+            else:
+                limits[key] = value
     repeats = settings.get("maxPatchRepeats", DEFAULT_PATCH_REPEATS)
-    limits["maxPatchRepeats"] = _number(repeats, integral=True)
+    limits["maxPatchRepeats"] = _setting(repeats, integral=True)
     if limits["maxPatchRepeats"] is None:
-        problems.append(f"budget maxPatchRepeats {repeats!r} is not a non-negative integer; "
-                        f"using {DEFAULT_PATCH_REPEATS}")
+        problems.append(f"budget maxPatchRepeats {repeats!r} is not a whole number from 0 to "
+                        f"{LIMIT_MAX:,}; using {DEFAULT_PATCH_REPEATS}")
         limits["maxPatchRepeats"] = DEFAULT_PATCH_REPEATS
     patterns = settings.get("testPatterns", [])
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        problems.append(f"budget testPatterns {patterns!r} is not a list of texts; "
+                        "using the text ones")
     limits["testPatterns"] = [p for p in patterns if isinstance(p, str)] \
         if isinstance(patterns, list) else []
     return limits, problems
 
 
-def _number(raw: object, *, integral: bool) -> int | float | None:
-    if isinstance(raw, bool):
+def _unknown(key: str) -> str:
+    """A key `budgets` has no setting for, with the setting it is closest to."""
+    import difflib  # only when a key is wrong
+
+    close = difflib.get_close_matches(key, SETTINGS, n=1, cutoff=0.6) or \
+        [name for name in SETTINGS if name.lower() == key.lower()]
+    hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(SETTINGS)}"
+    return f"budgets key {key!r} is not a budget setting ({hint}); ignored"
+
+
+def _choice(settings: dict, key: str, allowed: tuple, default: str | None,
+            problems: list[str]) -> str | None:
+    """A setting that names one of `allowed` (`null` too when the default is None)."""
+    if key not in settings or (settings[key] is None and default is None):
+        return default
+    value = settings[key]
+    if value in allowed and isinstance(value, str):
+        return value
+    fallback = default or "medium"
+    problems.append(f"budget {key} {value!r} is not one of {', '.join(allowed)}; "
+                    f"using {fallback}")
+    return default
+
+
+def _setting(raw: object, *, integral: bool) -> int | float | None:
+    """A limit from the file: a JSON number from 0 to LIMIT_MAX (whole when `integral`: 3
+    or 3.0, as JSON Schema counts integers); None for anything else, text and true/false
+    included."""
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
         return None
+    if raw != raw or not 0 <= raw <= LIMIT_MAX:  # NaN; negative, infinite or too big
+        return None
+    if integral:
+        return int(raw) if float(raw).is_integer() else None
+    return float(raw)
+
+
+def _variable(text: str, *, integral: bool) -> int | float | None:
+    """A limit from a variable: a whole decimal number (`integral`), else a decimal one."""
+    text = text.strip()
+    if integral:
+        ok = text.isascii() and text.isdigit() and len(text) <= 20  # int() refuses 4,300 digits
+        return _setting(int(text), integral=True) if ok else None
+    if not text or len(text) > 40 or not all(c in "0123456789.eE+-" for c in text):
+        return None  # no `nan`, `inf` or `1_000`
     try:
-        value = float(raw) if isinstance(raw, str) else raw
+        return _setting(float(text), integral=False)
     except ValueError:
-        return None
-    try:
-        if not isinstance(value, (int, float)) or value != value or value < 0 or \
-                float(value) == float("inf"):
-            return None
-        if integral:
-            return int(value) if float(value).is_integer() else None
-        return float(value)
-    except OverflowError:  # a 400-digit integer: no budget is that big
         return None

@@ -11,6 +11,7 @@ from typing import Any
 
 from clavain.errors import ClavainError
 from clavain.guards.budget import BUDGETS, amount
+from clavain.guards.pricing import priced_as
 
 TOP = 5
 
@@ -49,6 +50,10 @@ def build(conn: Any, run_key: str, limits: dict) -> dict[str, Any]:
         "AND decision NOT IN ('deny', 'failed') GROUP BY fingerprint HAVING n > 1 "
         "ORDER BY n DESC", (run_key,))]
     per_model = json.loads(run["usage_json"])
+    for model, counts in per_model.items():  # how each model was priced, as of now
+        counts["priced_as"], note = priced_as(model)
+        if note and any(value for key, value in counts.items() if key.endswith("_tokens")):
+            counts["pricing_note"] = note
     times = sorted(r[0] for r in conn.execute(
         "SELECT hook_ms FROM budget_calls WHERE run_key = ? AND hook_ms IS NOT NULL", (run_key,)))
     return {"run": run_key, "profile": limits["profile"], "scope": limits["scope"],
@@ -69,7 +74,8 @@ def quantile(values: list[float], q: float) -> float | None:
 def render(report: dict[str, Any]) -> str:
     """Markdown, for people and for `.clavain/runs/<sprint>/report.md`."""
     lines = [f"# Run {report['run']} ({report['profile']}/{report['scope']})", ""]
-    lines += [f"Warning: {problem}" for problem in report.get("problems", [])]
+    lines += [f"Budget settings error (defaults used): {problem}"
+              for problem in report.get("problems", [])]
     lines += ["## Budgets"]
     lines += [f"- {b['budget']}: {amount(b['used'])} / {amount(b['limit'])}"
               for b in report["budgets"]]
@@ -86,6 +92,7 @@ def render(report: dict[str, Any]) -> str:
               f"- {report['tokens']:,} tokens, ${report['cost_usd']:.4f} (measured from the "
               "transcripts, priced per model with both cache-write rates)"]
     lines += [f"  - {model}: ${counts.get('cost_usd', 0):.4f}"
+              + (f" ({counts['pricing_note']})" if counts.get("pricing_note") else "")
               for model, counts in sorted(report["models"].items())]
     hook = report["hook_ms"]
     if hook["calls"]:

@@ -18,11 +18,6 @@ from clavain import fastjson
 # The events hooks/hooks.json registers; anything else is logged and ignored.
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SubagentStart",
           "SubagentStop", "PreToolUse", "PostToolUseFailure")
-# Who runs hook calls in this process (the trace says it): "spawned" (this one call) or
-# "resident" (set by the resident hook server).
-served_by = "spawned"
-# The per-tool-call events bin/clavain-hook hands to the resident server when one is up.
-RESIDENT_EVENTS = ("PreToolUse", "PostToolUseFailure")
 
 
 def module_name(event: str) -> str:
@@ -68,7 +63,7 @@ def _trace(event: str, started: float) -> None:
     if not target:
         return
     record = {"event": event, "python": sys.executable, "pid": os.getpid(),
-              "served_by": served_by, "ms": round((time.perf_counter() - started) * 1000, 3)}
+              "ms": round((time.perf_counter() - started) * 1000, 3)}
     with open(target, "a", encoding="utf-8") as handle:
         handle.write(fastjson.dumps(record) + "\n")
 
@@ -76,8 +71,8 @@ def _trace(event: str, started: float) -> None:
 def launcher_started() -> float | None:
     """When bin/clavain-hook started this call, on the `time.perf_counter()` clock: from the
     CLAVAIN_HOOK_STARTED epoch it exports (bash's EPOCHREALTIME), so a call's recorded cost
-    includes the interpreter start or the trip to the resident server. None when absent or
-    implausible (not within the last minute)."""
+    includes the interpreter start. None when absent or implausible (not within the last
+    minute)."""
     stamp = os.environ.get("CLAVAIN_HOOK_STARTED", "").replace(",", ".")
     try:
         age = time.time() - float(stamp)
@@ -107,12 +102,9 @@ def dispatch(event: str, payload: dict[str, object]) -> str | None:
     return fastjson.dumps(output) if output else None
 
 
-def run(event: str, raw: bytes, handover: tuple[type[BaseException], ...] = ()
-        ) -> tuple[str | None, bool]:
+def run(event: str, raw: bytes) -> tuple[str | None, bool]:
     """One hook call from its stdin bytes: (the text to print or None, whether it went without
-    a failure). A failure is one line in hooks.log; only the `handover` exceptions are raised
-    instead (the resident server hands such a call to a spawned hook). The spawned hook
-    (`main`) and the resident server both call it."""
+    a failure). A failure is one line in hooks.log."""
     started = time.perf_counter()
     payload = None
     text = None
@@ -122,8 +114,6 @@ def run(event: str, raw: bytes, handover: tuple[type[BaseException], ...] = ()
         text = dispatch(event, payload)
     # BaseException: a handler's SystemExit or a KeyboardInterrupt must not reach the host
     # either (its exit code would become the hook's).
-    except handover:
-        raise
     except BaseException as exc:
         ok = False
         log_failure(event, f"{type(exc).__name__}: {exc}", payload)
@@ -149,17 +139,4 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
         except BaseException as exc:
             log_failure(event, f"stdout unwritable: {type(exc).__name__}: {exc}")
-    if event in RESIDENT_EVENTS:
-        _revive_resident_server(event)
     return 0
-
-
-def _revive_resident_server(event: str) -> None:
-    """A tool call that came here, not to the resident server, starts one for the next calls
-    (at most one attempt every 30 s); never raises."""
-    try:
-        from clavain.hooks import resident
-
-        resident.revive()
-    except Exception as exc:
-        log_failure(event, f"resident hook server not started: {type(exc).__name__}: {exc}")

@@ -101,12 +101,26 @@ def max_context_tokens(state: StatePaths) -> int:
         return DEFAULT_MAX_TOKENS
 
 
+def recording_problem(state: StatePaths) -> str:
+    """One line when tool calls cannot be recorded here (a read-only `.clavain/`, its database
+    read-only): the PreToolUse hook lets such calls run uncounted, and a person must know."""
+    root, db = str(state.root), str(state.db)
+    if not os.path.isdir(root):
+        return ""
+    blocked = [path for path in (root, db) if os.path.exists(path) and not os.access(path, os.W_OK)]
+    if not blocked:
+        return ""
+    return (f"Clavain cannot record tool calls here: {blocked[0]} is not writable, so budgets "
+            "and loop guards are not counted; ask the user to fix its permissions.")
+
+
 def _sections(state: StatePaths, payload: dict) -> dict[str, str | list[str]]:
     """Each section on its own: one that fails is logged and left out, not the whole context."""
     from clavain.hooks import log_failure
     from clavain.session import handoff, inflight, recovery
 
     builders = {
+        "recording": lambda: recording_problem(state),
         "sprint": lambda: recovery.sprint_section(state),
         "handoff": lambda: handoff.handoff_section(state),
         "agents": lambda: inflight.agents_section(state.project, payload.get("transcript_path")),
@@ -138,28 +152,11 @@ def context_text(state: StatePaths, payload: dict) -> str:
     return text
 
 
-def _start_resident_server() -> None:
-    """Have the resident hook server up, on this code, before the session's first tool call."""
-    from clavain.hooks import resident
-
-    data = resident.data_dir()
-    if not resident.enabled() or not data:
-        return
-    try:
-        os.makedirs(data, exist_ok=True)
-        resident.ensure(data)
-    except Exception as exc:  # the spawned hooks still work without it
-        from clavain.hooks import log_failure
-
-        log_failure("SessionStart", f"resident hook server: {type(exc).__name__}: {exc}")
-
-
 def handle(payload: dict) -> dict | None:
     from clavain.hooks import payload_cwd
 
     state = StatePaths.discover(payload_cwd(payload))
     message = _bootstrap_message()
-    _start_resident_server()
     _write_env_file(state)
     output: dict = {}
     text = context_text(state, payload)

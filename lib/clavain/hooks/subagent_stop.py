@@ -250,8 +250,10 @@ def reviewer_lens(transcript: object, message: str, notes: list[str], *,
     deadline = time.monotonic() + wait
     while True:
         prompt = first_user_text(transcript)
+        # Wait only while the host has not started the file: one that holds lines but no
+        # prompt will not grow one.
         if prompt or not isinstance(transcript, str) or not transcript \
-                or time.monotonic() >= deadline:
+                or _has_content(transcript) or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
     if prompt:  # the dispatch's own words decide; its answer cannot pick another lens
@@ -261,6 +263,13 @@ def reviewer_lens(transcript: object, message: str, notes: list[str], *,
         notes.append(f"lens {answered} read from the reviewer's answer: its transcript "
                      f"{_short(transcript)} named none")
     return answered
+
+
+def _has_content(path: str) -> bool:
+    try:
+        return os.stat(path).st_size > 0
+    except OSError:
+        return False
 
 
 def _active_sprint(state: StatePaths, notes: list[str]) -> str | None:

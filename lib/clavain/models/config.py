@@ -7,10 +7,11 @@ ships (`clavain/schemas/`, read by `clavain.config` without pydantic). Regenerat
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from clavain.guards.policy import LIMIT_MAX
 from clavain.models.schema_text import schema_text
 
 REPO_SCHEMA = Path(__file__).resolve().parents[3] / "schemas" / "config.schema.json"
@@ -61,22 +62,37 @@ class Session(_Strict):
                                   "injects (estimated high; whole sections dropped to fit)")
 
 
+def _json_number(value: object) -> object:
+    """A budget figure is a JSON number: never text nor true/false (which pydantic would
+    otherwise turn into one), as `clavain.guards.policy` reads it."""
+    if isinstance(value, (str, bool)):
+        raise ValueError("a number, not text nor true/false")
+    return value
+
+
+# A whole number (3 or 3.0, as JSON Schema counts integers) / any finite number, 0..LIMIT_MAX.
+_Count = Annotated[int, Field(ge=0, le=LIMIT_MAX), BeforeValidator(_json_number)]
+_Dollars = Annotated[float, Field(ge=0, le=LIMIT_MAX, allow_inf_nan=False),
+                     BeforeValidator(_json_number)]
+
+
 class Budgets(_Strict):
     """Budgets and loop guards enforced in PreToolUse (`clavain.guards`). A limit left null
-    takes the profile × scope default (README, "Budgets")."""
+    takes the profile × scope default (README, "Budgets"). Read without pydantic by
+    `clavain.guards.policy.resolve`, which accepts exactly what this model accepts."""
 
-    enabled: bool = Field(True, description="false: count nothing, deny nothing")
+    enabled: bool = Field(True, strict=True, description="false: count nothing, deny nothing")
     profile: Literal["strict", "yolo", "smoke"] = Field("strict", description="how strict")
     scope: Literal["tiny", "medium", "large"] | None = Field(
         None, description="the job's size; an active sprint's complexity sets it")
-    maxCommands: int | None = Field(None, ge=0, description="Bash calls per run")
-    maxTestRuns: int | None = Field(None, ge=0, description="test commands per run")
-    maxWebRequests: int | None = Field(None, ge=0, description="WebFetch/WebSearch per run")
-    maxTokens: int | None = Field(None, ge=0, description="tokens per run (measured)")
-    maxCostUsd: float | None = Field(None, ge=0, description="dollars per run (measured)")
-    maxPatchRepeats: int = Field(2, ge=0, description="times one patch may be applied")
-    testPatterns: list[str] = Field(default_factory=list,
-                                    description="extra regexes for test commands")
+    maxCommands: _Count | None = Field(None, description="Bash calls per run")
+    maxTestRuns: _Count | None = Field(None, description="test commands per run")
+    maxWebRequests: _Count | None = Field(None, description="WebFetch/WebSearch per run")
+    maxTokens: _Count | None = Field(None, description="tokens per run (measured)")
+    maxCostUsd: _Dollars | None = Field(None, description="dollars per run (measured)")
+    maxPatchRepeats: _Count = Field(2, description="times one patch may be applied")
+    testPatterns: list[Annotated[str, Field(strict=True)]] = Field(
+        default_factory=list, description="extra regexes for test commands")
 
 
 class Config(_Strict):

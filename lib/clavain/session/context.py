@@ -17,7 +17,8 @@ DEFAULT_MAX_TOKENS = 500
 MAX_TOKENS_CEILING = 2000  # the config's ceiling
 HOST_LIMIT_CHARS = 10_000
 # Shown in this order; `recovery` (after a compaction or resume) stands in for `sprint`.
-SHOW_ORDER = ("recovery", "sprint", "handoff", "agents")
+# `recording`: tool calls cannot be recorded here (one line; never dropped).
+SHOW_ORDER = ("recording", "recovery", "sprint", "handoff", "agents")
 # Dropped first to last: the handoff is the largest and is a file the model can read; the
 # sprint and its recovery note are what the session is for.
 DROP_ORDER = ("handoff", "agents", "sprint", "recovery")

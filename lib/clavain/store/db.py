@@ -78,7 +78,7 @@ def migrate(conn: sqlite3.Connection) -> int:
     return current
 
 
-def busy_timeout_ms() -> int:
+def busy_timeout() -> int:
     """How long a writer waits for another to finish: CLAVAIN_BUSY_TIMEOUT_MS, else 30 s."""
     try:
         return max(0, int(os.environ.get("CLAVAIN_BUSY_TIMEOUT_MS", BUSY_TIMEOUT_MS)))
@@ -86,12 +86,14 @@ def busy_timeout_ms() -> int:
         return BUSY_TIMEOUT_MS
 
 
-def connect(path: str | os.PathLike[str], *, migrate_schema: bool = True) -> sqlite3.Connection:
-    """Open (creating if needed) the state database with Clavain's pragmas applied."""
+def connect(path: str | os.PathLike[str], *, migrate_schema: bool = True,
+            busy_timeout_ms: int | None = None) -> sqlite3.Connection:
+    """Open (creating if needed) the state database with Clavain's pragmas applied; a writer
+    waits `busy_timeout_ms` (default: `busy_timeout()`) for another."""
     db_path = os.fspath(path)
     if db_path != ":memory:":
         os.makedirs(os.path.dirname(os.path.abspath(db_path)), exist_ok=True)
-    busy_ms = busy_timeout_ms()
+    busy_ms = busy_timeout() if busy_timeout_ms is None else max(0, int(busy_timeout_ms))
     conn = sqlite3.connect(db_path, isolation_level=None, timeout=busy_ms / 1000)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
@@ -156,7 +158,7 @@ def schema_version(path: str | os.PathLike[str]) -> int | None:
     db_path = os.fspath(path)
     if not os.path.exists(db_path):
         return None
-    conn = connect_readonly(db_path, timeout_ms=busy_timeout_ms())
+    conn = connect_readonly(db_path, timeout_ms=busy_timeout())
     try:
         return conn.execute("PRAGMA user_version").fetchone()[0]
     finally:

@@ -149,11 +149,14 @@ def _wait(proc: subprocess.Popen[bytes], timeout: float, renew: Callable[[], Non
 
 def run_commands(commands: list[str], *, cwd: Path, log_dir: Path, timeout: float,
                  env: dict[str, str], state_root: Path, guard: SignalGuard | None = None,
-                 renew: Callable[[], None] | None = None, renew_every: float = 60.0
-                 ) -> list[CommandOutcome]:
-    """Run in order, stopping after the first command that fails or times out."""
+                 renew: Callable[[], None] | None = None, renew_every: float = 60.0,
+                 before: Callable[[str], bool] | None = None) -> list[CommandOutcome]:
+    """Run in order, stopping after the first command that fails or times out, or before the
+    first one `before` refuses (returns False for: the verifier's test-run budget)."""
     outcomes: list[CommandOutcome] = []
     for index, command in enumerate(commands, start=1):
+        if before is not None and not before(command):
+            break
         outcome = run_command(index, command, cwd=cwd, log_path=log_dir / f"cmd-{index}.log",
                               timeout=timeout, env=env, state_root=state_root, guard=guard,
                               renew=renew, renew_every=renew_every)

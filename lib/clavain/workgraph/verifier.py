@@ -12,6 +12,13 @@ which requires the node's dependencies to be done, and holds the lock with its o
 verifier that dies is released as a failed attempt; it renews that lease while a long command
 runs. SIGTERM or SIGINT kills the running command's whole process group and gives the claim
 back unspent (`shell.SignalGuard`).
+
+Test commands count against the current budget run's `maxTestRuns` (`TestRunBudget`): each one
+is counted, through `guards.budget.check` like a Bash call's test runs, just before it runs;
+one the budget denies is not run (nor anything after it), and the verify fails with the
+denial as its reason. Spending attempts on a budget that stays spent would only march the node
+to `failed` and an escalation, so a node whose last verify the budget already refused waits
+for a person instead (`checkpoint`: needs_human, the denial as the question).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import write_json_atomic
 from clavain.store.db import transaction
+from clavain.workgraph import kv
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.leases import claim_node, heartbeat
@@ -43,6 +51,10 @@ VERIFY_TYPES = frozenset({"verify", "final_verify"})
 TAIL_LINES = 12
 TAIL_CHARS = 1500
 COMMAND_CHARS = 2000  # of a command quoted in the result (its log holds all of it)
+# The budget's refusal of the node's last verify ("" once a verify ran unrefused): a second
+# refusal in a row asks a person instead of spending another attempt.
+BUDGET_KEY = "err.budget"
+SESSION_VARIABLE = "CLAUDE_CODE_SESSION_ID"  # the budget run's session when no sprint is on
 
 
 def safe_path_part(name: str) -> str:
@@ -64,12 +76,19 @@ def _clip(command: str) -> str:
 
 
 def verdict(commands: list[str], outcomes: list[CommandOutcome],
-            timeout: float) -> dict[str, Any]:
-    """The runner result for a set of outcomes."""
+            timeout: float, refused: str | None = None) -> dict[str, Any]:
+    """The runner result for a set of outcomes; `refused` is the budget's reason for not
+    running the command after them."""
     if not commands:
         return {"status": "fail", "summary": "verify node has no commands to run",
                 "errors": ["no verify commands: give the node a `verify` list"]}
     failed = next((o for o in outcomes if not o.passed), None)
+    if failed is None and refused is not None:
+        index = len(outcomes) + 1
+        shown = _clip(commands[index - 1])
+        return {"status": "fail",
+                "summary": f"verify command {index} of {len(commands)} not run: {refused}",
+                "errors": [f"`{shown}` not run: {refused}"]}
     if failed is None:
         return {"status": "success", "summary": f"all {len(commands)} verify commands passed",
                 "errors": []}
@@ -86,6 +105,67 @@ def verdict(commands: list[str], outcomes: list[CommandOutcome],
 def result_line(result: dict[str, Any]) -> str:
     """The `<result>…</result>` line a runner prints, on one line."""
     return f"<result>{json.dumps(result, separators=(',', ':'))}</result>"
+
+
+class TestRunBudget:
+    """The current budget run's test-run count for the commands a verify runs. The run is the
+    hook's (`gate.run_context`): the active sprint, else the host session
+    ($CLAUDE_CODE_SESSION_ID); with neither (a person's terminal), or budgets disabled, nothing
+    is counted. `allows` is `run_commands`' `before`: a command that runs tests is counted (as
+    tool `verify`, kind `verify`: test runs only, no Bash command or loop guard, since the
+    `clavain verify` call itself was counted as one) or refused; anything else just runs."""
+
+    def __init__(self, g: Graph) -> None:
+        from clavain.guards import gate
+
+        self.conn = g.conn
+        self.config_path = str(g.state.config)
+        self.session = os.environ.get(SESSION_VARIABLE) or None
+        context = gate.run_context(str(g.state.root), self.session)
+        counting = context["limits"]["enabled"] and (
+            self.session is not None or context["run_key"].startswith("sprint:"))
+        self.context: dict[str, Any] | None = context if counting else None
+        self.counted = 0
+        self.warnings: list[str] = []
+        self.denied: str | None = None
+
+    def allows(self, command: str) -> bool:
+        from clavain.guards import budget
+
+        if self.context is None:
+            return True
+        call = budget.describe("Bash", {"command": command}, self.context["patterns"],
+                               self.config_path)
+        if not call["tests"]:
+            return True
+        decided = budget.check(self.conn, run_key=self.context["run_key"],
+                               session_id=self.session,
+                               call={**call, "tool": "verify", "kind": "verify"},
+                               limits=self.context["limits"], problems=self.context["problems"])
+        if decided["decision"] == "deny":
+            self.denied = decided["reason"]
+            return False
+        self.counted += call["tests"]
+        if decided["reason"]:
+            self.warnings.append(decided["reason"])
+        return True
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"run": self.context["run_key"] if self.context else None,
+                "test_runs_counted": self.counted, "warnings": self.warnings,
+                "denied": self.denied}
+
+
+def _ask_a_person(g: Graph, node_id: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A refusal right after a refusal: the budget is still spent, so the node waits for a
+    person (who raises the budget) instead of spending its attempts on it."""
+    mark = kv.get(g, node_id, BUDGET_KEY)
+    if mark is None or not mark["value"]:
+        return result
+    question = (f"{result['summary']} Raise the budget (`.clavain/config.json` → `budgets`) or "
+                "run `clavain budget reset` in a terminal, then answer "
+                f"(`clavain graph answer {node_id} --answer TEXT`) to verify again.")
+    return {**result, "status": "checkpoint", "question": question}
 
 
 def _timeout_for(cfg: dict[str, Any], timeout: float | None) -> float:
@@ -162,10 +242,12 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
     # gate ran on the tree as it is now.
     tree_before = fingerprint(state.project, state_root=state.root)
     try:
+        budget = TestRunBudget(g)
         guard.allow()
         outcomes = run_commands(commands, cwd=state.project, log_dir=run_dir,
                                 timeout=per_command, env=env, state_root=state.root,
-                                guard=guard, renew=renew, renew_every=max(1.0, lease / 3))
+                                guard=guard, renew=renew, renew_every=max(1.0, lease / 3),
+                                before=budget.allows)
         guard.hold()
     except BaseException as exc:
         guard.hold()
@@ -175,7 +257,9 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
             after_commit(g, cfg)
         raise
     tree_after = fingerprint(state.project, state_root=state.root)
-    result = verdict(commands, outcomes, per_command)
+    result = verdict(commands, outcomes, per_command, budget.denied)
+    if apply and budget.denied is not None:
+        result = _ask_a_person(g, node_id, result)
     result_path = run_dir / "result.json"
     write_json_atomic(result_path, result, inside=state.root)
     # The log worth reading first: the failing command's, else the last one's.
@@ -184,17 +268,22 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
     log = str(shown.log_path) if shown else None
     # out.verified_run: the gates accept a verify node as passed only when the run that made it
     # done is this one (a hand-made `done` has none).
-    trees = {key: value for key, value in (("out.tree", tree_after),
+    extra = {key: value for key, value in (("out.tree", tree_after),
                                            ("out.tree_before", tree_before),
                                            ("out.verified_run", run_id)) if value}
+    if budget.denied is not None:
+        extra[BUDGET_KEY] = budget.denied
+    elif apply and (kv.get(g, node_id, BUDGET_KEY) or {}).get("value"):
+        extra[BUDGET_KEY] = ""  # this verify ran: a later refusal is a first one again
     report: dict[str, Any] = {
         "node_id": node_id, "graph_id": g.id, "run_id": run_id, "result": result,
         "commands": [o.as_dict() for o in outcomes], "result_path": str(result_path),
         "tree": tree_after, "tree_before": tree_before, "applied": False,
+        "budget": budget.as_dict(),
     }
     if apply:
         report["apply"] = apply_result(g, node_id, result, run_id=run_id, stdout_path=log,
-                                       result_path=str(result_path), extra_kv=trees,
+                                       result_path=str(result_path), extra_kv=extra,
                                        by_verifier=True)
         report["applied"] = True
     return report
