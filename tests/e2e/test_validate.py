@@ -61,3 +61,27 @@ def test_validate_sees_the_plugin_components(claude_bin: Path, tmp_path: Path) -
             "args": ["SessionStart"]} in provides["hooks"]
     assert "clavain:doctor" in provides["commands"]
     assert {"clavain", "clavain-hook"} <= set(provides["bin"])
+
+
+def test_installing_from_a_clone_copies_no_venv_or_caches(claude_bin: Path,
+                                                          tmp_path: Path) -> None:
+    """scripts/install-plugin.sh installs what git tracks: this checkout's .venv/ (CI makes one),
+    build/ and caches never reach the plugin cache."""
+    junk = REPO / "build" / "clavain-install-test"
+    junk.mkdir(parents=True, exist_ok=True)
+    (junk / "big.bin").write_bytes(b"x" * 1024)
+    try:
+        result = subprocess.run(
+            [str(REPO / "scripts" / "install-plugin.sh")], cwd=REPO, capture_output=True,
+            text=True, timeout=300, stdin=subprocess.DEVNULL,
+            env={"HOME": str(tmp_path), "PATH": "/usr/local/bin:/usr/bin:/bin",
+                 "CLAVAIN_CLAUDE_BIN": str(claude_bin)})
+    finally:
+        (junk / "big.bin").unlink()
+        junk.rmdir()
+    assert result.returncode == 0, result.stdout + result.stderr
+    [installed] = (tmp_path / ".claude" / "plugins" / "cache" / "clavain" / "clavain").iterdir()
+    names = {path.relative_to(installed).parts[0] for path in installed.rglob("*")}
+    assert {"bin", "lib", "hooks", ".claude-plugin"} <= names
+    assert not names & {".venv", "build", ".git", ".pytest_cache", ".ruff_cache"}, names
+    assert not list(installed.rglob("__pycache__"))
