@@ -13,12 +13,17 @@ staging=$(mktemp -d "${TMPDIR:-/tmp}/clavain-export.XXXXXX")
 trap 'rm -rf "$staging"' EXIT
 (cd "$repo" && git ls-files -z --cached --others --exclude-standard \
   | while IFS= read -r -d '' path; do
-      [ -e "$path" ] || continue  # deleted but not yet committed
-      mkdir -p "$staging/$(dirname "$path")"
-      cp -p "$path" "$staging/$path"
+      [ -e "$path" ] || [ -L "$path" ] || continue  # deleted but not yet committed
+      mkdir -p -- "$staging/$(dirname -- "$path")"
+      cp -P -p -- "$path" "$staging/$path"  # a symlink stays a symlink
     done)
+if [ -e "$dest" ] && [ ! -d "$dest/.claude-plugin" ]; then
+  echo "install-plugin: $dest exists and is not an earlier export; refusing to replace it" >&2
+  exit 2
+fi
 mkdir -p "$(dirname "$dest")"
 rm -rf "$dest"
+chmod 755 "$staging"
 mv "$staging" "$dest"
 trap - EXIT
 echo "exported $(find "$dest" -type f | wc -l) files to $dest"

@@ -16,10 +16,13 @@ STATE_DIR_NAME = ".clavain"
 DB_NAME = "state.sqlite"
 
 
-def _walk_up(start: str, marker: str) -> str | None:
+def _walk_up(start: str, marker: str, *, folder_only: bool = False) -> str | None:
+    """The nearest folder from `start` up holding `marker` (a folder, with `folder_only`: a
+    file named `.clavain` is no Clavain project; `.git` may be a worktree's file)."""
+    exists = os.path.isdir if folder_only else os.path.exists
     folder = start
     while True:
-        if os.path.exists(os.path.join(folder, marker)):
+        if exists(os.path.join(folder, marker)):
             return folder
         parent = os.path.dirname(folder)
         if parent == folder:
@@ -34,7 +37,7 @@ def project_dir(cwd: str | os.PathLike[str] | None = None,
     if explicit:
         return os.path.abspath(explicit)
     start = os.path.abspath(cwd) if cwd else os.getcwd()
-    found = _walk_up(start, STATE_DIR_NAME)
+    found = _walk_up(start, STATE_DIR_NAME, folder_only=True)
     if found is not None and found != os.path.normpath(os.path.expanduser("~")):
         return found
     claude_dir = env.get("CLAUDE_PROJECT_DIR")

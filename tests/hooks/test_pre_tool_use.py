@@ -65,12 +65,16 @@ def test_disabled_budgets_count_nothing(run_hook, tmp_path: Path) -> None:
     assert not (project / ".clavain" / "state.sqlite").exists()
 
 
-def test_a_broken_database_fails_open_and_is_logged(run_hook, tmp_path: Path) -> None:
+def test_a_broken_database_lets_the_call_run_and_tells_the_person(run_hook,
+                                                                  tmp_path: Path) -> None:
     project = _project(tmp_path, {"budgets": {"maxCommands": 0}})
     (project / ".clavain" / "state.sqlite").write_bytes(b"not a database at all" * 50)
-    assert _pre(run_hook, project, "Bash", {"command": "ls"}) is None  # the tool runs
+    result = run_hook("PreToolUse", _payload(project, "Bash", {"command": "ls"}), cwd=project)
+    output = json.loads(result.stdout)
+    assert "hookSpecificOutput" not in output  # the tool runs (nothing can be counted)
+    assert "file is not a database" in output["systemMessage"]
     log = (project / ".clavain" / "logs" / "hooks.log").read_text()
-    assert "PreToolUse" in log and "DatabaseError" in log
+    assert "PreToolUse" in log and "could not record" in log
 
 
 def test_a_bad_config_is_one_warning_and_the_defaults(run_hook, tmp_path: Path) -> None:
@@ -313,3 +317,52 @@ def test_a_project_without_clavain_costs_no_interpreter(run_hook, tmp_path: Path
     run_hook("PreToolUse", _payload(sub, "Bash", {"command": "ls"}), cwd=sub,
              env={"CLAVAIN_HOOK_TRACE": str(trace)})
     assert len(trace.read_text().splitlines()) == before + 1
+
+
+def test_a_relative_project_dir_never_hangs_the_bash_walk(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path, {"budgets": {"maxCommands": 0}})
+    for relative in ("project", ".", "nowhere/deeper"):
+        result = run_hook("PreToolUse", _payload(project, "Bash", {"command": "ls"}),
+                          cwd=tmp_path if relative != "." else project,
+                          env={"CLAUDE_PROJECT_DIR": relative})
+        assert result.returncode == 0  # returned: run_hook's timeout is the hang guard
+    # Found from the call's own folder even when CLAUDE_PROJECT_DIR names another one.
+    denied = run_hook("PreToolUse", _payload(project, "Bash", {"command": "ls"}), cwd=project,
+                      env={"CLAUDE_PROJECT_DIR": str(tmp_path / "elsewhere")})
+    assert json.loads(denied.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_a_file_named_clavain_is_no_way_out_of_the_budget(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path, {"budgets": {"maxCommands": 0}})
+    sub = project / "sub"
+    sub.mkdir()
+    (sub / ".clavain").write_text("")  # `touch sub/.clav""ain`, then `cd sub`
+    denied = _pre(run_hook, sub, "Bash", {"command": "ls"})
+    assert denied["permissionDecision"] == "deny"
+
+
+def test_writing_any_clavain_config_is_lifting_the_budget(run_hook, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    for path in (str(project / "sub" / ".clavain" / "config.json"), ".clavain/config.json"):
+        denied = _pre(run_hook, project, "Write",
+                      {"file_path": path, "content": '{"budgets": {"enabled": false}}'})
+        assert denied["permissionDecision"] == "deny"
+        assert "person's decision" in denied["permissionDecisionReason"]
+
+
+def test_a_spent_budget_still_denies_when_the_call_cannot_be_recorded(tmp_path: Path,
+                                                                    monkeypatch) -> None:
+    from clavain.guards import gate
+    from clavain.store.db import sqlite3
+
+    project = _project(tmp_path, {"budgets": {"maxCommands": 1}})
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+    first = gate.pre_tool_use(_payload(project, "Bash", {"command": "ls"}))  # 1 of 1: allowed
+    assert "permissionDecision" not in json.dumps(first)
+
+    def refuse(path):
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(gate, "_open_database", refuse)
+    denied = gate.pre_tool_use(_payload(project, "Bash", {"command": "ls -la"}))
+    assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"

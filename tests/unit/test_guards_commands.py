@@ -236,3 +236,33 @@ def test_any_known_test_command_in_any_wrappers_is_a_test_run(test: str,
         command = template.format(command, q=shlex.quote(command))
     assert find_test_runs(command, PATTERNS), command
     assert lifts_budget(command) is False
+
+
+_ADVERSARIAL = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+from clavain.guards import budget, commands
+patterns = commands.compile_patterns([])
+cases = ["find -exec " * 1000 + " ;\nrm -f .clavain/state.sqlite", "find -exec find -exec " * 2000,
+         "find . " + "-exec " * 10900, "echo " + "$(" * 3000 + ")" * 3000, "\"'" * 20000,
+         "cat <<A\n" * 5000, "eval eval " * 5000, "sh " * 20000, "a|" * 30000, "`" * 60000,
+         "xargs " * 10000 + "rm .clavain/state.sqlite"]
+print(",".join(str(budget.describe("Bash", {"command": c}, patterns)["lifts_budget"])
+               for c in cases))
+"""
+
+
+def test_adversarial_commands_are_read_in_bounded_time() -> None:
+    """Near the 64 KB cap, nested `find -exec`, substitutions, quotes, heredocs and wrapper
+    chains are all read, well inside the host's 10 s hook timeout (the subprocess timeout is the
+    hang guard; a quadratic reader took 24 s and 2.3 GB on one of these)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    lib = Path(__file__).resolve().parents[2] / "lib"
+    done = subprocess.run([sys.executable, "-c", _ADVERSARIAL, str(lib)], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    lifts = done.stdout.strip().split(",")
+    assert lifts[0] == "True" and lifts[-1] == "True"

@@ -83,7 +83,8 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
         call.update(kind="edit", subject=path, changed=True,
                     fingerprint=commands.fingerprint(path, old, new),
                     undo=commands.fingerprint(path, new, old),
-                    lifts_budget=bool(config_path) and _same_file(path, config_path),
+                    lifts_budget=(bool(config_path) and _same_file(path, config_path))
+                    or _names_config(path),
                     edits_state=_names_state(path))
     elif tool in ("Agent", "Task"):
         call.update(kind="agent", subject=text("subagent_type") or text("description"))
@@ -96,6 +97,12 @@ def _names_state(text: str) -> bool:
     edits have their own check and message)."""
     rest = text.replace(".clavain/scratch", "").replace(".clavain/config.json", "")
     return ".clavain" in rest
+
+
+def _names_config(path: str) -> bool:
+    """Any Clavain config file, this project's or one the agent would make elsewhere to step
+    out of its budget (`cd` into a folder with a `.clavain/config.json` of its own)."""
+    return path.replace("\\", "/").endswith(".clavain/config.json")
 
 
 def _same_file(path: str, other: str) -> bool:
@@ -144,7 +151,7 @@ def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dic
                          "VALUES (?, ?, ?)", (run_key, transcript, at))
         run = conn.execute("SELECT * FROM budget_runs WHERE run_key = ?", (run_key,)).fetchone()
         warned = set(fastjson.loads(run["warned_json"]))
-        denial = _denial(conn, run, call, limits, now)
+        denial = refusal(conn, run, call, limits, now)
         notes = [] if denial else _loop_notes(conn, run, call, limits, now)
         denial = denial or next((note for kind, note in notes if kind == "deny"), None)
         warnings = [note for kind, note in notes if kind == "warn"]
@@ -179,7 +186,8 @@ def stamp(seconds: float) -> str:
         f".{int((seconds - whole) * 1000):03d}Z"
 
 
-def _denial(conn, run, call: dict, limits: dict, now: float) -> str | None:
+def refusal(conn, run, call: dict, limits: dict, now: float) -> str | None:
+    """Why the call is denied before counting (a budget spent, its lifting), or None."""
     if call["lifts_budget"]:
         return LIFT
     if call["waives_gate"]:

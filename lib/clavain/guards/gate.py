@@ -142,8 +142,8 @@ def pre_tool_use(payload: dict) -> dict | None:
                                   transcript=_text(payload.get("transcript_path")))
         finally:
             conn.close()
-    except sqlite3.OperationalError as exc:
-        return _not_counted(exc, root, payload)
+    except (sqlite3.DatabaseError, OSError) as exc:  # locked, read-only, full, corrupt
+        return _not_counted(exc, root, payload, database, call, context)
     transcript = _text(payload.get("transcript_path"))
     if result["measure"] and transcript:
         _start_measuring(project, context["run_key"], transcript, payload)
@@ -176,20 +176,44 @@ def _unsafe_database(path: str) -> str | None:
     return SYMLINKED.format(db=path, target=target)
 
 
-def _not_counted(exc: Exception, root: str, payload: dict) -> dict:
+def _not_counted(exc: Exception, root: str, payload: dict, database: str, call: dict,
+                 context: dict) -> dict:
     """A call the database refused to record. Locked past the bound: denied (the counters are
-    unknown). Otherwise (read-only folder, full disk, I/O): it runs, and the person is told."""
+    unknown). Otherwise (read-only, full disk, I/O, a damaged file): denied if what can still be
+    read says a budget is spent; else it runs, and the person is told."""
     from clavain.hooks import log_failure
 
     message = str(exc)
     if "locked" in message or "busy" in message:
         return _deny(LOCKED.format(s=HOOK_BUSY_MS / 1000))
+    spent = _spent_when_unwritable(database, call, context)
+    if spent:
+        return _deny(spent)
     warning = UNRECORDED.format(problem=message, root=root)
     log_failure("PreToolUse", warning, payload)
     import sys
 
     print(warning, file=sys.stderr)
     return {"systemMessage": warning}
+
+
+def _spent_when_unwritable(database: str, call: dict, context: dict) -> str | None:
+    """The denial the run's counters still call for, read without writing (None when they
+    cannot be read either, or nothing is spent)."""
+    from clavain.guards import budget
+    from clavain.store import db
+
+    try:
+        conn = db.connect_readonly(database, timeout_ms=HOOK_BUSY_MS)
+        try:
+            run = conn.execute("SELECT * FROM budget_runs WHERE run_key = ?",
+                               (context["run_key"],)).fetchone()
+            return budget.refusal(conn, run, call, context["limits"], time.time()) \
+                if run is not None else None
+        finally:
+            conn.close()
+    except (db.sqlite3.DatabaseError, OSError):
+        return None
 
 
 def _counting_here(payload: dict, *, database_needed: bool = False) -> tuple | None:

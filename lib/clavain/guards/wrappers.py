@@ -322,17 +322,25 @@ def read_parts(command: str, depth: int = 0) -> list[tuple[str, list[Command]]]:
     return parts
 
 
+# A command `find -exec` runs is read up to this many words: real ones are short, and a nested
+# `find -exec find -exec …` must not cost quadratic time on the hook's path.
+EXEC_WORDS = 64
+
+
 def find_exec(words: list[str]) -> list[list[str]]:
-    """The commands `find … -exec CMD {} ;` runs."""
+    """The commands `find … -exec CMD {} ;` runs, each read once (linear in the words)."""
     if words[:1] != ["find"]:
         return []
     runs = []
-    for index, word in enumerate(words):
-        if word in ("-exec", "-execdir", "-ok", "-okdir"):
+    index = 1
+    while index < len(words):
+        if words[index] in ("-exec", "-execdir", "-ok", "-okdir"):
             end = index + 1
             while end < len(words) and words[end] not in (";", "+"):
                 end += 1
-            runs.append(words[index + 1:end])
+            runs.append(words[index + 1:min(end, index + 1 + EXEC_WORDS)])
+            index = end
+        index += 1
     return runs
 
 
