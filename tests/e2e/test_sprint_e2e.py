@@ -106,7 +106,10 @@ def sprint_script(calls: list[str]):
         if executing and '"all_done"' in last:
             return say(bash("clavain sprint done execute", "Record the execute step"))
         if executing and ("executor-done" in last or "<result>" in last or "-> done" in last):
-            return say(bash(claim, "Claim the next node"))
+            # The notification can come before SubagentStop recorded the result: wait for it.
+            wait = ('for i in $(seq 150); do clavain graph ls --status done --json | grep -q '
+                    '\'"id": "task-rename"\' && break; sleep 0.2; done; ')
+            return say(bash(wait + claim, "Claim the next node"))
         if "execute done" in last and "reviewers" not in calls:
             calls.append("reviewers")
             return [agent("clavain:reviewer", "Lens: quality\nReview the rename in src/app.py."),

@@ -169,7 +169,12 @@ def full_sprint_steps() -> list[Step]:
         ("packet", run_("clavain graph packet task-rename --thin", "Task packet")),
         ("executor", lambda ctx: [agent("clavain:executor", ctx["results"]["packet"],
                                         "Execute task-rename")]),
-        ("claim-verify", after("executor-done", run_(CLAIM, "Claim the next node"))),
+        # The notification can reach the conversation before SubagentStop has recorded the
+        # executor's result: wait (bounded) for the task to be done, then claim.
+        ("claim-verify", after("executor-done", run_(
+            'for i in $(seq 150); do clavain graph ls --status done --json | grep -q '
+            f'\'"id": "task-rename"\' && break; sleep 0.2; done; {CLAIM}',
+            "Wait for the recorded result, claim the next node"))),
         ("verify", run_(f"clavain verify verify-task-rename --run-id {RUN}", "Shell verify")),
         ("execute", done("execute")),
         ("test", run_("grep -qw bar src/app.py && ! grep -rqw foo src && "
