@@ -8,27 +8,19 @@ Every front door asks this one function, so a person's `clavain graph next`, the
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
 from clavain.paths import StatePaths
 
 
-def resolve(state: StatePaths, explicit: str | None = None,
-            env: Mapping[str, str] | None = None) -> str:
-    from clavain.workgraph.graphs import DEFAULT_GRAPH, check_id
+def resolve(state: StatePaths, explicit: str | None = None) -> str:
+    """The graph id; a damaged checkpoint is refused with the line that names it (the sprint
+    commands set it aside)."""
+    from clavain.sprint import checkpoint
+    from clavain.workgraph.graphs import check_id
 
     if explicit:
         return check_id(explicit)
-    inherited = (os.environ if env is None else env).get("CLAVAIN_GRAPH")
+    inherited = os.environ.get("CLAVAIN_GRAPH")
     if inherited:
         return check_id(inherited)
-    return active_sprint_graph(state) or DEFAULT_GRAPH
-
-
-def active_sprint_graph(state: StatePaths) -> str | None:
-    """The active sprint's graph, or None without an active sprint. A damaged checkpoint is
-    refused with the line that names it (the sprint commands set it aside)."""
-    from clavain.sprint import checkpoint
-
-    active = checkpoint.read(state)
-    return checkpoint.graph_of(active) if active else None
+    return checkpoint.graph_of(checkpoint.read(state))

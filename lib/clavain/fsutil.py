@@ -118,14 +118,21 @@ def json_files(folder: str | Path, suffix: str,
     found = []
     for name in names:
         path = Path(folder) / name
-        raw = read_regular(path, max_bytes)
-        try:
-            value = json.loads(raw) if raw is not None else None
-        except ValueError:
-            continue
-        if isinstance(value, dict):
+        value = read_json_object(path, max_bytes)
+        if value is not None:
             found.append((path, value))
     return found
+
+
+def read_json_object(path: str | Path, max_bytes: int = 1 << 20) -> dict[str, Any] | None:
+    """The JSON object a small regular file holds (`read_regular`'s guards: no FIFO, no
+    symlink, a size cap), or None when it is missing, unreadable or not an object."""
+    raw = read_regular(path, max_bytes)
+    try:
+        value = json.loads(raw) if raw is not None else None
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None,

@@ -60,15 +60,12 @@ def _folder() -> Path:
 
 
 def _all() -> list[dict[str, Any]]:
-    import contextlib
-
     from clavain.paths import StatePaths
     from clavain.verdicts import files as verdict_files
-    from clavain.verdicts.backfill import backfill
+    from clavain.verdicts.backfill import measure_pending
 
     state = StatePaths.discover()
-    with contextlib.suppress(OSError, ValueError):  # read-only: tokens stay as reported
-        backfill(state.verdicts, inside=state.root)
+    measure_pending(state)
     return verdict_files.parse_all(state.verdicts)
 
 

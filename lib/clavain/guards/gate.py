@@ -70,7 +70,9 @@ def _read_json(path: str) -> object:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        if exc.errno in (getattr(os, "ELOOP", 40), 6):  # a symlink; ENXIO: a FIFO's other end
+        import errno  # built in: free
+
+        if exc.errno in (errno.ELOOP, errno.ENXIO):  # a symlink; a FIFO's other end
             return None
         raise
     try:

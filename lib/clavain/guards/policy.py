@@ -79,19 +79,14 @@ def resolve(settings: object, env: dict, complexity: object = None) -> tuple[dic
     for key in LIMIT_KEYS:
         integral = key != "maxCostUsd"
         kind = "a whole number" if integral else "a number"
-        raw = settings.get(key)
-        if raw is not None:
-            value = _setting(raw, integral=integral)
+        # The file first, the variable over it; a bad value of either keeps what was there.
+        for given, parse, where in ((settings.get(key), _setting, ""),
+                                    (env.get(ENV[key]) or None, _variable, f" ({ENV[key]})")):
+            if given is None:
+                continue
+            value = parse(given, integral=integral)
             if value is None:
-                problems.append(f"budget {key} {raw!r} is not {kind} from 0 to {LIMIT_MAX:,}; "
-                                f"using {limits[key]}")
-            else:
-                limits[key] = value
-        text = env.get(ENV[key])
-        if text:
-            value = _variable(text, integral=integral)
-            if value is None:
-                problems.append(f"budget {key} {text!r} ({ENV[key]}) is not {kind} from 0 to "
+                problems.append(f"budget {key} {given!r}{where} is not {kind} from 0 to "
                                 f"{LIMIT_MAX:,}; using {limits[key]}")
             else:
                 limits[key] = value

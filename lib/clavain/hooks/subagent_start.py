@@ -12,8 +12,9 @@ from clavain.hooks import log_failure, payload_cwd
 
 def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     try:
-        from clavain.hooks.subagent_stop import _active_sprint, plugin_agent
+        from clavain.hooks.subagent_stop import plugin_agent
         from clavain.paths import StatePaths
+        from clavain.sprint.checkpoint import active_sprint_id
         from clavain.verdicts import dispatches
 
         found = plugin_agent(payload.get("agent_type"))
@@ -23,7 +24,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         if not state.root.is_dir():  # not a Clavain project: nothing waits on this dispatch
             return None
         notes: list[str] = []
-        dispatches.started(state, payload, _active_sprint(state, notes), f"clavain:{found[0]}")
+        dispatches.started(state, payload, active_sprint_id(state, notes), f"clavain:{found[0]}")
         if notes:
             log_failure("SubagentStart", "; ".join(notes), payload)
     except Exception as exc:

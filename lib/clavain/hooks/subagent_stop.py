@@ -130,10 +130,7 @@ def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str,
         notes.append(f"transcript unreadable, keeping the reported tokens: {exc}")
         return
     if usage.messages:
-        verdict["tokens_spent"] = usage.total
-        verdict["tokens_source"] = "measured"
-        if not verdict.get("model") and usage.main_model:
-            verdict["model"] = usage.main_model[: verdict_files.MAX_MODEL_CHARS]
+        verdict_files.apply_usage(verdict, usage)
 
 
 def _short(value: object) -> str:
@@ -223,7 +220,9 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
     from clavain.verdicts import dispatches
 
     recorded, sprint_id = dispatches.started_under(state, ids["agent_id"])
-    verdict["sprint_id"] = sprint_id if recorded else _active_sprint(state, notes)
+    from clavain.sprint.checkpoint import active_sprint_id
+
+    verdict["sprint_id"] = sprint_id if recorded else active_sprint_id(state, notes)
     written = verdict_files.write(state.verdicts, verdict, dispatch, inside=state.root)
     transcript = payload.get("agent_transcript_path")
     if verdict.get("tokens_source") != "measured" and isinstance(transcript, str) and transcript:
@@ -270,19 +269,6 @@ def _has_content(path: str) -> bool:
         return os.stat(path).st_size > 0
     except OSError:
         return False
-
-
-def _active_sprint(state: StatePaths, notes: list[str]) -> str | None:
-    """The active sprint's id, so the verdict is recorded under it (None outside a sprint)."""
-    from clavain.errors import ClavainError
-    from clavain.sprint.checkpoint import read
-
-    try:
-        active = read(state)
-    except (ClavainError, OSError) as exc:
-        notes.append(f"sprint checkpoint unreadable, verdict filed under no sprint: {exc}")
-        return None
-    return active["sprint_id"] if active else None
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any] | None:

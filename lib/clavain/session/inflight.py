@@ -71,14 +71,14 @@ def _reported(project: Path) -> set[str]:
     """Agent ids whose verdict is filed (`<agent>--<agent id>.json`): such an agent is done,
     whatever its transcript's last write says."""
     from clavain.paths import StatePaths
-    from clavain.verdicts.files import DISPATCH_SEPARATOR
+    from clavain.verdicts.files import split_name
 
     try:
         names = os.listdir(StatePaths.discover(project).verdicts)
     except OSError:
         return set()
-    return {name[:-len(".json")].rpartition(DISPATCH_SEPARATOR)[2] for name in names
-            if name.endswith(".json") and DISPATCH_SEPARATOR in name}
+    return {dispatch for name in names if name.endswith(".json")
+            for dispatch in [split_name(name[:-len(".json")])[1]] if dispatch}
 
 
 def agents_section(project: Path, transcript_path: object = None,

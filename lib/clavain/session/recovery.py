@@ -75,10 +75,7 @@ def build(state: StatePaths, *, session_id: str | None = None,
             "sprint_id", "description", "route", "completed_steps", "current_step",
             "plan_path", "decisions")}
     note["attention"] = _attention(state)
-    from clavain.workgraph.graphs import DEFAULT_GRAPH
-
-    note["in_progress"] = _in_progress(state, checkpoint.graph_of(active) if active
-                                       else DEFAULT_GRAPH)
+    note["in_progress"] = _in_progress(state, checkpoint.graph_of(active))
     if transcript_path:
         note["last_request"] = last_request(transcript_path)
     return note

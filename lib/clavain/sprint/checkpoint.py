@@ -28,11 +28,18 @@ from clavain.paths import StatePaths
 SCHEMA = "checkpoint.schema.json"
 DECISIONS_KEPT = 5
 MAX_BYTES = 1 << 20
-DEFAULT_GRAPH = "default"  # the graph of checkpoints older than one graph per sprint
 
 
 class DamagedCheckpoint(ClavainError):
-    """checkpoint.json is there but not a checkpoint (bad bytes, bad JSON, wrong shape)."""
+    """checkpoint.json is there but not a checkpoint (bad bytes, bad JSON, wrong shape):
+    `problem` says what is wrong; the message adds the fix."""
+
+    FIX = ("`clavain sprint abandon` sets it aside (kept as checkpoint.corrupt-<time>.json) so a "
+           "new sprint can start")
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+        super().__init__(f"{problem}; {self.FIX}")
 
 
 def read(state: StatePaths) -> dict[str, Any] | None:
@@ -47,29 +54,36 @@ def read(state: StatePaths) -> dict[str, Any] | None:
     if raw is None:
         if not os.path.lexists(path):
             return None
-        raise DamagedCheckpoint(f"{path} is not a regular file; `clavain sprint abandon` sets it "
-                                "aside (kept as checkpoint.corrupt-<time>.json) so a new sprint "
-                                "can start")
+        raise DamagedCheckpoint(f"{path} is not a regular file")
     if len(raw) > MAX_BYTES:
-        raise DamagedCheckpoint(f"{path} is over {MAX_BYTES} bytes, no checkpoint; `clavain "
-                                "sprint abandon` sets it aside (kept as "
-                                "checkpoint.corrupt-<time>.json) so a new sprint can start")
-    fix = ("`clavain sprint abandon` sets it aside (kept as checkpoint.corrupt-<time>.json) "
-           "so a new sprint can start")
+        raise DamagedCheckpoint(f"{path} is over {MAX_BYTES} bytes, no checkpoint")
     try:
         document = load_json(decode(raw, str(path)), str(path))
     except BadText as exc:
-        raise DamagedCheckpoint(f"{exc}; {fix}") from None
+        raise DamagedCheckpoint(str(exc)) from None
     problem = check(document, SCHEMA, str(path))
     if problem:
-        raise DamagedCheckpoint(f"{problem}; {fix}")
+        raise DamagedCheckpoint(problem)
     return document
 
 
-def graph_of(checkpoint: dict[str, Any]) -> str:
+def active_sprint_id(state: StatePaths, notes: list[str]) -> str | None:
+    """The active sprint's id for what a hook files under it (None outside a sprint, or when
+    the checkpoint cannot be read: that is appended to `notes` for the hook's log line)."""
+    try:
+        active = read(state)
+    except (ClavainError, OSError) as exc:
+        notes.append(f"sprint checkpoint unreadable, filed under no sprint: {exc}")
+        return None
+    return active["sprint_id"] if active else None
+
+
+def graph_of(checkpoint: dict[str, Any] | None) -> str:
     """The sprint's workgraph: its own, or the default graph for a checkpoint made before one
     graph per sprint."""
-    return checkpoint.get("graph_id") or DEFAULT_GRAPH
+    from clavain.workgraph.graphs import DEFAULT_GRAPH
+
+    return (checkpoint or {}).get("graph_id") or DEFAULT_GRAPH
 
 
 def write(state: StatePaths, checkpoint: dict[str, Any]) -> None:
@@ -157,14 +171,16 @@ def set_aside_files(state: StatePaths) -> list[str]:
 
 
 def move_verdicts(state: StatePaths, into: Any) -> int:
-    """Move every verdict pair (and resolution record) from `.clavain/verdicts/` into `into`;
-    returns how many files."""
+    """Move every file of `.clavain/verdicts/` (verdicts, answers, resolutions, pending token
+    markers) into `into`; returns how many."""
+    from clavain.verdicts.files import FOLDER_SUFFIXES
+
     source = state.verdicts
     if not source.is_dir() or source.is_symlink():
         return 0
     moved = 0
     for path in sorted(source.iterdir()):
-        if path.is_file() and path.suffix in (".json", ".md", ".resolved", ".pending"):
+        if path.is_file() and path.suffix in FOLDER_SUFFIXES:
             real_folder(state.root, into)
             os.replace(path, into / path.name)
             moved += 1

@@ -172,6 +172,9 @@ def done(state: StatePaths, step: str, *, plan_path: str | None = None,
     conn = _connect(state)
     try:
         g = gates.sprint_graph(conn, state, active)
+        from clavain.verdicts.backfill import measure_pending
+
+        measure_pending(state)  # once: the gates below only read
         gates.wait_for_reviews(g, active, step, seconds=wait_seconds, progress=progress)
         with store.locked(state):
             current = store.require_same(store.read(state), sprint_id)
@@ -287,7 +290,7 @@ def abandon(state: StatePaths) -> dict[str, Any]:
                 finally:
                     conn.close()
             return {"sprint_id": None, "set_aside": set_aside,
-                    "problem": str(exc).split("; `clavain sprint abandon`")[0],
+                    "problem": exc.problem,
                     "archived": None, "cancelled": [], "closed_graphs": orphans}
         if active is None:
             raise ClavainError("no active sprint to abandon")

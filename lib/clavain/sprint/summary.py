@@ -24,21 +24,8 @@ def sprint_verdicts(state: StatePaths, active: dict[str, Any],
     starts by archiving what was there), in its archive once it ended."""
     from clavain.verdicts.files import parse_all
 
-    if folder is None:
-        _backfill(state)
     return [verdict for verdict in parse_all(folder or state.verdicts)
             if verdict.get("sprint_id") in (None, active["sprint_id"])]
-
-
-def _backfill(state: StatePaths) -> None:
-    """Measure the tokens of verdicts filed before their transcript was readable (a read-only
-    state folder keeps them as reported)."""
-    import contextlib
-
-    from clavain.verdicts.backfill import backfill
-
-    with contextlib.suppress(OSError, ValueError):
-        backfill(state.verdicts, inside=state.root)
 
 
 def budget_report(state: StatePaths, sprint_id: str) -> dict[str, Any] | None:
@@ -58,6 +45,10 @@ def summarize(state: StatePaths, sprint: dict[str, Any], budget: Any = None, *,
     """The sprint's summary; `budget` is its budget report when the caller has one already."""
     from clavain.verdicts.summary import count_by_status, total_tokens
 
+    if verdicts_folder is None:
+        from clavain.verdicts.backfill import measure_pending
+
+        measure_pending(state)
     found = sprint_verdicts(state, sprint, verdicts_folder)
     budget = budget if budget is not None else budget_report(state, sprint["sprint_id"])
     return {"sprint_id": sprint["sprint_id"], "description": sprint["description"],

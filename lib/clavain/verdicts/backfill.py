@@ -9,12 +9,11 @@ after MAX_AGE_SECONDS. Stdlib only.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from pathlib import Path
 
-from clavain.fsutil import read_regular, write_json_atomic
+from clavain.fsutil import read_json_object, read_regular, write_json_atomic
 from clavain.verdicts import files
 
 SUFFIX = ".pending"
@@ -25,6 +24,15 @@ MARKER_MAX_BYTES = 64 * 1024
 def mark(folder: Path, agent: str, dispatch: str, transcript: str, *, inside: Path) -> None:
     write_json_atomic(files.verdict_path(folder, agent, dispatch, SUFFIX),
                       {"transcript": transcript, "since": time.time()}, inside=inside)
+
+
+def measure_pending(state: object) -> int:
+    """`backfill` of a project's live verdicts folder, once per command that reads tokens (the
+    sprint's summary, `done`, `clavain verdicts`); a read-only state folder keeps them as
+    reported."""
+    with contextlib.suppress(OSError, ValueError):
+        return backfill(state.verdicts, inside=state.root)  # type: ignore[attr-defined]
+    return 0
 
 
 def backfill(folder: Path, *, inside: Path, now: float | None = None) -> int:
@@ -38,13 +46,8 @@ def backfill(folder: Path, *, inside: Path, now: float | None = None) -> int:
     except OSError:
         return 0
     for marker in markers:
-        raw = read_regular(marker, MARKER_MAX_BYTES)
-        try:
-            pending = json.loads(raw) if raw else None
-        except ValueError:
-            pending = None
-        transcript = pending.get("transcript") if isinstance(pending, dict) else None
-        since = pending.get("since", 0) if isinstance(pending, dict) else 0
+        pending = read_json_object(marker, MARKER_MAX_BYTES) or {}
+        transcript, since = pending.get("transcript"), pending.get("since", 0)
         usage = None
         if isinstance(transcript, str) and read_regular(transcript, 1,
                                                         follow_symlinks=True) is not None:
@@ -62,16 +65,9 @@ def backfill(folder: Path, *, inside: Path, now: float | None = None) -> int:
 
 def _rewrite(folder: Path, marker: Path, usage: object, inside: Path) -> bool:
     dispatch = files.split_name(marker.stem)[1]
-    raw = read_regular(marker.with_suffix(".json"), 1 << 20)
-    try:
-        verdict = json.loads(raw) if raw else None
-    except ValueError:
-        verdict = None
-    if not isinstance(verdict, dict) or files.validate(verdict):
+    verdict = read_json_object(marker.with_suffix(".json"))
+    if verdict is None or files.validate(verdict):
         return False
-    verdict["tokens_spent"] = usage.total  # type: ignore[attr-defined]
-    verdict["tokens_source"] = "measured"
-    if not verdict.get("model") and usage.main_model:  # type: ignore[attr-defined]
-        verdict["model"] = usage.main_model[: files.MAX_MODEL_CHARS]  # type: ignore[attr-defined]
+    files.apply_usage(verdict, usage)
     files.write(folder, verdict, dispatch, inside=inside)
     return True

@@ -13,7 +13,6 @@ Stdlib only (hooks write these).
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from pathlib import Path
@@ -73,20 +72,16 @@ def finished(state: StatePaths, agent_id: object) -> None:
 def started_under(state: StatePaths, agent_id: object) -> tuple[bool, str | None]:
     """(whether SubagentStart recorded this dispatch, the sprint it started under): a verdict
     belongs to the sprint its review was asked for, not to whichever is active when it ends."""
-    from clavain.fsutil import read_regular
+    from clavain.fsutil import read_json_object
     from clavain.verdicts.files import safe_dispatch
 
     if not isinstance(agent_id, str) or not agent_id:
         return False, None
     try:
-        raw = read_regular(folder(state) / f"{safe_dispatch(agent_id)}.json", 1 << 16)
-    except ValueError:
+        record = read_json_object(folder(state) / f"{safe_dispatch(agent_id)}.json", 1 << 16)
+    except ValueError:  # an agent id with no usable characters
         return False, None
-    try:
-        record = json.loads(raw) if raw else None
-    except ValueError:
-        record = None
-    if not isinstance(record, dict):
+    if record is None:
         return False, None
     sprint = record.get("sprint_id")
     return True, sprint if isinstance(sprint, str) else None

@@ -56,6 +56,9 @@ MAX_PATH_CHARS = 1000
 # Between the agent's and the dispatch's part of a file name. Safe names never hold two dashes
 # in a row, so a name splits back unambiguously.
 DISPATCH_SEPARATOR = "--"
+# Every file a verdicts folder holds: verdicts, answers, resolutions (`resolutions`), tokens
+# still to measure (`backfill`). Archiving and cleaning move or remove exactly these.
+FOLDER_SUFFIXES = (".json", ".md", ".resolved", ".pending")
 # What `parse_all` and `read` add to each verdict: the dispatch its file name carries (None for
 # an old single-pair file). Not a verdict field.
 DISPATCH = "dispatch"
@@ -202,6 +205,14 @@ def error_verdict(agent: str, summary: str, *, agent_id: str | None = None,
                  agent=agent, agent_id=agent_id, session_id=session_id)
 
 
+def apply_usage(verdict: dict[str, Any], usage: Any) -> None:
+    """The tokens a transcript measures replace the reported ones (and name a missing model)."""
+    verdict["tokens_spent"] = usage.total
+    verdict["tokens_source"] = "measured"
+    if not verdict.get("model") and usage.main_model:
+        verdict["model"] = usage.main_model[:MAX_MODEL_CHARS]
+
+
 def verdict_path(folder: Path, agent: str, dispatch: str | None,
                  suffix: str = ".json") -> Path:
     """`<folder>/<agent>--<dispatch><suffix>`; dispatch None names an old single-pair file."""
@@ -329,7 +340,7 @@ def clean(folder: Path) -> int:
     removed = 0
     if folder.is_dir():
         for path in folder.iterdir():
-            if path.is_file() and path.suffix in (".json", ".md", ".resolved", ".pending"):
+            if path.is_file() and path.suffix in FOLDER_SUFFIXES:
                 path.unlink()
                 removed += 1
     return removed

@@ -28,7 +28,7 @@ from clavain.workgraph.nodes import (
     require_node,
     validate_specs,
 )
-from clavain.workgraph.scaffold import scaffold_in_transaction
+from clavain.workgraph.scaffold import scaffold_in_transaction, singleton
 
 
 def check_specs(state: StatePaths, specs: list[dict[str, Any]]) -> list[Any]:
@@ -56,8 +56,8 @@ def add_nodes(g: Graph, specs: list[dict[str, Any]], *,
 
 
 def is_scaffolded(g: Graph) -> bool:
-    return g.conn.execute("SELECT 1 FROM nodes WHERE graph_id = ? AND type = 'integrate' "
-                          "LIMIT 1", (g.id,)).fetchone() is not None
+    """Whether the graph has its integrate node (tasks added later get their gates at once)."""
+    return singleton(g, "integrate") is not None
 
 
 def import_specs(document: Any) -> list[Any]:

@@ -10,11 +10,13 @@ Which graph a command works on is `clavain.current_graph.resolve`.
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
+
+if TYPE_CHECKING:  # annotations only: the `sqlite3` package costs `datetime` on hook paths
+    import sqlite3
 
 DEFAULT_GRAPH = "default"
 KINDS = ("default", "sprint", "run")
