@@ -427,3 +427,13 @@ def test_a_removed_state_folder_stays_removed(run_cli, project: Path) -> None:
     shutil.rmtree(project / ".clavain")
     time.sleep(2.5)  # past the writer's due time (snapshotMaxLagSeconds, 1 s)
     assert not (project / ".clavain").exists()
+
+
+def test_commands_over_every_graph_work_with_a_damaged_checkpoint(run_cli, project: Path
+                                                                   ) -> None:
+    assert run_cli("graph", "add", "--id", "a", "--type", "task").returncode == 0
+    (project / ".clavain" / "checkpoint.json").write_text("{damaged")
+    for args in (("graph", "ls", "--all"), ("graph", "export"), ("graph", "graphs")):
+        result = run_cli(*args)
+        assert result.returncode == 0, (args, result.stderr)
+    assert run_cli("graph", "ls").returncode == 2  # which graph is current cannot be told

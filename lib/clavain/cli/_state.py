@@ -19,34 +19,38 @@ def add_graph_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--graph", metavar="ID", help=GRAPH_HELP)
 
 
-def _graph(state: StatePaths, conn: sqlite3.Connection, explicit: str | None) -> Graph:
+def _graph(state: StatePaths, conn: sqlite3.Connection, explicit: str | None,
+           every: bool = False) -> Graph:
+    """`every`: the command works on all graphs, so no current graph is chosen (and a damaged
+    checkpoint, which only choosing one reads, does not stop it)."""
     from clavain.current_graph import resolve
+    from clavain.workgraph.graphs import DEFAULT_GRAPH
 
     try:
-        return Graph(conn, resolve(state, explicit), state)
+        return Graph(conn, DEFAULT_GRAPH if every else resolve(state, explicit), state)
     except BaseException:
         conn.close()
         raise
 
 
-def graph_for_write(explicit: str | None = None) -> Graph:
+def graph_for_write(explicit: str | None = None, *, every: bool = False) -> Graph:
     """For commands that create work: `.clavain/` (and its .gitignore block) made if missing."""
     from clavain.project import ensure_state
     from clavain.store.db import connect
 
     state = ensure_state(StatePaths.discover())
-    return _graph(state, connect(state.db), explicit)
+    return _graph(state, connect(state.db), explicit, every)
 
 
-def graph_for_read(explicit: str | None = None) -> Graph:
+def graph_for_read(explicit: str | None = None, *, every: bool = False) -> Graph:
     """For commands that only look: no database yet reads as the empty graph, and creates
     nothing (no `.clavain/`, no `.gitignore`); a read-only `.clavain/` is read as it is."""
     from clavain.store.db import connect
 
     state = StatePaths.discover()
     if not state.db.exists():
-        return _graph(state, connect(":memory:"), explicit)
-    return _graph(state, read_only_or_writable(state), explicit)
+        return _graph(state, connect(":memory:"), explicit, every)
+    return _graph(state, read_only_or_writable(state), explicit, every)
 
 
 def read_only_or_writable(state: StatePaths) -> sqlite3.Connection:

@@ -180,7 +180,7 @@ def _import(args: argparse.Namespace) -> int:
 def _ls(args: argparse.Namespace) -> int:
     from clavain.workgraph import nodes
 
-    g = graph_for_read(args.graph)
+    g = graph_for_read(args.graph, every=args.all)
     if args.all:
         if args.graph:
             from clavain.errors import ClavainError
@@ -325,7 +325,7 @@ def _deadlock(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from clavain.workgraph.export import write_snapshot
 
-    g = graph_for_write()
+    g = graph_for_write(every=True)
     write_snapshot(g.conn, g.state)
     count = g.conn.execute("SELECT count(*) FROM nodes n JOIN graphs x ON x.id = n.graph_id "
                            "WHERE x.status = 'active'").fetchone()[0]
@@ -344,7 +344,7 @@ def _mermaid(args: argparse.Namespace) -> int:
 def _graphs(args: argparse.Namespace) -> int:
     from clavain.workgraph.graphs import list_graphs
 
-    found = list_graphs(graph_for_read().conn)
+    found = list_graphs(graph_for_read(every=True).conn)
     emit_json(found) if args.json else print_table(
         found, ["id", "kind", "status", "nodes", "done", "created_at", "title"])
     return 0
