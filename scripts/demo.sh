@@ -1,45 +1,42 @@
 #!/usr/bin/env bash
-# A small workgraph run end to end with no LLM: two tasks, their scaffolding, claims, results
-# and the shell verifier, in a throwaway git repo. Prints the graph at the end.
-#   scripts/demo.sh            (uses .venv/bin/clavain when present, else bin/clavain)
+# A real headless sprint on examples/greeter: its plan imported as a workgraph, then
+# `clavain run` drives it — tasks, verify nodes, integrate, final verify — and prints the graph
+# and the run's report. Tasks use the `shell` runner (their own commands stand in for a model:
+# no API key needed); verify nodes use the shell verifier as always.
+#   scripts/demo.sh                  (shell runner, two workers in git worktrees)
+#   scripts/demo.sh --runner claude  (Claude Code writes the files; needs claude and a key)
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 if [ -z "${CLAVAIN:-}" ]; then
   if [ -x "$repo/.venv/bin/clavain" ]; then CLAVAIN=$repo/.venv/bin/clavain; else CLAVAIN=$repo/bin/clavain; fi
 fi
+runner=shell
+if [ "${1:-}" = "--runner" ] && [ -n "${2:-}" ]; then runner=$2; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+cp -R "$repo/examples/greeter/." "$work"
 cd "$work"
 git init -q .
-export CLAVAIN_PROJECT_DIR=$work CLAVAIN_RUN_ID=demo-run
-"$CLAVAIN" init
+git -c user.name=demo -c user.email=demo@localhost add -A
+git -c user.name=demo -c user.email=demo@localhost commit -qm "greeter: tests, no code yet"
+export CLAVAIN_PROJECT_DIR=$work
+"$CLAVAIN" init >/dev/null
 # The snapshot written at once: no deferred writer outlives this throwaway folder.
 printf '{"defaults": {"snapshotMaxLagSeconds": 0}}\n' > .clavain/config.json
-cat > plan.json <<'JSON'
-{"nodes": [
-  {"id": "task-greet", "type": "task", "title": "write greet.sh",
-   "verify": ["test -x greet.sh", "./greet.sh | grep -q hello"]},
-  {"id": "task-docs", "type": "task", "title": "document greet.sh", "dependsOn": ["task-greet"],
-   "verify": ["grep -q greet README.md"]}
-]}
-JSON
-"$CLAVAIN" graph import plan.json
-"$CLAVAIN" graph scaffold
-# The "executor" for each task is this script itself; verify nodes run in the shell verifier.
-while step=$("$CLAVAIN" graph next --claim --json); do
-  read -r id type < <(printf '%s' "$step" \
-    | python3 -c 'import json, sys; n = json.load(sys.stdin)["node"]; print(n["id"], n["type"])')
-  case "$type" in
-    verify|final_verify) "$CLAVAIN" verify "$id" >/dev/null || true ;;
-    *)
-      case "$id" in
-        task-greet) printf '#!/bin/sh\necho hello\n' > greet.sh && chmod +x greet.sh ;;
-        task-docs) echo "Run ./greet.sh to greet." > README.md ;;
-      esac
-      echo "<result>{\"status\":\"success\",\"summary\":\"$id done\"}</result>" \
-        | "$CLAVAIN" graph apply "$id" --result - >/dev/null ;;
-  esac
-  echo "ran $id ($type)"
-done
-"$CLAVAIN" graph ls
+"$CLAVAIN" graph import plan.json >/dev/null
+"$CLAVAIN" graph scaffold >/dev/null
+echo "== plan (runner: $runner$([ "$runner" = shell ] && echo ', no API key needed'))"
+"$CLAVAIN" run --dry-run --runner "$runner"
+echo
+echo "== run"
+"$CLAVAIN" run --runner "$runner" --workers 2 --run-id demo
+echo
+echo "== graph"
 "$CLAVAIN" graph mermaid
+echo
+echo "== report"
+"$CLAVAIN" report --run demo
+echo
+echo "== the code the run merged"
+git log --oneline | head -8
+python3 -m greeter.cli Ada

@@ -32,6 +32,24 @@ DEFAULTS: dict[str, Any] = {
     "budgets": {"enabled": True, "profile": "strict", "scope": None, "maxCommands": None,
                 "maxTestRuns": None, "maxWebRequests": None, "maxTokens": None,
                 "maxCostUsd": None, "maxPatchRepeats": 2, "testPatterns": []},
+    "supervisor": {
+        "packetMode": "thin", "workers": 1, "shellTimeoutSeconds": 1800,
+        "maxRateLimitWaitSeconds": 3600,
+        "roles": {
+            "planner": {"runner": "claude", "model": "opus"},
+            "escalation": {"runner": "claude", "model": "opus"},
+            "executor": {"runner": "claude", "model": None},
+            "verifier": {"runner": "shellVerify", "model": None},
+            "integrator": {"runner": "shell", "model": None},
+            "final-verifier": {"runner": "shellVerify", "model": None},
+            "microcall": {"runner": "claude", "model": "haiku"},
+            "researcher": {"runner": "claude", "model": "haiku"},
+        },
+        "claude": {"maxTurns": 30,
+                   "allowedTools": ["Bash", "Edit", "Read", "Write", "Glob", "Grep"],
+                   "timeoutSeconds": 1800, "extraArgs": [], "apiRetries": 2},
+        "projection": {"tokensPerCall": 40000, "costPerCallUsd": 0.2},
+    },
 }
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

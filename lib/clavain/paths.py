@@ -24,6 +24,7 @@ VOLATILE_PARTS = (
     "verdicts/",
     "artifacts/",
     "runs/",
+    "worktrees/",
     "scratch/",
     "logs/",
     "*.lock",

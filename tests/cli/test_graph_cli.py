@@ -79,7 +79,7 @@ def test_unknown_runner_is_refused_naming_the_configured_ones(run_cli, project) 
     refused = run_cli("graph", "add", "--id", "t", "--type", "task", "--runner", "codex")
     assert refused.returncode == 2
     assert refused.stderr.strip() == ("clavain: error: node 't': unknown runner 'codex' "
-                                      "(configured runners: shellVerify, claude)")
+                                      "(configured runners: shellVerify, shell, claude)")
     assert not (project / ".clavain").exists()
 
 

@@ -14,7 +14,7 @@ NODES = {"nodes": [
 def graph(run_cli, project: Path) -> Path:
     result = run_cli("graph", "import", "-", input=json.dumps(NODES))
     assert result.returncode == 0, result.stderr
-    run_cli("kv", "put", "--run", "--key", "ctx.plan", "--value", "PLAN-DRAFT")
+    run_cli("kv", "put", "--run", "--key", "ctx.plan", "--value", "PLAN-DRAFT " + "step " * 60)
     return project
 
 

@@ -11,7 +11,8 @@ from tests.conftest import BIN, REPO, subprocess_env
 
 def _quickstart() -> str:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Quickstart"):readme.index("## CLI")]
+    start = readme.index("## Quickstart")
+    section = readme[start:readme.index("\n## ", start + 1)]
     [block] = re.findall(r"```sh\n(.*?)```", section, re.DOTALL)
     return block
 

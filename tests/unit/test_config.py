@@ -59,7 +59,7 @@ def test_the_model_the_schemas_and_the_defaults_agree() -> None:
     assert config_model.REPO_SCHEMA.read_text() == text, (
         "schemas/config.schema.json is stale: python -m clavain.models.config")
     assert Path(schema_check.SCHEMAS_DIR, "config.schema.json").read_text() == text
-    assert config_model.Config().model_dump() == config.DEFAULTS
+    assert config_model.Config().model_dump(by_alias=True) == config.DEFAULTS
 
 
 _values = st.recursive(

@@ -182,6 +182,17 @@ def test_the_agent_cannot_lift_its_own_budget(conn) -> None:
                                  "content": "x"})["decision"] == "allow"
 
 
+def test_a_parallel_runner_may_edit_its_worktree_but_not_climb_out_of_it(conn) -> None:
+    tree = "/p/.clavain/worktrees/task-a"
+    assert _call(conn, "Edit", {"file_path": f"{tree}/src/app.py", "old_string": "a",
+                                "new_string": "b"})["decision"] == "allow"
+    assert _bash(conn, f"cd {tree} && echo x > src/app.py")["decision"] == "allow"
+    for sneaky in (f"{tree}/../../state.sqlite", "/p/.clavain/scratch/../checkpoint.json",
+                   "/p/.clavain/worktrees/../runs/x"):
+        denied = _call(conn, "Write", {"file_path": sneaky, "content": "{}"})
+        assert denied["decision"] == "deny", sneaky
+
+
 def test_runs_and_sessions_never_see_each_others_counts(conn) -> None:
     limits = _limits(maxCommands=2)
     _bash(conn, "ls 1", run="session:a", limits=limits)

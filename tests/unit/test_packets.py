@@ -111,6 +111,13 @@ def test_thin_packet_omits_plan_context_for_workers_only(g) -> None:
         assert "THE-PLAN-DRAFT" in rendered["packet"] and rendered["context_omitted"] is False
 
 
+def test_a_thin_packet_is_never_longer_than_the_full_one(g) -> None:
+    # No shared keys: the context is one line, cheaper than the note that would replace it.
+    full = packets.render_packet(g, "task-form")
+    thin = packets.render_packet(g, "task-form", thin=True)
+    assert thin["packet"] == full["packet"] and thin["context_omitted"] is False
+
+
 def test_unknown_node_is_refused(g) -> None:
     with pytest.raises(ClavainError, match="unknown node 'nope'"):
         packets.render_packet(g, "nope")

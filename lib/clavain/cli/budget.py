@@ -25,7 +25,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     report = add_command(commands, "report", "what a run spent: budgets, top commands, denied "
                          "calls, repeated patches, tokens and cost", _report)
     report.add_argument("--run", metavar="RUN", help="another run: `sprint:<id>`, "
-                        "`session:<id>` or the bare id (default: the current run)")
+                        "`session:<id>`, a `clavain run` id or the bare id (default: the "
+                        "current run); a `clavain run` adds its metrics")
     add_json_flag(report)
 
 
@@ -62,9 +63,15 @@ def _reset(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from clavain.guards.report import project_report, render
+    from clavain.guards.report import render
     from clavain.paths import StatePaths
+    from clavain.supervisor.run_report import render_supervised, report_for
 
-    report = project_report(StatePaths.discover(), args.run)
-    emit_json(report) if args.json else print(render(report), end="")
+    report = report_for(StatePaths.discover(), args.run)
+    if args.json:
+        emit_json(report)
+    else:
+        print(render(report), end="")
+        if report.get("supervised_run"):
+            print(render_supervised(report["supervised_run"]), end="")
     return 0

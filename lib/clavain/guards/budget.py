@@ -92,10 +92,21 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
     return call
 
 
+# Parts of the state folder an agent works in: the handoff note, and the git worktree a
+# parallel runner edits the project in.
+AGENT_FOLDERS = (".clavain/scratch", ".clavain/worktrees/")
+
+
 def _names_state(text: str) -> bool:
-    """Whether a path or command names Clavain's state folder beyond its scratch folder (config
-    edits have their own check and message)."""
-    rest = text.replace(".clavain/scratch", "").replace(".clavain/config.json", "")
+    """Whether a path or command names Clavain's state folder beyond the agents' folders (config
+    edits have their own check and message). A `..` anywhere after an agents' folder may climb
+    back out of it, so it counts as naming the state folder."""
+    rest = text.replace(".clavain/config.json", "")
+    for folder in AGENT_FOLDERS:
+        pieces = rest.split(folder)
+        if any(".." in piece for piece in pieces[1:]):
+            return True
+        rest = "".join(pieces)
     return ".clavain" in rest
 
 

@@ -43,7 +43,12 @@ UNRECORDED = ("Clavain could not record this tool call ({problem}); budgets are 
               "counted in {root} until that is fixed.")
 
 
-def run_context(root: str, session_id: object) -> dict:
+# Set by the headless supervisor in every runner's environment: `run:<run id>`.
+SUPERVISED_RUN_VARIABLE = "CLAVAIN_BUDGET_RUN"
+SUPERVISED_PREFIX = "run:"
+
+
+def run_context(root: str, session_id: object, supervised_run: str | None = None) -> dict:
     """{"run_key", "limits", "problems", "patterns"} for calls in the project whose state
     folder is `root`, now."""
     from clavain.guards import commands, policy
@@ -52,7 +57,11 @@ def run_context(root: str, session_id: object) -> dict:
     settings, problems = _budget_settings(root)
     limits, more = policy.resolve(settings, os.environ, complexity)
     session = session_id if isinstance(session_id, str) and session_id else "unknown"
-    return {"run_key": f"sprint:{sprint_id}" if sprint_id else f"session:{session[:200]}",
+    run_key = f"sprint:{sprint_id}" if sprint_id else f"session:{session[:200]}"
+    supervised = supervised_run or os.environ.get(SUPERVISED_RUN_VARIABLE, "")
+    if supervised.startswith(SUPERVISED_PREFIX) and len(supervised) <= 200:
+        run_key = supervised  # a runner of `clavain run`: its calls count against that run
+    return {"run_key": run_key,
             "limits": limits, "problems": problems + more,
             "patterns": commands.compile_patterns(limits["testPatterns"])}
 
@@ -147,7 +156,8 @@ def pre_tool_use(payload: dict) -> dict | None:
     except (sqlite3.DatabaseError, OSError) as exc:  # locked, read-only, full, corrupt
         return _not_counted(exc, root, payload, database, call, context)
     transcript = _text(payload.get("transcript_path"))
-    if result["measure"] and transcript:
+    if result["measure"] and transcript and not context["run_key"].startswith(SUPERVISED_PREFIX):
+        # A supervised run's tokens come from its runners' own reports (the supervisor).
         _start_measuring(project, context["run_key"], transcript, payload)
     if result["decision"] == "deny":
         return _deny(result["reason"])

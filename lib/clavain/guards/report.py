@@ -127,10 +127,12 @@ def resolve_run(conn: Any, run_key: str) -> str:
     known = runs(conn)
     if run_key in known:
         return run_key
-    matches = [key for key in (f"sprint:{run_key}", f"session:{run_key}") if key in known]
+    matches = [key for key in (f"sprint:{run_key}", f"session:{run_key}", f"run:{run_key}")
+               if key in known]
     if len(matches) == 1:
         return matches[0]
-    raise ClavainError(f"no budget run {run_key!r} (runs are `sprint:<id>` or `session:<id>`; "
+    raise ClavainError(f"no budget run {run_key!r} (runs are `sprint:<id>`, `session:<id>` or "
+                       "`run:<id>`; "
                        f"recent: {', '.join(known[:5]) or 'none yet'})")
 
 

@@ -42,8 +42,11 @@ def measure(conn, *, run_key: str, transcript: str | None = None) -> None:
     made that call comes just before it) — so a sprint is not charged what its session spent
     earlier, and a reset starts from zero."""
     from clavain import fastjson
+    from clavain.guards.gate import SUPERVISED_PREFIX
     from clavain.store.db import transaction
 
+    if run_key.startswith(SUPERVISED_PREFIX):
+        return  # a supervised run's usage is its runners' own reports, added by the supervisor
     at = now_iso()
     if transcript:
         with transaction(conn):

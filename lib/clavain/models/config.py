@@ -7,10 +7,11 @@ ships (`clavain/schemas/`, read by `clavain.config` without pydantic). Regenerat
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from clavain.config import DEFAULTS
 from clavain.guards.policy import LIMIT_MAX
 from clavain.models.schema_text import schema_text
 
@@ -49,10 +50,72 @@ class Defaults(_Strict):
 
 
 class Runner(_Strict):
-    """A runner a node may name (`runner`), besides the built-in shellVerify and claude."""
+    """A runner a node may name (`runner`), besides the built-ins shellVerify, shell and
+    claude: a command that reads the node's packet on stdin and prints `<result>{…}</result>`."""
 
     command: list[str] | str = Field(description="argv (or one shell line) that runs a node")
     timeoutSeconds: float | None = Field(None, gt=0, description="limit for one run")
+
+
+class Route(_Strict):
+    """Which runner (and, for claude, which model) does one role's nodes."""
+
+    runner: str = Field(min_length=1, description="shellVerify, shell, claude or a configured "
+                                                   "runner")
+    model: str | None = Field(None, description="claude --model (null: the CLI's default)")
+
+
+def _default_route(role: str) -> Any:
+    return lambda: Route(**DEFAULTS["supervisor"]["roles"][role])
+
+
+class Routes(_Strict):
+    """Role → runner and model. A node's own `runner` wins over its role's."""
+
+    planner: Route = Field(default_factory=_default_route("planner"))
+    escalation: Route = Field(default_factory=_default_route("escalation"))
+    executor: Route = Field(default_factory=_default_route("executor"))
+    verifier: Route = Field(default_factory=_default_route("verifier"))
+    integrator: Route = Field(default_factory=_default_route("integrator"))
+    final_verifier: Route = Field(default_factory=_default_route("final-verifier"),
+                                  alias="final-verifier")
+    microcall: Route = Field(default_factory=_default_route("microcall"))
+    researcher: Route = Field(default_factory=_default_route("researcher"))
+
+
+class ClaudeRunner(_Strict):
+    """How the built-in `claude` runner calls `claude -p`."""
+
+    maxTurns: int = Field(30, ge=1, le=1000, description="--max-turns")
+    allowedTools: list[str] = Field(
+        default_factory=lambda: ["Bash", "Edit", "Read", "Write", "Glob", "Grep"],
+        description="--allowedTools")
+    timeoutSeconds: float = Field(1800, gt=0, description="one runner call")
+    extraArgs: list[str] = Field(default_factory=list, description="appended to the argv")
+    apiRetries: int = Field(2, ge=0, le=20, description="CLAUDE_CODE_MAX_RETRIES of a runner: "
+                            "claude's own retries of an API error before it reports it (a "
+                            "rate limit then makes the supervisor wait for its reset)")
+
+
+class Projection(_Strict):
+    """`clavain run --dry-run` figures when the project has no measured history yet."""
+
+    tokensPerCall: int = Field(40000, ge=0, description="tokens of one LLM runner call")
+    costPerCallUsd: float = Field(0.2, ge=0, description="dollars of one LLM runner call")
+
+
+class Supervisor(_Strict):
+    """The headless supervisor (`clavain run`)."""
+
+    packetMode: Literal["full", "thin"] = Field(
+        "thin", description="thin: executors get their node, not the plan context")
+    workers: int = Field(1, ge=1, le=32, description="nodes run at once (--workers)")
+    shellTimeoutSeconds: float = Field(1800, gt=0, description="shell and configured runners")
+    maxRateLimitWaitSeconds: float = Field(3600, ge=0, description="longest wait for a rate "
+                                                                    "limit's reset")
+    roles: Routes = Field(default_factory=Routes)
+    claude: ClaudeRunner = Field(default_factory=ClaudeRunner)
+    projection: Projection = Field(default_factory=Projection)
 
 
 class Session(_Strict):
@@ -103,10 +166,11 @@ class Config(_Strict):
                                        description="runners by name")
     session: Session = Field(default_factory=Session)
     budgets: Budgets = Field(default_factory=Budgets)
+    supervisor: Supervisor = Field(default_factory=Supervisor)
 
 
 def render_schema() -> str:
-    return schema_text(Config, "config.schema.json")
+    return schema_text(Config, "config.schema.json", by_alias=True)
 
 
 def write_schemas() -> list[Path]:

@@ -54,6 +54,9 @@ class NodeSpec(_Strict):
     ownership: list[str] = Field(default_factory=list, description="globs of files this node owns")
     acceptance: list[str] = Field(default_factory=list, description="acceptance criteria")
     verify: list[str] = Field(default_factory=list, description="shell commands that verify it")
+    commands: list[str] = Field(default_factory=list,
+                                description="shell commands that do the work (the shell runner "
+                                            "runs them, no LLM)")
     retryPolicy: RetryPolicy | None = Field(default=None,
                                             description="default: defaults.maxAttempts")
 
@@ -72,7 +75,8 @@ class NextStep(_Strict):
 class RunnerResult(_Strict):
     """What a runner prints inside `<result>…</result>` when it finishes a node."""
 
-    version: int | None = Field(default=None, description="optional format version (1)")
+    version: Literal[1] | None = Field(default=None,
+                                       description="optional format version: 1 (the only one)")
     status: Literal["success", "checkpoint", "fail"] = Field(
         description="success → done; checkpoint → needs a human answer; fail → retry or fail")
     summary: str = Field(default="", max_length=20_000, description="1–3 sentences")

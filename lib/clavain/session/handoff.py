@@ -13,6 +13,7 @@ import os
 import time
 from pathlib import Path
 
+from clavain.gitstatus import changed_paths
 from clavain.paths import StatePaths
 
 ASKED_NAME = "handoff-asked"
@@ -75,22 +76,6 @@ def tree_is_dirty(project: Path) -> bool:
     if paths == [".gitignore"]:
         return not only_clavain_block(project)
     return bool(paths)
-
-
-def changed_paths(porcelain_z: bytes) -> list[str]:
-    """Paths of `git status --porcelain -z` (a rename's second, old path is skipped)."""
-    paths = []
-    fields = porcelain_z.split(b"\0")
-    index = 0
-    while index < len(fields):
-        entry = fields[index]
-        index += 1
-        if len(entry) < 4:
-            continue
-        paths.append(entry[3:].decode("utf-8", "replace"))
-        if b"R" in entry[:2] or b"C" in entry[:2]:
-            index += 1
-    return paths
 
 
 def only_clavain_block(project: Path) -> bool:

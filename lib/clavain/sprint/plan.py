@@ -20,12 +20,12 @@ from typing import Any
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.workgraph.graphs import Graph
+from clavain.workgraph.results import PLANNER_MAX_TASKS as MAX_TASKS
 
-MAX_TASKS = 6
 _JSON_FENCE = re.compile(r"^```json[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 # What a plan says about a task, as the database stores it (node JSON keys).
 DEFINITION = ("title", "depends_on", "verify", "ownership", "acceptance", "inputs", "runner",
-              "retry_policy")
+              "retry_policy", "commands")
 
 
 def plan_document(text: str, where: str) -> dict[str, Any]:
@@ -148,7 +148,7 @@ def _stored(model: Any, cfg: dict[str, Any]) -> dict[str, Any]:
             "verify": list(model.verify), "ownership": list(model.ownership),
             "acceptance": list(model.acceptance),
             "inputs": [stored_input(ref) for ref in model.inputs], "runner": model.runner,
-            "retry_policy": {"max_attempts": attempts}}
+            "retry_policy": {"max_attempts": attempts}, "commands": list(model.commands)}
 
 
 def _changed_fields(node: dict[str, Any], model: Any, cfg: dict[str, Any]) -> list[str]:
@@ -206,11 +206,12 @@ def _update_task(g: Graph, model: Any, cfg: dict[str, Any], at: str) -> None:
     wanted = _stored(model, cfg)
     g.conn.execute(
         "UPDATE nodes SET title = ?, verify_json = ?, ownership_json = ?, acceptance_json = ?, "
-        "inputs_json = ?, runner = ?, retry_policy_json = ?, updated_at = ? "
+        "inputs_json = ?, runner = ?, retry_policy_json = ?, commands_json = ?, updated_at = ? "
         "WHERE graph_id = ? AND id = ?",
         (wanted["title"], json.dumps(wanted["verify"]), json.dumps(wanted["ownership"]),
          json.dumps(wanted["acceptance"]), json.dumps(wanted["inputs"]), wanted["runner"],
-         json.dumps(wanted["retry_policy"]), at, g.id, model.id))
+         json.dumps(wanted["retry_policy"]), json.dumps(wanted["commands"]), at, g.id,
+         model.id))
     have = {row[0] for row in g.conn.execute(
         "SELECT depends_on_id FROM deps WHERE graph_id = ? AND node_id = ?", (g.id, model.id))}
     for gone in have - set(wanted["depends_on"]):

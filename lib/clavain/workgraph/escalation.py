@@ -69,7 +69,7 @@ def escalation_spec(node: dict[str, Any]) -> Any:
             "or checkpoint a question for a human,",
             f"or reopen {failed} with a new approach (`clavain graph reset {failed}`)",
         ],
-        verify=[], retryPolicy=None,
+        verify=[], commands=[], retryPolicy=None,
     )
 
 

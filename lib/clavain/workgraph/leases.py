@@ -2,6 +2,12 @@
 locks whose runner is gone.
 
 A claim is one conditional UPDATE inside BEGIN IMMEDIATE, so two runners never hold one node.
+Nodes whose ownership globs overlap (`ownership`) never run at the same time: a claim skips
+(claim_next) or refuses (claim_node) a ready node whose ownership overlaps that of a node in
+progress, checked in the same transaction. A node that owns nothing overlaps nothing, so while
+the next node owns nothing (every graph that does not use ownership) the claim stays the one
+UPDATE and never reads the running nodes.
+
 A lock is stale when its holder's pid is gone on this host or its lease ran out
 (coalesce(lock_renewed_at, lock_started_at) older than defaults.lockLeaseSeconds). Releasing a
 stale lock counts as a failed attempt of the node (with backoff, and escalation once attempts
@@ -10,9 +16,11 @@ run out): a runner that crashes every time must not retry forever.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sqlite3
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -23,13 +31,24 @@ from clavain.store.db import transaction
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import get_node, record_event
+from clavain.workgraph.ownership import first_conflict, ownership_overlaps
 from clavain.workgraph.results import record_result, runner_died
 
 # The ready predicate must match the partial index `nodes_ready` word for word.
-_NEXT_ID_SQL = """SELECT id FROM nodes INDEXED BY nodes_ready
+_READY = """FROM nodes INDEXED BY nodes_ready
   WHERE graph_id = :graph AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL
     AND (blocked_until IS NULL OR blocked_until <= :now)
-  ORDER BY rank, id LIMIT 1"""
+  ORDER BY rank, id"""
+_NEXT_ID_SQL = f"SELECT id {_READY} LIMIT 1"
+_READY_OWNERSHIP_SQL = f"SELECT id, ownership_json {_READY}"
+_NEXT_OWNERSHIP_SQL = f"{_READY_OWNERSHIP_SQL} LIMIT 1"
+
+# An empty ownership list is always stored as '[]' (`nodes._dumps`); another spelling of it only
+# costs the slow path. In-progress nodes that own something: while there are none, no claim can
+# overlap.
+_RUNNING_OWNERSHIP_SQL = """SELECT id, ownership_json FROM nodes
+  WHERE graph_id = ? AND status = 'in_progress' AND ownership_json <> '[]'
+  ORDER BY id"""
 
 _LOCK_SET = """SET status = 'in_progress', lock_run_id = :run_id, lock_started_at = :now,
       lock_renewed_at = :now, lock_pid = :pid, lock_host = :host, updated_at = :now"""
@@ -39,6 +58,12 @@ _LOCK_SET = """SET status = 'in_progress', lock_run_id = :run_id, lock_started_a
 _CLAIM_NEXT_SQL = f"""UPDATE nodes {_LOCK_SET}
   WHERE graph_id = :graph AND id = ({_NEXT_ID_SQL})
     AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL
+  RETURNING id"""
+
+# The fast path: the next ready node owns nothing, so it overlaps nothing that runs.
+_CLAIM_NEXT_UNOWNED_SQL = f"""UPDATE nodes {_LOCK_SET}
+  WHERE graph_id = :graph AND id = ({_NEXT_ID_SQL})
+    AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL AND ownership_json = '[]'
   RETURNING id"""
 
 _CLAIM_ONE_SQL = f"""UPDATE nodes {_LOCK_SET}
@@ -52,25 +77,32 @@ def this_host() -> str:
 
 
 def select_next(g: Graph, *, now: datetime | None = None) -> str | None:
-    """The id of the next runnable node, without claiming it."""
-    row = g.conn.execute(_NEXT_ID_SQL, {"graph": g.id, "now": now_iso(now)}).fetchone()
-    return row[0] if row else None
+    """The id of the next runnable node, without claiming it: the one a claim would take."""
+    at = now_iso(now)
+    row = g.conn.execute(_NEXT_OWNERSHIP_SQL, {"graph": g.id, "now": at}).fetchone()
+    if row is None or not _globs(row[1]):
+        return row[0] if row else None
+    running = running_ownership(g)
+    return _first_clear(g, running, at) if running else row[0]
 
 
 def claim_next(g: Graph, *, run_id: str, pid: int | None = None, host: str | None = None,
                now: datetime | None = None) -> dict[str, Any] | None:
     """Atomically lock the next runnable node for `run_id`; None when nothing is runnable."""
-    return _claim(g, _CLAIM_NEXT_SQL, {}, run_id=run_id, pid=pid, host=host, now=now)
+    return _claim(g, _lock_next, {}, run_id=run_id, pid=pid, host=host, now=now)
 
 
 def claim_node(g: Graph, node_id: str, *, run_id: str, pid: int | None = None,
                host: str | None = None, now: datetime | None = None) -> dict[str, Any] | None:
-    """Lock one given node; None when it is not runnable (claimed, blocked, waiting on deps…)."""
-    return _claim(g, _CLAIM_ONE_SQL, {"id": node_id}, run_id=run_id, pid=pid, host=host,
-                  now=now)
+    """Lock one given node; None when it is not runnable (claimed, blocked, waiting on deps, or
+    its ownership overlaps a node in progress)."""
+    return _claim(g, _lock_one, {"id": node_id}, run_id=run_id, pid=pid, host=host, now=now)
 
 
-def _claim(g: Graph, sql: str, extra: dict[str, Any], *, run_id: str, pid: int | None,
+_Lock = Callable[[Graph, dict[str, Any]], str | None]  # picks and locks one node, SQL only
+
+
+def _claim(g: Graph, lock: _Lock, extra: dict[str, Any], *, run_id: str, pid: int | None,
            host: str | None, now: datetime | None) -> dict[str, Any] | None:
     if not run_id:
         raise ClavainError("a claim needs a run id")
@@ -78,12 +110,89 @@ def _claim(g: Graph, sql: str, extra: dict[str, Any], *, run_id: str, pid: int |
     params = {"graph": g.id, "run_id": run_id, "now": at, "pid": pid,
               "host": host or this_host(), **extra}
     with transaction(g.conn):
-        rows = g.conn.execute(sql, params).fetchall()
-        if not rows:
+        node_id = lock(g, params)
+        if node_id is None:
             return None
-        node_id = rows[0][0]
         record_event(g, node_id, "open", "in_progress", at=at, run_id=run_id, note="claimed")
         return get_node(g, node_id)
+
+
+def _lock_next(g: Graph, params: dict[str, Any]) -> str | None:
+    """Lock the first ready node clear of every running node's ownership. SQL only."""
+    node_id = _locked(g, _CLAIM_NEXT_UNOWNED_SQL, params)
+    if node_id is not None:
+        return node_id
+    running = running_ownership(g)
+    if not running:
+        return _locked(g, _CLAIM_NEXT_SQL, params)
+    node_id = _first_clear(g, running, params["now"])
+    return None if node_id is None else _locked(g, _CLAIM_ONE_SQL, {**params, "id": node_id})
+
+
+def _lock_one(g: Graph, params: dict[str, Any]) -> str | None:
+    """Lock the node `params["id"]` unless its ownership overlaps a running node's. SQL only."""
+    owned = _owned_by(g, params["id"])
+    if owned and ownership_overlaps(owned, _every_glob(running_ownership(g))):
+        return None
+    return _locked(g, _CLAIM_ONE_SQL, params)
+
+
+def _locked(g: Graph, sql: str, params: dict[str, Any]) -> str | None:
+    rows = g.conn.execute(sql, params).fetchall()
+    return rows[0][0] if rows else None
+
+
+# ---------------------------------------------------------------- ownership exclusion
+
+def _globs(text: str | None) -> list[str]:
+    """A stored ownership list; anything but a list of strings owns nothing."""
+    value = json.loads(text or "[]")
+    return [glob for glob in value if isinstance(glob, str)] if isinstance(value, list) else []
+
+
+def _every_glob(running: dict[str, list[str]]) -> list[str]:
+    return [glob for globs in running.values() for glob in globs]
+
+
+def running_ownership(g: Graph) -> dict[str, list[str]]:
+    """{node id: its globs} for every in-progress node of the graph that owns something."""
+    rows = g.conn.execute(_RUNNING_OWNERSHIP_SQL, (g.id,)).fetchall()
+    return {row[0]: _globs(row[1]) for row in rows}
+
+
+def _owned_by(g: Graph, node_id: str) -> list[str]:
+    row = g.conn.execute("SELECT ownership_json FROM nodes WHERE graph_id = ? AND id = ?",
+                         (g.id, node_id)).fetchone()
+    return _globs(row[0]) if row else []
+
+
+def _first_clear(g: Graph, running: dict[str, list[str]], at: str) -> str | None:
+    """The first ready node, in claim order, whose ownership overlaps no running node's."""
+    busy = _every_glob(running)
+    cursor = g.conn.execute(_READY_OWNERSHIP_SQL, {"graph": g.id, "now": at})
+    try:  # read lazily, and close before the caller writes
+        for node_id, text in cursor:
+            if not ownership_overlaps(_globs(text), busy):
+                return node_id
+        return None
+    finally:
+        cursor.close()
+
+
+def ownership_waits(g: Graph, *, now: datetime | None = None
+                    ) -> list[tuple[str, str, str, str]]:
+    """(ready node, running node, its glob, the running node's glob) for every ready node that
+    waits only because its ownership overlaps a node in progress."""
+    running = running_ownership(g)
+    if not running:
+        return []
+    waits = []
+    ready = g.conn.execute(_READY_OWNERSHIP_SQL, {"graph": g.id, "now": now_iso(now)})
+    for node_id, text in ready.fetchall():
+        conflict = first_conflict(_globs(text), running)
+        if conflict is not None:
+            waits.append((node_id, *conflict))
+    return waits
 
 
 def heartbeat(g: Graph, node_id: str, *, run_id: str, snapshot: bool = False,

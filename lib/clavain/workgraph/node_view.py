@@ -6,7 +6,7 @@ NODE_JSON = """json_object(
   'graph_id', n.graph_id, 'id', n.id, 'title', n.title, 'type', n.type, 'status', n.status,
   'parent_id', n.parent_id, 'runner', n.runner, 'inputs', json(n.inputs_json),
   'ownership', json(n.ownership_json), 'acceptance', json(n.acceptance_json),
-  'verify', json(n.verify_json),
+  'verify', json(n.verify_json), 'commands', json(n.commands_json),
   'retry_policy', json(n.retry_policy_json), 'attempts', n.attempts,
   'auto_resets', n.auto_resets, 'escalations', n.escalations, 'superseded_by', n.superseded_by,
   'verifies', n.verifies,

@@ -160,7 +160,7 @@ def _check_batch(g: Graph, models: list[Any], parent_id: str | None) -> None:
 
 
 # Runners Clavain itself provides; projects add theirs under `runners` in .clavain/config.json.
-BUILTIN_RUNNERS = ("shellVerify", "claude")
+BUILTIN_RUNNERS = ("shellVerify", "shell", "claude")
 
 
 def runner_names(cfg: dict[str, Any]) -> list[str]:
@@ -212,14 +212,15 @@ def insert_nodes(g: Graph, cfg: dict[str, Any], models: list[Any], *,
         rows.append((
             g.id, s.id, s.title, s.type, parent_id or s.parent, runner,
             _dumps([stored_input(i) for i in s.inputs]),
-            _dumps(s.ownership), _dumps(s.acceptance), _dumps(s.verify), policy, at, at,
+            _dumps(s.ownership), _dumps(s.acceptance), _dumps(s.verify),
+            _dumps(list(getattr(s, "commands", None) or [])), policy, at, at,
         ))
         edges += [(g.id, s.id, d, (dep_kind or {}).get((s.id, d), "done"))
                   for d in dict.fromkeys(s.dependsOn)]
     conn.executemany(
         "INSERT INTO nodes (graph_id, id, title, type, parent_id, runner, inputs_json, "
-        "ownership_json, acceptance_json, verify_json, retry_policy_json, created_at, "
-        "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        "ownership_json, acceptance_json, verify_json, commands_json, retry_policy_json, "
+        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     conn.executemany("INSERT INTO deps (graph_id, node_id, depends_on_id, kind) "
                      "VALUES (?, ?, ?, ?)", edges)
     note = note or (f"added by {parent_id}" if parent_id else "added")

@@ -58,7 +58,7 @@ def substitute(template: str, values: dict[str, str], *, source: str = "template
     return _PLACEHOLDER.sub(replace, template)
 
 
-def _read_template(name: str) -> str:
+def read_template(name: str) -> str:
     path = templates_dir() / name
     try:
         return path.read_text(encoding="utf-8")
@@ -144,6 +144,26 @@ def inputs_section(g: Graph, inputs: list[dict[str, Any]], inline_max: int) -> s
     return "\n".join(lines).rstrip()
 
 
+# Roles that take over from many upstream nodes: they get those nodes' summaries as inputs.
+GATHERING_ROLES = frozenset({"integrator", "final-verifier"})
+
+
+def upstream_inputs(g: Graph, node: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `out.summary` of every node this one depends on and, for a verify node among them,
+    of the task it checked: what an integrate or final-verify node builds on."""
+    refs: dict[str, dict[str, Any]] = {}
+    for row in g.conn.execute(
+            "SELECT n.id, n.type, n.verifies FROM deps d JOIN nodes n "
+            "ON n.graph_id = d.graph_id AND n.id = d.depends_on_id "
+            "WHERE d.graph_id = ? AND d.node_id = ? ORDER BY n.id", (g.id, node["id"])):
+        if row["verifies"]:
+            refs.setdefault(row["verifies"], {"node_id": row["verifies"], "key": "out.summary",
+                                              "as": f"task {row['verifies']}"})
+        refs.setdefault(row["id"], {"node_id": row["id"], "key": "out.summary",
+                                    "as": f"{row['type']} {row['id']}"})
+    return list(refs.values())
+
+
 def _ancestors(g: Graph, node_id: str) -> list[sqlite3.Row]:
     """Root first. The depth guard keeps a corrupt parent cycle from looping forever."""
     return g.conn.execute(
@@ -155,11 +175,12 @@ def _ancestors(g: Graph, node_id: str) -> list[sqlite3.Row]:
         (g.id, node_id, g.id)).fetchall()
 
 
-def context_section(g: Graph, node: dict[str, Any], inline_max: int, *, omitted: bool) -> str:
+OMITTED_CONTEXT = ("## Plan context\n\nOmitted (thin packet); "
+                   f"`clavain kv ls --run --prefix {CONTEXT_PREFIX}` lists it.")
+
+
+def context_section(g: Graph, node: dict[str, Any], inline_max: int) -> str:
     """Plan context: the chain of parents and the run's shared `ctx.*` keys."""
-    if omitted:
-        return ("## Plan context\n\nOmitted (thin packet); "
-                f"`clavain kv ls --run --prefix {CONTEXT_PREFIX}` lists it.")
     lines = ["## Plan context", ""]
     chain = _ancestors(g, node["id"])
     if chain:
@@ -179,7 +200,10 @@ def build_packet(g: Graph, node: dict[str, Any], *, thin: bool = False) -> dict[
     role = role_for(node["type"])
     inline_max = int(config_mod.get(config_mod.load(g.state.config),
                                     "defaults.kvInlineMaxBytes", 2048))
-    omit_context = thin and role in THIN_ROLES
+    context = context_section(g, node, inline_max)
+    # Thin drops the context only where that saves something: a one-line context is cheaper
+    # than the note saying where it went.
+    omit_context = thin and role in THIN_ROLES and len(context) > len(OMITTED_CONTEXT)
     values = {
         "NODE_ID": str(node["id"]),
         # The run that holds the node and its graph: SubagentStop records an executor's result
@@ -187,12 +211,13 @@ def build_packet(g: Graph, node: dict[str, Any], *, thin: bool = False) -> dict[
         "RUN_ID": str(node.get("lock_run_id") or "(not claimed)"),
         "GRAPH_ID": g.id,
         "NODE_FIELDS": node_fields(node),
-        "INPUTS": inputs_section(g, list(node.get("inputs") or []), inline_max),
-        "CONTEXT": context_section(g, node, inline_max, omitted=omit_context),
+        "INPUTS": inputs_section(g, list(node.get("inputs") or []) + (
+            upstream_inputs(g, node) if role in GATHERING_ROLES else []), inline_max),
+        "CONTEXT": OMITTED_CONTEXT if omit_context else context,
     }
     for name, filename in INCLUDES.items():
-        values[name] = substitute(_read_template(filename), values, source=filename).rstrip()
-    text = substitute(_read_template(f"{role}.md"), values, source=f"{role}.md")
+        values[name] = substitute(read_template(filename), values, source=filename).rstrip()
+    text = substitute(read_template(f"{role}.md"), values, source=f"{role}.md")
     return {"node_id": node["id"], "graph_id": g.id, "role": role, "thin": thin,
             "context_omitted": omit_context, "packet": text}
 

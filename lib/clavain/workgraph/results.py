@@ -33,6 +33,11 @@ from clavain.workgraph.runner_env import current_run_id
 from clavain.workgraph.scaffold import scaffold_in_transaction
 
 APPLICABLE = ("open", "in_progress")
+# A planner splits work into at most this many tasks (seed 000: tasks only, 2-6 per plan); the
+# sprint's plan file is held to the same number.
+PLANNER_MAX_TASKS = 6
+PLANNER_TYPES = ("plan", "epic")
+CHECK_NODE_TYPES = ("verify", "integrate", "final_verify")
 
 _RESULT_BLOCK = re.compile(r"<result>(.*?)</result>", re.DOTALL)
 _FENCE = re.compile(r"^```[A-Za-z]*\s*\n(.*)\n```\s*$", re.DOTALL)
@@ -235,6 +240,23 @@ def record_result(g: Graph, cfg: dict[str, Any], node: dict[str, Any], result: A
             "replaced": replaced, "scaffold": scaffolded, "question": question}
 
 
+def check_planned_work(node: dict[str, Any], result: Any) -> None:
+    """A planner adds work, never checks (the verify, integrate and final gates are Clavain's to
+    scaffold), and at most PLANNER_MAX_TASKS nodes: a longer list is a plan too coarse to verify
+    task by task."""
+    if node["type"] not in PLANNER_TYPES or not (result.next and result.next.addNodes):
+        return
+    added = result.next.addNodes
+    checks = [spec.id for spec in added if spec.type in CHECK_NODE_TYPES]
+    if checks:
+        raise ClavainError(f"planner node {node['id']!r} may not add {checks[0]!r}: Clavain "
+                           "adds the verify, integrate and final gates itself")
+    if len(added) > PLANNER_MAX_TASKS:
+        raise ClavainError(f"planner node {node['id']!r} adds {len(added)} nodes; at most "
+                           f"{PLANNER_MAX_TASKS} (split the work into bigger tasks or a "
+                           "second plan)")
+
+
 def apply_result(g: Graph, node_id: str, result: dict[str, Any] | str, *,
                  run_id: str | None = None, stdout_path: str | None = None,
                  result_path: str | None = None, now: datetime | None = None,
@@ -254,6 +276,7 @@ def apply_result(g: Graph, node_id: str, result: dict[str, Any] | str, *,
         if node["type"] in ("verify", "final_verify") and not by_verifier:
             raise ClavainError(f"node {node_id!r} is a {node['type']} node: only the shell "
                                f"verifier records its result (`clavain verify {node_id}`)")
+        check_planned_work(node, parsed)
         try:
             check_applicable(g, node, run_id)
         except WaitingOnDependencies as exc:

@@ -28,16 +28,18 @@ RUNNER_ENV_VARS = (
 )
 
 
-def current_run_id(explicit: str | None = None, *, prefix: str = "run") -> str:
-    """The run a command works for: given explicitly, else the runner's $CLAVAIN_RUN_ID, else a
-    new `<prefix>-<UTC stamp>-<hex>` (sorts by start time, unique across processes)."""
-    if explicit:
-        return explicit
-    inherited = os.environ.get("CLAVAIN_RUN_ID")
-    if inherited:
-        return inherited
+def new_run_id(prefix: str = "run") -> str:
+    """`<prefix>-<UTC stamp>-<hex>`: sorts by start time, unique across processes."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     return f"{prefix}-{stamp}-{secrets.token_hex(3)}"
+
+
+def current_run_id(explicit: str | None = None, *, prefix: str = "run") -> str:
+    """The run a command works for: given explicitly, else the runner's $CLAVAIN_RUN_ID, else a
+    new one (`new_run_id`)."""
+    if explicit:
+        return explicit
+    return os.environ.get("CLAVAIN_RUN_ID") or new_run_id(prefix)
 
 
 def parent_of(node: dict[str, Any]) -> str:

@@ -68,7 +68,7 @@ def _spec(**fields: Any) -> Any:
 
     inputs = [NodeInput.model_validate(i) for i in fields.pop("inputs", [])]
     defaults = {"title": "", "dependsOn": [], "parent": None, "runner": None, "ownership": [],
-                "acceptance": [], "verify": [], "retryPolicy": None}
+                "acceptance": [], "verify": [], "commands": [], "retryPolicy": None}
     return NodeSpec.model_construct(**{**defaults, **fields, "inputs": inputs})
 
 

@@ -70,8 +70,13 @@ def idle_reason(g: Graph, *, cfg: dict[str, Any] | None = None,
         "ORDER BY id", (g.id,)).fetchall()
     if running:
         shown = ", ".join(f"{r['id']} (run {r['lock_run_id']})" for r in running[:SHOWN])
-        return {"reason": "running", "running": [r["id"] for r in running],
-                "message": f"{len(running)} node(s) in progress: {shown}"}
+        message = f"{len(running)} node(s) in progress: {shown}"
+        envelope: dict[str, Any] = {"reason": "running", "running": [r["id"] for r in running]}
+        waits = leases.ownership_waits(g, now=now)
+        if waits:
+            envelope["waiting_on_ownership"] = [wait[0] for wait in waits]
+            message += "; " + describe_ownership_wait(waits)
+        return {**envelope, "message": message}
     waiting = conn.execute(
         "SELECT id, blocked_until FROM nodes WHERE graph_id = ? AND status = 'open' "
         "AND unmet_deps = 0 AND lock_run_id IS NULL AND blocked_until > ? "
@@ -98,3 +103,12 @@ def idle_reason(g: Graph, *, cfg: dict[str, Any] | None = None,
     if report is not None:
         return {"reason": "deadlock", "deadlock": report, "message": deadlock.describe(report)}
     return {"reason": "all_done", "message": f"all {sum(counts.values())} node(s) are finished"}
+
+
+def describe_ownership_wait(waits: list[tuple[str, str, str, str]]) -> str:
+    """The first wait as one clause ("task-b waits for task-a (both own src/**)"), then how
+    many more: what a person needs to see why ready work is not starting."""
+    node_id, holder, mine, theirs = waits[0]
+    owns = f"both own {mine}" if mine == theirs else f"{mine} overlaps {theirs}"
+    more = f" ({len(waits) - 1} more waiting on ownership)" if len(waits) > 1 else ""
+    return f"{node_id} waits for {holder} ({owns}){more}"

@@ -63,7 +63,7 @@ def safe_path_part(name: str) -> str:
     return cleaned or "_"
 
 
-def _tail(path: Path) -> str:
+def log_tail(path: Path) -> str:
     with path.open("rb") as handle:
         handle.seek(0, os.SEEK_END)
         handle.seek(max(0, handle.tell() - 8 * TAIL_CHARS))
@@ -97,7 +97,7 @@ def verdict(commands: list[str], outcomes: list[CommandOutcome],
     shown = _clip(failed.command)  # the result's summary has a length limit
     summary = f"verify command {failed.index} of {len(commands)} {how}: {shown}"
     error = f"`{shown}` {how} (log: {failed.log_path})"
-    tail = _tail(failed.log_path)
+    tail = log_tail(failed.log_path)
     return {"status": "fail", "summary": summary,
             "errors": [f"{error}\n{tail}" if tail else error]}
 
@@ -123,7 +123,7 @@ class TestRunBudget:
         self.session = os.environ.get(SESSION_VARIABLE) or None
         context = gate.run_context(str(g.state.root), self.session)
         counting = context["limits"]["enabled"] and (
-            self.session is not None or context["run_key"].startswith("sprint:"))
+            self.session is not None or context["run_key"].startswith(("sprint:", "run:")))
         self.context: dict[str, Any] | None = context if counting else None
         self.counted = 0
         self.warnings: list[str] = []

@@ -1,0 +1,99 @@
+"""`clavain run` (the headless supervisor) and `clavain microcall` (one cheap runner call)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from clavain.cli._output import add_command, add_json_flag, emit_json
+from clavain.cli._state import add_graph_flag
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    run = add_command(commands, "run", "drive the workgraph headless: a fresh runner per node, "
+                      "checks with no LLM, until done, blocked or out of budget", _run)
+    run.add_argument("--workers", type=_positive, metavar="N",
+                     help="nodes run at once (default: supervisor.workers, 1); more than one "
+                          "gives each LLM runner its own git worktree")
+    run.add_argument("--max-iterations", type=_positive, metavar="N",
+                     help="start at most N runner calls, then stop cleanly")
+    run.add_argument("--once", action="store_true", help="run one node, then stop")
+    run.add_argument("--dry-run", action="store_true",
+                     help="print the nodes, their runner and model, and the projected calls, "
+                          "tokens and cost against the budget; run nothing")
+    run.add_argument("--runner", metavar="R", help="the runner of planner, escalation and "
+                     "executor nodes for this run (claude, shell or a configured runner)")
+    run.add_argument("--resume", metavar="RUN", help="continue run RUN (after a crash or a "
+                     "stop): its graph, its metrics")
+    run.add_argument("--run-id", metavar="ID", help="name this run (default: a new "
+                     "run-<time>-<hex>); an id already used is refused (use --resume)")
+    run.add_argument("--packet-mode", choices=("full", "thin"),
+                     help="override supervisor.packetMode")
+    add_graph_flag(run)
+    add_json_flag(run)
+
+    micro = add_command(commands, "microcall", "one runner call with the microcall template; "
+                        "prints the JSON it answers", _microcall)
+    micro.add_argument("--prompt", required=True, help="the question")
+    who = micro.add_mutually_exclusive_group()
+    who.add_argument("--runner", metavar="R", help="claude or a configured runner")
+    who.add_argument("--role", choices=("microcall", "researcher"), default="microcall",
+                     help="whose route (supervisor.roles) to take (default: microcall)")
+    micro.add_argument("--store-key", metavar="K", help="store the answer under KV key K "
+                       "(of the current node, $CLAVAIN_NODE_ID)")
+    micro.add_argument("--run", action="store_true",
+                       help="store in the run namespace (__run__) instead")
+    add_graph_flag(micro)
+    add_json_flag(micro)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
+    from clavain.paths import StatePaths
+    from clavain.supervisor import progress
+    from clavain.supervisor.supervise import RunOptions, resolve_graph, supervise
+
+    state = StatePaths.discover()
+    options = RunOptions(workers=args.workers, runner=args.runner, resume=args.resume,
+                         run_id=args.run_id,
+                         graph=args.graph, packet_mode=args.packet_mode,
+                         max_iterations=1 if args.once else args.max_iterations)
+    if args.dry_run:
+        from clavain.supervisor.projection import project
+
+        plan = project(state, resolve_graph(state, options), runner_override=args.runner)
+        if args.json:
+            emit_json(plan)
+        else:
+            progress.print_plan(plan)
+        return 0
+    report = supervise(state, options, progress.Printer(sys.stderr))
+    if args.json:
+        emit_json(report)
+    else:
+        progress.print_final(report)
+    return int(report["exit_code"])
+
+
+def _microcall(args: argparse.Namespace) -> int:
+    from clavain.paths import StatePaths
+    from clavain.supervisor.microcall import microcall
+
+    answer = microcall(StatePaths.discover(), args.prompt, runner=args.runner, role=args.role,
+                       store_key=args.store_key, store_in_run=args.run, graph=args.graph)
+    if args.json:
+        emit_json(answer)
+    else:
+        import json
+
+        print(json.dumps(answer["value"], indent=2))
+    return 0

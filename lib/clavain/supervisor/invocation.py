@@ -1,0 +1,78 @@
+"""The process that does one node: argv, what goes on its stdin, and its time limit.
+
+- `claude`: `claude -p --output-format json --max-turns N --allowedTools … [--model M]`, the
+  node's packet on stdin (`supervisor.claude` in config).
+- `shell`: this package's shell runner with the node's own `commands` (no LLM).
+- `shellVerify`: `clavain verify ID --json`, which claims under the same run, runs the checks
+  and records the result itself.
+- a configured runner: its `command`, the packet on stdin, `<result>` expected on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.claude_bin import find_claude
+from clavain.errors import ClavainError
+from clavain.supervisor.routes import CLAUDE, SHELL, SHELL_VERIFY, Route
+from clavain.workgraph.graphs import Graph
+from clavain.workgraph.packets import build_packet
+from clavain.workgraph.runner_env import clavain_bin
+
+
+@dataclass(frozen=True)
+class Invocation:
+    argv: list[str]
+    stdin_text: str
+    timeout: float
+    packet_chars: int = 0
+
+
+def claude_argv(cfg: dict[str, Any], model: str | None) -> list[str]:
+    binary = find_claude()
+    if binary is None:
+        raise ClavainError("the claude runner needs the `claude` binary: install Claude Code, "
+                           "or set CLAVAIN_CLAUDE_BIN to its path")
+    settings = config_mod.get(cfg, "supervisor.claude")
+    argv = [str(binary), "-p", "--output-format", "json",
+            "--max-turns", str(settings["maxTurns"]),
+            "--allowedTools", " ".join(settings["allowedTools"])]
+    if model:
+        argv += ["--model", model]
+    return argv + [str(arg) for arg in settings["extraArgs"]]
+
+
+def _packet(g: Graph, cfg: dict[str, Any], node: dict[str, Any],
+            packet_mode: str | None) -> str:
+    mode = packet_mode or config_mod.get(cfg, "supervisor.packetMode", "thin")
+    return build_packet(g, node, thin=mode == "thin")["packet"]
+
+
+def build(g: Graph, cfg: dict[str, Any], node: dict[str, Any], route: Route, *, run_id: str,
+          log_dir: Path, packet_mode: str | None = None) -> Invocation:
+    shell_timeout = float(config_mod.get(cfg, "supervisor.shellTimeoutSeconds", 1800))
+    if route.runner == SHELL_VERIFY:
+        argv = [clavain_bin(), "verify", node["id"], "--run-id", run_id, "--graph", g.id,
+                "--json"]
+        commands = len(node.get("verify") or [])
+        per_command = float(config_mod.get(cfg, "defaults.verifyTimeoutSeconds", 600))
+        return Invocation(argv, "", per_command * max(1, commands) + 30)
+    if route.runner == SHELL:
+        request = {"commands": list(node.get("commands") or []), "log_dir": str(log_dir),
+                   "state_root": str(g.state.root), "timeout": shell_timeout}
+        return Invocation([sys.executable, "-m", "clavain.supervisor.shell_runner"],
+                          json.dumps(request), shell_timeout * max(1, len(request["commands"])))
+    packet = _packet(g, cfg, node, packet_mode)
+    if route.runner == CLAUDE:
+        timeout = float(config_mod.get(cfg, "supervisor.claude.timeoutSeconds", 1800))
+        return Invocation(claude_argv(cfg, route.model), packet, timeout, len(packet))
+    configured = config_mod.get(cfg, f"runners.{route.runner}")
+    command = configured["command"]
+    argv = ["bash", "-c", command] if isinstance(command, str) else [str(c) for c in command]
+    timeout = float(configured.get("timeoutSeconds") or shell_timeout)
+    return Invocation(argv, packet, timeout, len(packet))

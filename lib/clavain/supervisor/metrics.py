@@ -1,0 +1,89 @@
+"""`.clavain/runs/<run>/metrics.json`: what a supervised run did, node by node, and the figures
+that prove it — LLM calls by role, verify nodes that cost no LLM call, tokens, dollars, wall
+time and the peak number of runners that were really alive at once (computed from the measured
+start and end of every runner, not from the number of workers asked for).
+
+A resumed run (`clavain run --resume RUN`) adds to the metrics it finds.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from clavain.clock import now_iso
+from clavain.fsutil import read_json_object, write_json_atomic
+
+METRICS_NAME = "metrics.json"
+
+
+def peak_concurrency(timeline: list[dict[str, Any]]) -> int:
+    """The most intervals open at one instant (an end at t closes before a start at t)."""
+    events = sorted([(entry["start_epoch"], 1) for entry in timeline]
+                    + [(entry["end_epoch"], -1) for entry in timeline],
+                    key=lambda event: (event[0], event[1]))
+    peak = current = 0
+    for _, step in events:
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+class RunMetrics:
+    def __init__(self, path: Path, *, state_root: Path, run_id: str, graph_id: str) -> None:
+        self.path = path
+        self.state_root = state_root
+        self._lock = threading.Lock()
+        self._started = time.monotonic()
+        earlier = read_json_object(path) or {}
+        self.timeline: list[dict[str, Any]] = list(earlier.get("timeline") or [])
+        self.earlier_wall = float(earlier.get("wall_seconds") or 0)
+        self.data: dict[str, Any] = {"run_id": run_id, "graph_id": graph_id,
+                                     "started_at": earlier.get("started_at") or now_iso(),
+                                     "sessions": int(earlier.get("sessions") or 0) + 1}
+
+    def record(self, entry: dict[str, Any]) -> None:
+        """One runner call: node, role, runner, model, worker, start/end (ISO and epoch),
+        seconds, outcome, llm, tokens, cost_usd."""
+        with self._lock:
+            self.timeline.append(entry)
+            self._write_locked()
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            return self._summary()
+
+    def write(self, **extra: Any) -> dict[str, Any]:
+        with self._lock:
+            self.data.update(extra)
+            return self._write_locked()
+
+    def _write_locked(self) -> dict[str, Any]:
+        summary = self._summary()
+        write_json_atomic(self.path, summary, inside=self.state_root)
+        return summary
+
+    def _summary(self) -> dict[str, Any]:
+        llm = [entry for entry in self.timeline if entry["llm"]]
+        return {
+            **self.data,
+            "nodes": dict(Counter(entry["outcome"] for entry in self.timeline)),
+            "llm_invocations": len(llm),
+            "llm_invocations_by_role": dict(Counter(entry["role"] for entry in llm)),
+            "verify_without_llm": sum(1 for entry in self.timeline
+                                      if entry["role"] in ("verifier", "final-verifier")
+                                      and not entry["llm"]),
+            "tokens": sum(int(entry.get("tokens") or 0) for entry in self.timeline),
+            "cost_usd": round(sum(float(entry.get("cost_usd") or 0)
+                                  for entry in self.timeline), 6),
+            "wall_seconds": round(self.earlier_wall + time.monotonic() - self._started, 3),
+            "peak_concurrency": peak_concurrency(self.timeline),
+            "timeline": self.timeline,
+        }
+
+
+def load(path: Path) -> dict[str, Any] | None:
+    return read_json_object(path, max_bytes=64 << 20)

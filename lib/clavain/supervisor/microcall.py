@@ -1,0 +1,111 @@
+"""`clavain microcall`: one runner call with the microcall template (a cheap model by default,
+`supervisor.roles.microcall`), the JSON extracted from its reply, optionally stored in KV — for
+the small questions a supervisor or a script needs answered (classify this, name that) without a
+session of its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.errors import ClavainError
+from clavain.paths import StatePaths
+from clavain.supervisor import claude_output
+from clavain.supervisor.invocation import claude_argv
+from clavain.supervisor.process import run_process
+from clavain.supervisor.routes import CLAUDE, SHELL, SHELL_VERIFY
+from clavain.supervisor.run_record import run_dir
+from clavain.workgraph.packets import read_template, substitute
+from clavain.workgraph.results import extract_result_json
+from clavain.workgraph.runner_env import new_run_id
+
+MICROCALL_ROLES = ("microcall", "researcher")
+
+
+def microcall(state: StatePaths, prompt: str, *, runner: str | None = None,
+              role: str = "microcall", store_key: str | None = None,
+              store_in_run: bool = False, graph: str | None = None) -> dict[str, Any]:
+    if not prompt.strip():
+        raise ClavainError("the microcall prompt is empty")
+    if role not in MICROCALL_ROLES:
+        raise ClavainError(f"a microcall's role is one of {', '.join(MICROCALL_ROLES)}")
+    cfg = config_mod.load(state.config)
+    route = config_mod.get(cfg, f"supervisor.roles.{role}")
+    name = runner or route["runner"]
+    model = route.get("model") if name == CLAUDE else None
+    text = substitute(read_template("microcall.md"), {"PROMPT": prompt.strip()},
+                      source="microcall.md")
+    argv, timeout = _argv(cfg, name, model)
+    call_id = new_run_id("microcall")
+    log_dir = run_dir(state, call_id)
+    process = run_process(argv, stdin_text=text, cwd=state.project, env=dict(os.environ),
+                          log_dir=log_dir, timeout=timeout, stop=threading.Event())
+    started = time.monotonic()
+    if process.timed_out:
+        raise ClavainError(f"the microcall runner {name} timed out after {timeout:g}s "
+                           f"(output: {process.stdout_path})", exit_code=1)
+    reply, usage = _reply(name, process)
+    try:
+        value = extract_result_json(reply)
+    except ClavainError as exc:
+        raise ClavainError(f"the microcall reply holds no JSON: {exc} (output: "
+                           f"{process.stdout_path})", exit_code=1) from None
+    stored = _store(state, value, store_key, store_in_run, graph) if store_key else None
+    return {"runner": name, "model": model, "role": role, "value": value, "stored": stored,
+            "seconds": round(process.seconds + time.monotonic() - started, 3),
+            "log_dir": str(log_dir), **usage}
+
+
+def _argv(cfg: dict[str, Any], name: str, model: str | None) -> tuple[list[str], float]:
+    if name == CLAUDE:
+        settings = config_mod.get(cfg, "supervisor.claude")
+        # One turn is the point of a microcall; tools would only spend it.
+        argv = claude_argv(cfg, model)
+        argv[argv.index("--max-turns") + 1] = "1"
+        return argv, float(settings["timeoutSeconds"])
+    if name in (SHELL, SHELL_VERIFY):
+        raise ClavainError(f"runner {name!r} runs commands, not prompts; a microcall needs "
+                           "claude or a configured runner")
+    configured = config_mod.get(cfg, f"runners.{name}")
+    if not isinstance(configured, dict):
+        raise ClavainError(f"unknown runner {name!r}")
+    command = configured["command"]
+    argv = ["bash", "-c", command] if isinstance(command, str) else [str(c) for c in command]
+    return argv, float(configured.get("timeoutSeconds")
+                       or config_mod.get(cfg, "supervisor.shellTimeoutSeconds", 1800))
+
+
+def _reply(name: str, process: Any) -> tuple[str, dict[str, Any]]:
+    if name != CLAUDE:
+        return process.stdout, {"tokens": 0, "cost_usd": 0.0}
+    report = claude_output.parse(process.stdout, process.stderr, process.exit_code)
+    if report.rate_limit is not None:
+        raise ClavainError(f"rate limited: {report.rate_limit.message}", exit_code=1)
+    if report.problem:
+        raise ClavainError(f"claude: {report.problem}", exit_code=1)
+    return report.result_text, {"tokens": report.tokens, "cost_usd": report.cost_usd}
+
+
+def _store(state: StatePaths, value: Any, key: str, in_run: bool,
+           graph: str | None) -> dict[str, Any]:
+    from clavain import current_graph
+    from clavain.store.db import connect
+    from clavain.workgraph import kv
+    from clavain.workgraph.graphs import Graph
+
+    node_id = kv.RUN_NAMESPACE if in_run else os.environ.get("CLAVAIN_NODE_ID")
+    if not node_id:
+        raise ClavainError("storing a microcall's answer needs a node: run it inside a runner "
+                           "($CLAVAIN_NODE_ID) or store it in the run namespace", exit_code=2)
+    conn = connect(state.db)
+    try:
+        g = Graph(conn, current_graph.resolve(state, graph), state)
+        kv.put(g, node_id, key, json.dumps(value), writer_node=os.environ.get("CLAVAIN_NODE_ID"))
+    finally:
+        conn.close()
+    return {"node_id": node_id, "key": key}

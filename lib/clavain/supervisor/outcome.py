@@ -1,0 +1,104 @@
+"""What one runner call came to: a result to record, a rate limit to wait out, or a stop.
+
+The runner's result is the last `<result>{…}</result>` of its output — for `claude`, of the JSON
+report's `result` text — parsed by the workgraph's strict model. A missing or invalid block is a
+failed attempt whose reason lands in `err.summary` (retry and escalation as usual), so is a
+runner past its timeout or one that exited without a result. A usage or rate limit the runner
+reports is not the node's failure: the node goes back unspent and the run waits for the reset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from clavain.errors import ClavainError
+from clavain.supervisor import claude_output
+from clavain.supervisor.process import ProcessOutcome
+from clavain.supervisor.routes import CLAUDE
+from clavain.workgraph.results import parse_result
+
+STDERR_SHOWN = 600
+# API errors that say "not now" rather than "this node failed": waited out like a rate limit.
+UNAVAILABLE_STATUSES = frozenset({500, 502, 503, 504, 529})
+UNAVAILABLE_WAIT_SECONDS = 60.0
+
+
+@dataclass
+class Outcome:
+    kind: str  # "result" | "rate_limited" | "stopped"
+    result: dict[str, Any] | None = None
+    tokens: int = 0
+    cost_usd: float = 0.0
+    reset_at: datetime | None = None
+    retry_after_seconds: float | None = None
+    note: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def failure(summary: str, *errors: str) -> dict[str, Any]:
+    return {"status": "fail", "summary": summary[:2000], "errors": [e for e in errors if e]}
+
+
+def _stderr_tail(process: ProcessOutcome) -> str:
+    text = process.stderr.strip()
+    return text[-STDERR_SHOWN:] if text else ""
+
+
+def _result_from_text(text: str, who: str, process: ProcessOutcome) -> dict[str, Any]:
+    try:
+        return parse_result(text).model_dump(exclude_none=True)
+    except ClavainError as exc:
+        how = "" if process.exit_code in (0, None) else f" (exit {process.exit_code})"
+        return failure(f"{who} gave no valid <result> block{how}: {exc}",
+                       f"{exc} (output: {process.stdout_path})", _stderr_tail(process))
+
+
+def interpret(runner: str, process: ProcessOutcome, timeout: float) -> Outcome:
+    """The outcome of one finished runner process."""
+    if process.stopped:
+        return Outcome("stopped", note="stopped by the supervisor")
+    if process.timed_out:
+        return Outcome("result", failure(
+            f"runner {runner} timed out after {timeout:g}s and was killed",
+            f"timed out after {timeout:g}s (output: {process.stdout_path})"))
+    if runner == CLAUDE:
+        return _from_claude(process)
+    text = process.stdout
+    outcome = Outcome("result", _result_from_text(text, f"runner {runner}", process))
+    if outcome.result and outcome.result["status"] == "fail" and "<result>" not in text:
+        limited = claude_output.parse(process.stdout, process.stderr, process.exit_code)
+        if limited.rate_limit is not None:
+            return _rate_limited(limited)
+    return outcome
+
+
+def _rate_limited(report: Any) -> Outcome:
+    limit = report.rate_limit
+    return Outcome("rate_limited", tokens=report.tokens, cost_usd=report.cost_usd,
+                   reset_at=limit.reset_at, retry_after_seconds=limit.retry_after_seconds,
+                   note=limit.message or "rate limited", details=report.as_dict())
+
+
+def _from_claude(process: ProcessOutcome) -> Outcome:
+    report = claude_output.parse(process.stdout, process.stderr, process.exit_code)
+    if report.rate_limit is not None:
+        return _rate_limited(report)
+    details = report.as_dict()
+    if report.api_error_status in UNAVAILABLE_STATUSES:
+        return Outcome("rate_limited", tokens=report.tokens, cost_usd=report.cost_usd,
+                       retry_after_seconds=UNAVAILABLE_WAIT_SECONDS, details=details,
+                       note=f"the API is unavailable ({report.api_error_status}): "
+                            f"{report.result_text[:200]}")
+    usage = {"tokens": report.tokens, "cost_usd": report.cost_usd, "details": details}
+    if report.problem:
+        return Outcome("result", failure(f"claude runner: {report.problem}",
+                                         f"{report.problem} (output: {process.stdout_path})",
+                                         _stderr_tail(process)), **usage)
+    result = _result_from_text(report.result_text, "claude", process)
+    if result["status"] == "fail" and report.is_error:
+        # The host's reason (error_max_turns, …) says more than "no result block".
+        why = f"claude stopped with {report.subtype or 'an error'} after {report.num_turns} turns"
+        result = failure(f"{why}; {result['summary']}", why, *result.get("errors", []))
+    return Outcome("result", result, **usage)

@@ -1,0 +1,134 @@
+"""One runner process: started in its own process group with the packet on stdin, its output in
+log files, its lease renewed while it lives, and the whole group stopped — SIGTERM, a grace
+period, SIGKILL — when it runs past its timeout or the supervisor is told to stop.
+
+A runner's descendants (a test run a model started, a dev server) share its group, so stopping
+the group leaves nothing behind; runners that start their own groups (the shell runner's
+commands) stop those themselves on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TERM_GRACE_SECONDS = 5.0
+POLL_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    exit_code: int | None  # None when it was stopped or timed out
+    timed_out: bool
+    stopped: bool  # the supervisor stopped it (Ctrl-C, SIGTERM, a budget)
+    seconds: float
+    stdout: str
+    stderr: str
+    stdout_path: Path
+    stderr_path: Path
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"exit_code": self.exit_code, "timed_out": self.timed_out,
+                "stopped": self.stopped, "seconds": round(self.seconds, 3),
+                "stdout_path": str(self.stdout_path), "stderr_path": str(self.stderr_path)}
+
+
+def stop_group(pgid: int, *, grace: float = TERM_GRACE_SECONDS,
+               proc: subprocess.Popen[bytes] | None = None) -> None:
+    """SIGTERM to the group, then SIGKILL once `grace` has passed (or at once when the leader
+    is gone, for whatever it left behind)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            break
+        if proc is None and not group_alive(pgid):
+            return
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+    if proc is not None:
+        proc.wait()
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
+    """Write stdin from a thread: a runner that does not read it must not block the wait."""
+    assert proc.stdin is not None
+    with contextlib.suppress(BrokenPipeError, OSError):
+        proc.stdin.write(data)
+    with contextlib.suppress(BrokenPipeError, OSError):
+        proc.stdin.close()
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def run_process(argv: list[str], *, stdin_text: str, cwd: Path, env: dict[str, str],
+                log_dir: Path, timeout: float, stop: threading.Event,
+                on_start: Callable[[int], None] | None = None,
+                renew: Callable[[], None] | None = None, renew_every: float = 60.0
+                ) -> ProcessOutcome:
+    """Run `argv` to the end, past `timeout` (killed, `timed_out`) or until `stop` is set
+    (killed, `stopped`). `on_start(pid)` is told the process group as soon as it exists, so a
+    supervisor can stop it, or find it after a crash."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    stdout_path, stderr_path = log_dir / "stdout.log", log_dir / "stderr.log"
+    started = time.monotonic()
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=out,
+                                stderr=err, start_new_session=True)
+        if on_start is not None:
+            on_start(proc.pid)
+        feeder = threading.Thread(target=_feed, args=(proc, stdin_text.encode("utf-8")),
+                                  daemon=True)
+        feeder.start()
+        timed_out, stopped = _wait(proc, started + timeout, stop, renew, renew_every)
+        if timed_out or stopped:
+            stop_group(proc.pid, proc=proc)
+        # Background leftovers of a finished runner would hold files and ports.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        feeder.join(timeout=1)
+    return ProcessOutcome(None if (timed_out or stopped) else proc.returncode, timed_out,
+                          stopped, time.monotonic() - started, _read(stdout_path),
+                          _read(stderr_path), stdout_path, stderr_path)
+
+
+def _wait(proc: subprocess.Popen[bytes], deadline: float, stop: threading.Event,
+          renew: Callable[[], None] | None, renew_every: float) -> tuple[bool, bool]:
+    """(timed out, stopped) once the process ends or must be stopped."""
+    next_renewal = time.monotonic() + renew_every
+    while proc.poll() is None:
+        now = time.monotonic()
+        if stop.is_set():
+            return False, True
+        if now >= deadline:
+            return True, False
+        if renew is not None and now >= next_renewal:
+            renew()
+            next_renewal = now + renew_every
+        stop.wait(min(POLL_SECONDS, max(0.0, deadline - now)))
+    return False, False

@@ -1,0 +1,108 @@
+"""What a person sees of a supervised run: a line per node started and finished (node, role,
+runner, worker, elapsed), the running nodes every few seconds, a countdown while the run waits
+(a rate limit's reset, a retry backoff), then the final table. Lines go to stderr so stdout
+stays the result (the table, or `--json`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, TextIO
+
+from clavain.cli._output import print_table
+
+
+def _clock(seconds: float) -> str:
+    seconds = max(0, int(seconds + 0.999))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+class Printer:
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.last_wait_line = 0.0
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        line = self.line(event)
+        if line is None:
+            return
+        if event["event"] == "waiting" and self.tty:
+            self.stream.write(f"\r{line}\033[K")
+        else:
+            self.stream.write(("\n" if self.tty and self.last_wait_line else "") + line + "\n")
+            self.last_wait_line = 0.0
+        self.stream.flush()
+
+    def line(self, event: dict[str, Any]) -> str | None:
+        kind = event["event"]
+        if kind == "start":
+            mode = f"{event['workers']} worker(s)" + (", git worktrees" if event["worktrees"]
+                                                     else "")
+            problems = "".join(f"\n  budget settings: {p}" for p in event["budget_problems"])
+            return f"clavain run {event['run_id']} on graph {event['graph_id']} ({mode}){problems}"
+        if kind == "recovered":
+            return (f"recovered run {event['run_id']}: stopped runners "
+                    f"{', '.join(event['stopped_runners']) or 'none'}; released "
+                    f"{', '.join(event['released']) or 'nothing'}")
+        if kind == "started":
+            return (f"▶ {event['node']} ({event['type']}, attempt {event['attempt']}) "
+                    f"on worker {event['worker']}")
+        if kind == "finished":
+            who = "/".join(str(p) for p in (event.get("role"), event.get("runner"),
+                                            event.get("model")) if p)
+            cost = f", {event['tokens']:,} tokens, ${event['cost_usd']:.4f}" \
+                if event.get("tokens") else ""
+            return (f"{'✔' if event.get('outcome') == 'done' else '✖'} {event['node']} "
+                    f"[{who}] worker {event.get('worker')}: {event.get('outcome')} in "
+                    f"{event.get('seconds', 0):.1f}s{cost} — {str(event.get('summary'))[:160]}")
+        if kind == "progress":
+            running = ", ".join(f"{r['node']} {r['elapsed']:.0f}s" for r in event["running"])
+            return f"… running: {running}"
+        if kind == "waiting":
+            now = time.monotonic()
+            if not self.tty and now - self.last_wait_line < 30:
+                return None
+            self.last_wait_line = now
+            return (f"⏳ waiting ({event['why']}) {_clock(event['seconds_left'])} until "
+                    f"{event['until'][:19]}Z: {event.get('message') or ''}")
+        return None
+
+
+def print_plan(plan: dict[str, Any]) -> None:
+    print(f"Dry run on graph {plan['graph_id']} (per-call figures from {plan['source']}):")
+    print_table([{"node": r["id"], "role": r["role"], "runner": r["runner"],
+                  "model": r["model"] or "-", "llm calls": r["llm_calls"],
+                  "tokens": f"{r['tokens']:,.0f}", "cost": f"${r['cost_usd']:.2f}"}
+                 for r in plan["nodes"]],
+                ["node", "role", "runner", "model", "llm calls", "tokens", "cost"])
+    totals, budget = plan["totals"], plan["budget"]
+    print(f"Total: {totals['nodes']} node(s), {totals['llm_calls']} LLM call(s), "
+          f"{totals['tokens']:,} tokens, ${totals['cost_usd']:.2f}; "
+          f"{totals['verify_without_llm']} verify node(s) with no LLM")
+    if totals["planners"]:
+        print(f"Not counted: the tasks {totals['planners']} planner(s) will add "
+              f"(up to {plan['planned_tasks_not_counted']} executor calls)")
+    if budget["enabled"]:
+        verdict = ("OVER budget: " + ", ".join(budget["over"])) if budget["over"] else \
+            "within budget"
+        print(f"Budget: {budget['max_tokens']:,} tokens, ${budget['max_cost_usd']:.2f} — "
+              f"{verdict}")
+
+
+def print_final(report: dict[str, Any]) -> None:
+    metrics = report["metrics"]
+    rows = [{"node": e["node"], "role": e.get("role") or "-", "runner": e.get("runner") or "-",
+             "worker": e.get("worker"), "seconds": f"{e.get('seconds') or 0:.1f}",
+             "outcome": e.get("outcome"), "tokens": f"{e.get('tokens') or 0:,}",
+             "cost": f"${e.get('cost_usd') or 0:.4f}"} for e in metrics["timeline"]]
+    if rows:
+        print_table(rows, ["node", "role", "runner", "worker", "seconds", "outcome", "tokens",
+                           "cost"])
+    by_role = ", ".join(f"{role} {n}" for role, n in metrics["llm_invocations_by_role"].items())
+    print(f"Run {report['run_id']}: {report['status']} — {report['message']}")
+    print(f"LLM calls: {metrics['llm_invocations']}" + (f" ({by_role})" if by_role else "")
+          + f"; verify with no LLM: {metrics['verify_without_llm']}; tokens: "
+          f"{metrics['tokens']:,}; cost: ${metrics['cost_usd']:.4f}; wall: "
+          f"{metrics['wall_seconds']:.1f}s; peak concurrency: {metrics['peak_concurrency']}")
+    print(f"Done: {len(report['done'])} node(s); left: "
+          + (", ".join(f"{n['id']} ({n['status']})" for n in report["left"]) or "nothing"))

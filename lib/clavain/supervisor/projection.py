@@ -1,0 +1,86 @@
+"""`clavain run --dry-run`: the nodes a run would start, who would run each (runner, model), and
+what it would cost — LLM calls, tokens, dollars — against the run's budgets, before anything is
+spent.
+
+Tokens and dollars per call come from this project's measured history (the LLM calls recorded
+in earlier runs' metrics, per role; the median, so one runaway call does not set the
+expectation), else from `supervisor.projection` in config. A planner's tasks do not exist yet:
+the plan says how many executor calls each planner may add (2-6), and the totals count none of
+them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.errors import ClavainError
+from clavain.paths import StatePaths
+from clavain.store.db import connect
+from clavain.supervisor.metrics import METRICS_NAME, load
+from clavain.supervisor.routes import route_for
+from clavain.supervisor.run_budget import RunBudget
+from clavain.workgraph.graphs import Graph
+from clavain.workgraph.nodes import list_nodes
+from clavain.workgraph.results import PLANNER_MAX_TASKS
+
+PENDING = ("open", "in_progress")
+
+
+def history(state: StatePaths) -> dict[str, dict[str, float]]:
+    """Median tokens and dollars of one LLM call per role, over every recorded run."""
+    per_role: dict[str, list[tuple[int, float]]] = {}
+    for path in sorted(state.runs.glob(f"*/{METRICS_NAME}")) if state.runs.is_dir() else []:
+        for entry in (load(path) or {}).get("timeline") or []:
+            if entry.get("llm") and entry.get("tokens"):
+                per_role.setdefault(str(entry.get("role")), []).append(
+                    (int(entry["tokens"]), float(entry.get("cost_usd") or 0)))
+    return {role: {"tokens": statistics.median(t for t, _ in calls),
+                   "cost_usd": statistics.median(c for _, c in calls), "calls": len(calls)}
+            for role, calls in per_role.items()}
+
+
+def project(state: StatePaths, graph_id: str, *, runner_override: str | None = None,
+            run_id: str = "dry-run") -> dict[str, Any]:
+    cfg = config_mod.load(state.config)
+    if not state.db.exists():
+        raise ClavainError(f"no workgraph yet ({state.db} is missing)")
+    conn = connect(state.db)
+    try:
+        g = Graph(conn, graph_id, state)
+        measured = history(state)
+        fallback = {"tokens": float(config_mod.get(cfg, "supervisor.projection.tokensPerCall")),
+                    "cost_usd": float(config_mod.get(cfg,
+                                                     "supervisor.projection.costPerCallUsd"))}
+        rows = [_row(cfg, node, runner_override, measured, fallback)
+                for node in list_nodes(g) if node["status"] in PENDING]
+        budget = RunBudget(state, run_id)
+        limits = budget.limits
+    finally:
+        conn.close()
+    totals = {"nodes": len(rows), "llm_calls": sum(r["llm_calls"] for r in rows),
+              "tokens": round(sum(r["tokens"] for r in rows)),
+              "cost_usd": round(sum(r["cost_usd"] for r in rows), 4),
+              "verify_without_llm": sum(1 for r in rows
+                                        if r["role"] in ("verifier", "final-verifier")),
+              "planners": sum(1 for r in rows if r["role"] in ("planner", "escalation"))}
+    over = [key for key, limit in (("tokens", limits["maxTokens"]),
+                                   ("cost_usd", limits["maxCostUsd"]))
+            if limits["enabled"] and totals[key] > limit]
+    return {"graph_id": graph_id, "nodes": rows, "totals": totals,
+            "source": "history" if measured else "defaults",
+            "budget": {"enabled": limits["enabled"], "max_tokens": limits["maxTokens"],
+                       "max_cost_usd": limits["maxCostUsd"], "over": over},
+            "planned_tasks_not_counted": totals["planners"] * PLANNER_MAX_TASKS}
+
+
+def _row(cfg: dict[str, Any], node: dict[str, Any], runner_override: str | None,
+         measured: dict[str, dict[str, float]], fallback: dict[str, float]) -> dict[str, Any]:
+    route = route_for(cfg, node, runner_override=runner_override)
+    per_call = measured.get(route.role, fallback) if route.llm else {"tokens": 0,
+                                                                     "cost_usd": 0.0}
+    calls = 1 if route.llm else 0
+    return {"id": node["id"], "type": node["type"], "status": node["status"], **route.as_dict(),
+            "llm_calls": calls, "tokens": calls * per_call["tokens"],
+            "cost_usd": round(calls * per_call["cost_usd"], 4)}

@@ -1,0 +1,45 @@
+"""`clavain report --run RUN` for a supervised run: its budgets (the budget run `run:<id>`, which
+its runners' tool calls and its measured usage fill) with its metrics beside them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clavain.errors import ClavainError
+from clavain.guards.gate import SUPERVISED_PREFIX, run_context
+from clavain.guards.report import empty, project_report
+from clavain.paths import StatePaths
+from clavain.supervisor.metrics import METRICS_NAME, load
+from clavain.supervisor.run_record import run_dir
+
+
+def report_for(state: StatePaths, run: str | None) -> dict[str, Any]:
+    """The budget report of `run`; for a `clavain run` id also its metrics (a run whose runners
+    made no counted call still has them, and its limits)."""
+    bare = run[len(SUPERVISED_PREFIX):] if run and run.startswith(SUPERVISED_PREFIX) else run
+    metrics = load(run_dir(state, bare) / METRICS_NAME) if bare else None
+    if metrics is None:
+        return project_report(state, run)
+    key = SUPERVISED_PREFIX + bare
+    try:
+        report = project_report(state, key, measure_now=False)
+    except ClavainError:  # nothing counted for this run: its limits, unused
+        context = run_context(str(state.root), None, supervised_run=key)
+        report = {**empty(key, context["limits"]), "problems": context["problems"]}
+    return {**report, "supervised_run": metrics}
+
+
+def render_supervised(metrics: dict[str, Any]) -> str:
+    by_role = ", ".join(f"{role} {n}" for role, n in metrics["llm_invocations_by_role"].items())
+    outcomes = ", ".join(f"{outcome} {n}" for outcome, n in metrics["nodes"].items())
+    return "\n".join([
+        "",
+        f"Supervised run {metrics['run_id']} on graph {metrics['graph_id']}: "
+        f"{metrics.get('status', 'running')}",
+        f"  node runs: {outcomes or 'none'}",
+        f"  LLM calls: {metrics['llm_invocations']}" + (f" ({by_role})" if by_role else ""),
+        f"  verify nodes with no LLM: {metrics['verify_without_llm']}",
+        f"  tokens: {metrics['tokens']:,}; cost: ${metrics['cost_usd']:.4f}",
+        f"  wall: {metrics['wall_seconds']:.1f}s; peak concurrency: "
+        f"{metrics['peak_concurrency']}",
+    ]) + "\n"

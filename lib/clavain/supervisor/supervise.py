@@ -1,0 +1,313 @@
+"""`clavain run`: drive one workgraph unattended — claim the next node, hand it to a fresh
+runner on a worker thread, record what it returns — until the graph is complete, nothing can
+run (the scheduler's reason is the run's), a budget is spent, or the person stops it.
+
+Signals: SIGINT or SIGTERM sets the stop flag; every runner's process group is stopped, its
+node given back unspent, and the report says what is done and what is left. A `kill -9` leaves
+`supervisor.json` saying "running": the next `clavain run` (or `--resume RUN`) stops the
+runners it names and releases their claims unspent before it claims anything (`run_record`).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.errors import ClavainError
+from clavain.paths import StatePaths
+from clavain.store.db import connect
+from clavain.supervisor import run_record, worktrees
+from clavain.supervisor.metrics import METRICS_NAME, RunMetrics
+from clavain.supervisor.routes import check_override
+from clavain.supervisor.run_budget import RunBudget
+from clavain.supervisor.worker import RunContext, run_node
+from clavain.workgraph.graphs import Graph
+from clavain.workgraph.nodes import list_nodes
+from clavain.workgraph.runner_env import new_run_id
+from clavain.workgraph.schedule import next_node
+
+WAIT_POLL_SECONDS = 0.25
+OTHERS_POLL_SECONDS = 2.0
+PROGRESS_EVERY_SECONDS = 15.0
+# How a run ended → the command's exit code.
+EXIT_CODES = {"complete": 0, "stopped_at_limit": 0, "blocked": 1, "budget": 3,
+              "interrupted": 130}
+
+Report = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class RunOptions:
+    workers: int | None = None
+    max_iterations: int | None = None
+    runner: str | None = None
+    resume: str | None = None
+    run_id: str | None = None
+    graph: str | None = None
+    packet_mode: str | None = None
+
+
+class Supervisor:
+    def __init__(self, state: StatePaths, graph_id: str, options: RunOptions,
+                 report: Report | None = None) -> None:
+        self.state = state
+        self.options = options
+        self.report = report or (lambda event: None)
+        self.cfg = config_mod.load(state.config)
+        check_override(self.cfg, options.runner)
+        self.workers = options.workers or int(config_mod.get(self.cfg, "supervisor.workers", 1))
+        if self.workers < 1:
+            raise ClavainError("workers must be at least 1")
+        self.conn = connect(state.db)
+        # Never $CLAVAIN_RUN_ID: a `clavain run` started inside a runner is a run of its own.
+        self.run_id = options.resume or options.run_id or new_run_id()
+        self.g = Graph(self.conn, graph_id, state)
+        self.stop = threading.Event()
+        self.signal: int | None = None
+        self.finished: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.active: dict[str, float] = {}
+        self.busy_workers: set[int] = set()
+        self.started_calls = 0
+        self.rate_limited_until: float | None = None
+
+    # ------------------------------------------------------------ the run
+
+    def run(self) -> dict[str, Any]:
+        recovered = run_record.recover(self.state, self.conn)
+        for entry in recovered:
+            self.report({"event": "recovered", **entry})
+        use_worktrees = self.workers > 1
+        if use_worktrees:
+            worktrees.require_clean(self.state.project)
+        record = run_record.RunRecord(self.state, self.run_id, self.g.id)
+        record.start()
+        metrics = RunMetrics(run_record.run_dir(self.state, self.run_id) / METRICS_NAME,
+                             state_root=self.state.root, run_id=self.run_id, graph_id=self.g.id)
+        budget = RunBudget(self.state, self.run_id)
+        ctx = RunContext(self.state, self.g.id, self.run_id, self.cfg, record, metrics, budget,
+                         self.stop, self.options.runner, self.options.packet_mode,
+                         use_worktrees)
+        self.report({"event": "start", "run_id": self.run_id, "graph_id": self.g.id,
+                     "workers": self.workers, "worktrees": use_worktrees,
+                     "budget_problems": budget.problems})
+        with _Signals(self._on_signal):
+            try:
+                ending = self._loop(ctx, budget)
+            except BaseException:
+                self._stop_workers()  # no runner outlives a supervisor that failed
+                record.finish("failed")
+                raise
+        status = "interrupted" if self.signal else ending["status"]
+        record.finish(status)
+        summary = metrics.write(status=status, reason=ending.get("reason"))
+        return self._final(status, ending, summary, recovered)
+
+    def _stop_workers(self) -> None:
+        self.stop.set()
+        while self.active:
+            try:
+                event = self.finished.get(timeout=WAIT_POLL_SECONDS * 20)
+            except queue.Empty:
+                break  # a worker stuck past every grace period: its record names its runner
+            self.active.pop(event["node"], None)
+
+    def _on_signal(self, signum: int) -> None:
+        self.signal = self.signal or signum
+        self.stop.set()
+
+    def _loop(self, ctx: RunContext, budget: RunBudget) -> dict[str, Any]:
+        ending: dict[str, Any] | None = None
+        last_progress = time.monotonic()
+        while True:
+            if ending is None and not self.stop.is_set():
+                ending = self._fill(ctx, budget)
+            if not self.active:
+                if ending is None or ending.get("wait"):
+                    self._wait(ending)
+                    ending = None
+                    if not self.stop.is_set():
+                        continue
+                return ending or {"status": "interrupted", "reason": "interrupted"}
+            try:
+                event = self.finished.get(timeout=WAIT_POLL_SECONDS)
+            except queue.Empty:
+                if time.monotonic() - last_progress >= PROGRESS_EVERY_SECONDS:
+                    last_progress = time.monotonic()
+                    self.report({"event": "progress", "running": self._running()})
+                continue
+            self.active.pop(event["node"], None)
+            self.busy_workers.discard(event["worker"])
+            self.report({"event": "finished", **event})
+            if event.get("outcome") == "rate_limited":
+                self._note_rate_limit(event)
+            if ending is not None and ending.get("wait"):
+                ending = None  # something changed: look again
+
+    def _fill(self, ctx: RunContext, budget: RunBudget) -> dict[str, Any] | None:
+        """Claim and start nodes until every worker is busy; the run's ending (or a reason to
+        wait) when nothing more may start now."""
+        while len(self.active) < self.workers:
+            if self.rate_limited_until and time.time() < self.rate_limited_until:
+                return {"wait": "rate_limit", "until": self.rate_limited_until}
+            spent = budget.spent(self.conn)
+            if spent:
+                return {"status": "budget", "reason": "budget", "message": spent}
+            limit = self.options.max_iterations
+            if limit is not None and self.started_calls >= limit:
+                return {"status": "stopped_at_limit", "reason": "max_iterations",
+                        "message": f"stopped after {limit} runner call(s) (--max-iterations)"}
+            envelope = next_node(self.g, claim=True, run_id=self.run_id, pid=os.getpid(),
+                                 cfg=self.cfg)
+            if envelope["node"] is None:
+                return self._idle(envelope)
+            node = envelope["node"]
+            self.started_calls += 1
+            self.active[node["id"]] = time.monotonic()
+            worker = self._free_worker()
+            self.report({"event": "started", "node": node["id"], "type": node["type"],
+                         "worker": worker, "attempt": node["attempts"] + 1})
+            threading.Thread(target=self._work, args=(ctx, node, worker), daemon=True,
+                             name=f"clavain-worker-{worker}").start()
+        return None
+
+    def _work(self, ctx: RunContext, node: dict[str, Any], worker: int) -> None:
+        try:
+            event = run_node(ctx, node, worker)
+        except Exception as exc:  # a bug must not leave the loop waiting forever
+            event = {"node": node["id"], "worker": worker, "outcome": "error",
+                     "summary": f"{type(exc).__name__}: {exc}"}
+        self.finished.put(event)
+
+    def _free_worker(self) -> int:
+        worker = next(n for n in range(1, self.workers + 1) if n not in self.busy_workers)
+        self.busy_workers.add(worker)
+        return worker
+
+    def _idle(self, envelope: dict[str, Any]) -> dict[str, Any] | None:
+        reason = envelope["reason"]
+        if reason == "running" and self.active:
+            return None  # ours: wait for them
+        if reason == "running":
+            return {"wait": "others", "until": time.time() + OTHERS_POLL_SECONDS,
+                    "message": envelope["message"]}
+        if reason == "backoff":
+            until = datetime.fromisoformat(envelope["until"].replace("Z", "+00:00"))
+            return {"wait": "backoff", "until": until.timestamp(),
+                    "message": envelope["message"]}
+        status = "complete" if reason == "all_done" else "blocked"
+        return {"status": status, "reason": reason, "message": envelope["message"]}
+
+    def _note_rate_limit(self, event: dict[str, Any]) -> None:
+        limit = event.get("rate_limit") or {}
+        cap = float(config_mod.get(self.cfg, "supervisor.maxRateLimitWaitSeconds", 3600))
+        until = None
+        if limit.get("reset_at"):
+            until = datetime.fromisoformat(limit["reset_at"]).timestamp()
+        elif limit.get("retry_after_seconds") is not None:
+            until = time.time() + float(limit["retry_after_seconds"])
+        until = min(until or time.time() + 60, time.time() + cap)
+        self.rate_limited_until = max(self.rate_limited_until or 0, until)
+
+    def _wait(self, ending: dict[str, Any] | None) -> None:
+        """Wait for a backoff, a rate limit's reset or other runs, with a countdown."""
+        if ending is None:
+            return
+        until = float(ending["until"])
+        last_shown = 0.0
+        while not self.stop.is_set():
+            left = until - time.time()
+            if left <= 0:
+                break
+            if time.monotonic() - last_shown >= 1.0:
+                last_shown = time.monotonic()
+                self.report({"event": "waiting", "why": ending["wait"], "seconds_left": left,
+                             "until": datetime.fromtimestamp(until, timezone.utc).isoformat(),
+                             "message": ending.get("message")})
+            self.stop.wait(min(1.0, left))
+        if ending["wait"] == "rate_limit":
+            self.rate_limited_until = None
+
+    def _running(self) -> list[dict[str, Any]]:
+        now = time.monotonic()
+        return [{"node": node_id, "elapsed": round(now - began, 1)}
+                for node_id, began in self.active.items()]
+
+    # ------------------------------------------------------------ the report
+
+    def _final(self, status: str, ending: dict[str, Any], summary: dict[str, Any],
+               recovered: list[dict[str, Any]]) -> dict[str, Any]:
+        nodes = list_nodes(self.g)
+        done = [n["id"] for n in nodes if n["status"] == "done"]
+        left = [{"id": n["id"], "status": n["status"]} for n in nodes
+                if n["status"] not in ("done", "cancelled")]
+        message = ending.get("message") or ""
+        if status == "interrupted":
+            message = f"stopped by {signal.Signals(self.signal).name}; claims released" \
+                if self.signal else "stopped"
+        self.conn.close()
+        return {"run_id": self.run_id, "graph_id": self.g.id, "status": status,
+                "reason": ending.get("reason"), "message": message,
+                "exit_code": EXIT_CODES.get(status, 1), "done": done, "left": left,
+                "recovered": recovered, "metrics": summary}
+
+
+class _Signals:
+    """SIGINT/SIGTERM call `handler` instead of raising (main thread only)."""
+
+    def __init__(self, handler: Callable[[int], None]) -> None:
+        self.handler = handler
+        self.previous: dict[int, Any] = {}
+
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.previous[sig] = signal.signal(sig, lambda s, _f: self.handler(s))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+
+
+def supervise(state: StatePaths, options: RunOptions, report: Report | None = None
+              ) -> dict[str, Any]:
+    """The front door the CLI (and anything else) calls: resolve the graph, run it."""
+    if not state.db.exists():
+        raise ClavainError(f"no workgraph yet ({state.db} is missing): plan a sprint, or add "
+                           "nodes with `clavain graph import`")
+    graph_id = resolve_graph(state, options)
+    return Supervisor(state, graph_id, options, report).run()
+
+
+def resolve_graph(state: StatePaths, options: RunOptions) -> str:
+    """The graph of `--resume RUN` (from its record), else the current graph rule."""
+    from clavain import current_graph
+
+    if options.run_id and not options.resume:
+        from clavain.workgraph.graphs import check_id
+
+        check_id(options.run_id)  # the same alphabet: it names a folder and a budget run
+        used = run_record.run_dir(state, options.run_id) / run_record.RECORD_NAME
+        if used.exists():
+            raise ClavainError(f"run {options.run_id!r} exists; continue it with "
+                               f"--resume {options.run_id}, or pick another id")
+    if options.resume:
+        path = run_record.run_dir(state, options.resume) / run_record.RECORD_NAME
+        from clavain.fsutil import read_json_object
+
+        record = read_json_object(path)
+        if record is None:
+            raise ClavainError(f"no run {options.resume!r} to resume ({path} is missing)")
+        if record.get("status") == "running" and run_record.supervisor_alive(record):
+            raise ClavainError(f"run {options.resume!r} is still running (pid "
+                               f"{record.get('pid')}); stop it first")
+        return str(record["graph_id"])
+    return current_graph.resolve(state, options.graph)

@@ -1,0 +1,229 @@
+"""One node, start to finish, on one worker thread: route → packet → runner process → outcome →
+(merge its worktree) → record. Every worker has its own database connection; the claim was
+taken by the supervisor under the run's id, and this worker renews its lease while the runner
+lives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.clock import now_iso
+from clavain.errors import ClavainError
+from clavain.paths import StatePaths
+from clavain.store.db import connect, transaction
+from clavain.supervisor import invocation, worktrees
+from clavain.supervisor.metrics import RunMetrics
+from clavain.supervisor.outcome import Outcome, failure, interpret
+from clavain.supervisor.process import ProcessOutcome, run_process
+from clavain.supervisor.routes import SHELL_VERIFY, WORK_ROLES, Route, route_for
+from clavain.supervisor.run_budget import RunBudget
+from clavain.supervisor.run_record import RunRecord, run_dir
+from clavain.workgraph.graphs import Graph
+from clavain.workgraph.leases import heartbeat
+from clavain.workgraph.nodes import release_claim
+from clavain.workgraph.results import apply_result
+from clavain.workgraph.runner_env import runner_env
+from clavain.workgraph.verifier import safe_path_part
+
+# Set inside Claude Code; a runner is a session of its own, not a tool call of the person's.
+HOST_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID")
+OUTCOME_BY_STATUS = {"done": "done", "open": "retry", "failed": "failed",
+                     "needs_human": "needs_human"}
+
+
+@dataclass
+class RunContext:
+    """What every worker of one supervised run shares."""
+
+    state: StatePaths
+    graph_id: str
+    run_id: str
+    cfg: dict[str, Any]
+    record: RunRecord
+    metrics: RunMetrics
+    budget: RunBudget
+    stop: threading.Event
+    runner_override: str | None = None
+    packet_mode: str | None = None
+    use_worktrees: bool = False
+
+
+def _log_dir(ctx: RunContext, node: dict[str, Any]) -> Path:
+    base = run_dir(ctx.state, ctx.run_id) / safe_path_part(node["id"])
+    number = node["attempts"] + 1
+    while (base / f"attempt-{number}").exists():  # a released or rate-limited call kept its logs
+        number += 1
+    return base / f"attempt-{number}"
+
+
+def _env(ctx: RunContext, node: dict[str, Any], cwd: Path) -> dict[str, str]:
+    env = {**os.environ, **runner_env(ctx.state, node, ctx.run_id, ctx.graph_id),
+           "CLAVAIN_BUDGET_RUN": ctx.budget.key, "CLAVAIN_WORKDIR": str(cwd)}
+    for name in HOST_VARIABLES:
+        env.pop(name, None)
+    # By default claude retries an API error ten times (~200 s) holding a worker; a person's
+    # own setting wins.
+    env.setdefault("CLAUDE_CODE_MAX_RETRIES",
+                   str(config_mod.get(ctx.cfg, "supervisor.claude.apiRetries", 2)))
+    return env
+
+
+def run_node(ctx: RunContext, node: dict[str, Any], worker: int) -> dict[str, Any]:
+    """Run one claimed node; returns the event the supervisor reports and records."""
+    conn = connect(ctx.state.db)
+    g = Graph(conn, ctx.graph_id, ctx.state)
+    started_at, started_epoch = now_iso(), time.time()
+    event: dict[str, Any] = {"node": node["id"], "worker": worker, "start": started_at,
+                             "start_epoch": started_epoch}
+    tree: worktrees.Worktree | None = None
+    keep_branch = False
+    try:
+        route = route_for(ctx.cfg, node, runner_override=ctx.runner_override)
+        event.update(route.as_dict())
+        if ctx.use_worktrees and route.role in WORK_ROLES:
+            tree = worktrees.create(ctx.state.project, ctx.state.root, node["id"], ctx.run_id)
+        cwd = tree.path if tree else ctx.state.project
+        log_dir = _log_dir(ctx, node)
+        call = invocation.build(g, ctx.cfg, node, route, run_id=ctx.run_id, log_dir=log_dir,
+                                packet_mode=ctx.packet_mode)
+        process = run_process(
+            call.argv, stdin_text=call.stdin_text, cwd=cwd, env=_env(ctx, node, cwd),
+            log_dir=log_dir, timeout=call.timeout, stop=ctx.stop,
+            on_start=lambda pid: ctx.record.runner_started(node["id"], pid),
+            renew=lambda: _renew(g, node["id"], ctx.run_id),
+            renew_every=max(1.0, float(config_mod.get(ctx.cfg, "defaults.lockLeaseSeconds",
+                                                      3600)) / 3))
+        ctx.record.runner_ended(node["id"])
+        event.update(_settle(ctx, g, node, route, process, call.timeout, tree, log_dir))
+        # A conflict's branch is the only copy of that work: a person may want it.
+        keep_branch = bool(event.get("conflicts"))
+    except ClavainError as exc:  # no runner could start (bad route, no binary, git refused)
+        event.setdefault("role", None)
+        event.setdefault("runner", None)
+        event.setdefault("llm", False)
+        event.update(_record(g, node["id"], ctx.run_id, failure(f"runner not started: {exc}",
+                                                                 str(exc)), None, None))
+    finally:
+        if tree is not None:
+            with contextlib.suppress(ClavainError):
+                worktrees.remove(ctx.state.project, tree, delete_branch=not keep_branch)
+        conn.close()
+    event.update(end=now_iso(), end_epoch=time.time())
+    event["seconds"] = round(event["end_epoch"] - started_epoch, 3)
+    ctx.metrics.record({key: event.get(key) for key in (
+        "node", "role", "runner", "model", "worker", "start", "end", "start_epoch", "end_epoch",
+        "seconds", "outcome", "llm", "tokens", "cost_usd", "summary")})
+    return event
+
+
+def _renew(g: Graph, node_id: str, run_id: str) -> None:
+    with contextlib.suppress(ClavainError):
+        heartbeat(g, node_id, run_id=run_id)
+
+
+def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
+            process: ProcessOutcome, timeout: float, tree: worktrees.Worktree | None,
+            log_dir: Path) -> dict[str, Any]:
+    if route.runner == SHELL_VERIFY:
+        return _settle_verify(g, node, ctx.run_id, process)
+    outcome = interpret(route.runner, process, timeout)
+    usage = {"tokens": outcome.tokens, "cost_usd": outcome.cost_usd}
+    ctx.budget.add_usage(g.conn, tokens=outcome.tokens, cost_usd=outcome.cost_usd)
+    if outcome.kind != "result":
+        _give_back(g, node["id"], ctx.run_id, outcome.note)
+        return {**usage, "outcome": "released" if outcome.kind == "stopped" else "rate_limited",
+                "summary": outcome.note, "rate_limit": _limit(outcome)}
+    result = outcome.result or failure("the runner gave no result")
+    conflicts: list[str] = []
+    if tree is not None and result["status"] == "success":
+        result, conflicts = _merge(ctx, node, tree, result)
+    result_path = log_dir / "result.json"
+    result_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    return {**usage, "conflicts": conflicts,
+            **_record(g, node["id"], ctx.run_id, result, str(process.stdout_path),
+                      str(result_path))}
+
+
+def _limit(outcome: Outcome) -> dict[str, Any] | None:
+    if outcome.kind != "rate_limited":
+        return None
+    return {"reset_at": outcome.reset_at.isoformat() if outcome.reset_at else None,
+            "retry_after_seconds": outcome.retry_after_seconds, "message": outcome.note}
+
+
+def _merge(ctx: RunContext, node: dict[str, Any], tree: worktrees.Worktree,
+           result: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Bring a successful runner's work into the run's branch; a conflict fails the node (its
+    branch is kept and named)."""
+    worktrees.commit_all(tree, f"clavain: {node['id']} {node.get('title') or ''}".strip())
+    merged = worktrees.merge(ctx.state.project, tree,
+                             lock_path=ctx.state.root / "worktrees" / ".merge.lock")
+    if merged.merged:
+        return result, []
+    files = ", ".join(merged.conflicts) or "(git named none)"
+    return failure(f"its work conflicts with work merged before it in {files}; nothing of it "
+                   f"was merged (branch {tree.branch} keeps it)",
+                   f"merge conflict in {files}: {merged.message}"), merged.conflicts or ["?"]
+
+
+def _record(g: Graph, node_id: str, run_id: str, result: dict[str, Any],
+            stdout_path: str | None, result_path: str | None) -> dict[str, Any]:
+    """Apply the result; one the library refuses (too many planned tasks, a bad addNodes) is
+    a failed attempt with the refusal as its reason."""
+    try:
+        applied = apply_result(g, node_id, result, run_id=run_id, stdout_path=stdout_path,
+                               result_path=result_path)
+    except ClavainError as exc:
+        if result["status"] == "fail":
+            return {"outcome": "not_recorded", "summary": str(exc)}
+        try:
+            applied = apply_result(g, node_id, failure(f"result refused: {exc}", str(exc)),
+                                   run_id=run_id, stdout_path=stdout_path,
+                                   result_path=result_path)
+        except ClavainError as again:
+            return {"outcome": "not_recorded", "summary": str(again)}
+        result = failure(f"result refused: {exc}")
+    return {"outcome": OUTCOME_BY_STATUS.get(applied["to"], applied["to"]),
+            "summary": result.get("summary", ""), "added": applied.get("added") or [],
+            "escalation": applied.get("escalation")}
+
+
+def _settle_verify(g: Graph, node: dict[str, Any], run_id: str,
+                   process: ProcessOutcome) -> dict[str, Any]:
+    """`clavain verify` recorded (or, stopped, released) the node itself; read what it did."""
+    free = {"tokens": 0, "cost_usd": 0.0}
+    if process.stopped:
+        _give_back(g, node["id"], run_id, "stopped by the supervisor")
+        return {**free, "outcome": "released", "summary": "stopped by the supervisor"}
+    try:
+        report = json.loads(process.stdout)
+    except ValueError:
+        report = None
+    if isinstance(report, dict) and report.get("applied"):
+        to = report["apply"]["to"]
+        return {**free, "outcome": OUTCOME_BY_STATUS.get(to, to),
+                "summary": report["result"]["summary"]}
+    why = (report.get("error") if isinstance(report, dict) else None) or (
+        f"the shell verifier exited {process.exit_code} without a report"
+        + (" (timed out)" if process.timed_out else "") + f"; see {process.stderr_path}")
+    crashed = failure(f"shell verifier: {why}", str(why))
+    try:
+        applied = apply_result(g, node["id"], crashed, run_id=run_id, by_verifier=True)
+    except ClavainError as exc:
+        return {**free, "outcome": "not_recorded", "summary": f"{why}; {exc}"}
+    return {**free, "outcome": OUTCOME_BY_STATUS.get(applied["to"], applied["to"]),
+            "summary": crashed["summary"]}
+
+
+def _give_back(g: Graph, node_id: str, run_id: str, why: str) -> None:
+    with transaction(g.conn):
+        release_claim(g, node_id, run_id, at=now_iso(), why=why)

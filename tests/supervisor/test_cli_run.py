@@ -1,0 +1,113 @@
+"""The front doors: `clavain run` and `clavain microcall` as a person and a tool call them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from tests.supervisor import kit
+
+
+def _cli(state, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(kit.REPO / "bin" / "clavain"), *args], cwd=state.project,
+                          env=kit.cli_env(state, **env), capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_help_names_every_option(tmp_path: Path) -> None:
+    state = kit.make_project(tmp_path / "p")
+    out = _cli(state, "run", "--help").stdout
+    for option in ("--workers", "--max-iterations", "--once", "--dry-run", "--runner",
+                   "--resume", "--json"):
+        assert option in out
+    assert "--store-key" in _cli(state, "microcall", "--help").stdout
+
+
+def test_dry_run_prints_a_plan_and_runs_nothing(tmp_path: Path) -> None:
+    state = kit.make_project(tmp_path / "p")
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}])
+    shown = _cli(state, "run", "--dry-run")
+    assert shown.returncode == 0, shown.stderr
+    assert "executor" in shown.stdout and "claude" in shown.stdout
+    assert "within budget" in shown.stdout and "1 LLM call(s)" in shown.stdout
+    as_json = json.loads(_cli(state, "run", "--dry-run", "--json").stdout)
+    assert as_json["totals"]["llm_calls"] == 1
+    assert all(n["status"] == "open" for n in kit.nodes(state).values())
+    assert not state.runs.exists() or not list(state.runs.glob("*/supervisor.json"))
+
+
+def test_bad_input_is_one_line_and_nothing_runs(tmp_path: Path) -> None:
+    state = kit.make_project(tmp_path / "p")
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}])
+    for args, needle in ((["--workers", "0"], "at least 1"),
+                         (["--runner", "nope"], "unknown work runner 'nope'"),
+                         (["--runner", "shellVerify"], "unknown work runner"),
+                         (["--resume", "run-missing"], "no run 'run-missing'")):
+        done = _cli(state, "run", *args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert needle in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert kit.node(state, "task-a")["status"] == "open"
+
+
+def test_a_run_prints_progress_and_a_final_table(tmp_path: Path) -> None:
+    state = kit.make_project(tmp_path / "p")
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "commands": ["true"],
+                     "verify": ["true"]}])
+    done = _cli(state, "run", "--runner", "shell")
+    assert done.returncode == 0, done.stderr
+    assert "▶ task-a" in done.stderr and "✔ verify-task-a" in done.stderr
+    assert "peak concurrency: 1" in done.stdout and "complete" in done.stdout
+    for column in ("node", "role", "runner", "worker", "seconds", "outcome"):
+        assert column.upper() in done.stdout.splitlines()[0]
+
+
+def test_nothing_to_run_says_why(tmp_path: Path) -> None:
+    state = kit.make_project(tmp_path / "p")
+    kit.add(state, [{"id": "q", "type": "task", "title": "q", "verify": ["true"]}],
+            scaffold=False)
+    from clavain.store.db import connect
+    from clavain.workgraph.graphs import Graph
+    from clavain.workgraph.results import apply_result
+
+    conn = connect(state.db)
+    apply_result(Graph(conn, "default", state), "q",
+                 {"status": "checkpoint", "summary": "which colour?", "question": "red or blue?"})
+    conn.close()
+    done = _cli(state, "run", "--runner", "shell", "--json")
+    report = json.loads(done.stdout)
+    assert done.returncode == 1 and report["reason"] == "needs_human"
+    assert "red or blue?" in report["message"]
+
+
+def test_microcall_prints_and_stores_the_json_answer(tmp_path: Path) -> None:
+    fake = kit.script(tmp_path / "claude", kit.FAKE_CLAUDE)
+    log = tmp_path / "calls.log"
+    state = kit.make_project(tmp_path / "p")
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}],
+            scaffold=False)
+    env = {"CLAVAIN_CLAUDE_BIN": str(fake), "FAKE_CLAUDE_LOG": str(log),
+           "FAKE_CLAUDE_RESULT": '{"label": "bugfix"}'}
+    done = _cli(state, "microcall", "--prompt", "Classify: fix the crash", "--store-key",
+                "ctx.kind", "--run", "--json", "--graph", "default", **env)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["value"] == {"label": "bugfix"} and answer["model"] == "haiku"
+    assert answer["stored"] == {"node_id": "__run__", "key": "ctx.kind"}
+    call = json.loads(log.read_text())
+    assert call["argv"][call["argv"].index("--model") + 1] == "haiku"
+    assert call["argv"][call["argv"].index("--max-turns") + 1] == "1"
+    got = _cli(state, "kv", "get", "--run", "--key", "ctx.kind", "--graph", "default")
+    assert json.loads(got.stdout) == {"label": "bugfix"}
+    inside = _cli(state, "microcall", "--prompt", "again", "--store-key", "out.kind",
+                  "--graph", "default", CLAVAIN_NODE_ID="task-a", **env)
+    assert inside.returncode == 0, inside.stderr
+    assert json.loads(inside.stdout) == {"label": "bugfix"}
+
+
+def test_microcall_without_json_in_the_reply_fails_clearly(tmp_path: Path) -> None:
+    fake = kit.script(tmp_path / "claude", kit.FAKE_CLAUDE)
+    state = kit.make_project(tmp_path / "p")
+    done = _cli(state, "microcall", "--prompt", "hi", CLAVAIN_CLAUDE_BIN=str(fake),
+                FAKE_CLAUDE_RESULT="not json at all")
+    assert done.returncode == 1 and "holds no JSON" in done.stderr
