@@ -50,6 +50,10 @@ DEFAULTS: dict[str, Any] = {
                    "timeoutSeconds": 1800, "extraArgs": [], "apiRetries": 2},
         "projection": {"tokensPerCall": 40000, "costPerCallUsd": 0.2},
     },
+    "checks": [],
+    "loop": {"maxIterations": 100, "callsPerHour": 100, "automation": "auto",
+             "breaker": {"noProgress": 3, "sameError": 5, "permissionDenials": 2,
+                         "cooldownSeconds": 1800}},
 }
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

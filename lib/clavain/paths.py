@@ -26,6 +26,7 @@ VOLATILE_PARTS = (
     "runs/",
     "worktrees/",
     "scratch/",
+    "loops/",
     "logs/",
     "*.lock",
     "*.pending",

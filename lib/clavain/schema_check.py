@@ -48,6 +48,7 @@ _TYPES = {
 _KNOWN_KEYWORDS = frozenset({
     "$ref", "anyOf", "type", "minimum", "maximum", "exclusiveMinimum", "minLength", "maxLength",
     "items", "minItems", "maxItems", "const", "enum", "properties", "additionalProperties",
+    "pattern",
     "required", "default", "description", "title", "$defs", "$schema", "$id"})
 
 
@@ -82,6 +83,11 @@ def valid(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
     if isinstance(value, str) and not (schema.get("minLength", 0) <= len(value)
                                        <= schema.get("maxLength", len(value))):
         return False
+    if isinstance(value, str) and "pattern" in schema:
+        import re  # only for the few strings with a pattern (ids), never on a hook's path
+
+        if re.search(schema["pattern"], value) is None:
+            return False
     if isinstance(value, list):
         if not schema.get("minItems", 0) <= len(value) <= schema.get("maxItems", len(value)):
             return False

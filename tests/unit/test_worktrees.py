@@ -50,7 +50,7 @@ def status(project: Path) -> str:
 def test_two_worktrees_on_different_files_both_merge(project: Path, state_root: Path):
     first = create(project, state_root, "task-1", "run-1")
     second = create(project, state_root, "task-2", "run-1")
-    assert first.path == (state_root / "worktrees" / "task-1").resolve()
+    assert first.path == (state_root / "worktrees" / "run-1" / "task-1").resolve()
     assert (first.branch, second.branch) == ("clavain/run-1/task-1", "clavain/run-1/task-2")
     assert first.base == second.base == git(project, "rev-parse", "HEAD")
     (first.path / "a.py").write_text("A = 1\n")
@@ -151,7 +151,7 @@ def test_stale_worktree_of_a_crashed_run_is_replaced(project: Path, state_root: 
 
 
 def test_stale_plain_folder_and_orphan_branch_are_replaced(project: Path, state_root: Path):
-    folder = state_root / "worktrees" / "task-7"
+    folder = state_root / "worktrees" / "run-6" / "task-7"
     folder.mkdir(parents=True)
     (folder / "junk").write_text("not a worktree\n")
     git(project, "branch", "clavain/run-6/task-7")
@@ -161,7 +161,8 @@ def test_stale_plain_folder_and_orphan_branch_are_replaced(project: Path, state_
 
 def test_odd_ids_give_valid_branches_and_safe_folders(project: Path, state_root: Path):
     tree = create(project, state_root, "../weird id:..lock", "run 7/x")
-    assert tree.path.parent == (state_root / "worktrees").resolve()
+    assert tree.path.parent.parent == (state_root / "worktrees").resolve()
+    assert tree.path.parent.name == "run_7_x"
     git(project, "check-ref-format", "--branch", tree.branch)
     assert tree.branch.startswith("clavain/run_7_x/")
     remove(project, tree)

@@ -33,3 +33,16 @@ def read_input(source: str, *, lenient: bool = False) -> str:
         return decode(raw, "stdin" if source == "-" else source, lenient=lenient)
     except BadText as exc:
         raise ClavainError(str(exc)) from None
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    import argparse
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from clavain.cli._input import positive_int
 from clavain.cli._output import add_command, add_json_flag, emit_json
 from clavain.cli._state import add_graph_flag
 
@@ -12,10 +13,10 @@ from clavain.cli._state import add_graph_flag
 def register(commands: argparse._SubParsersAction) -> None:
     run = add_command(commands, "run", "drive the workgraph headless: a fresh runner per node, "
                       "checks with no LLM, until done, blocked or out of budget", _run)
-    run.add_argument("--workers", type=_positive, metavar="N",
+    run.add_argument("--workers", type=positive_int, metavar="N",
                      help="nodes run at once (default: supervisor.workers, 1); more than one "
                           "gives each LLM runner its own git worktree")
-    run.add_argument("--max-iterations", type=_positive, metavar="N",
+    run.add_argument("--max-iterations", type=positive_int, metavar="N",
                      help="start at most N runner calls, then stop cleanly")
     run.add_argument("--once", action="store_true", help="run one node, then stop")
     run.add_argument("--dry-run", action="store_true",
@@ -23,10 +24,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                           "tokens and cost against the budget; run nothing")
     run.add_argument("--runner", metavar="R", help="the runner of planner, escalation and "
                      "executor nodes for this run (claude, shell or a configured runner)")
-    run.add_argument("--resume", metavar="RUN", help="continue run RUN (after a crash or a "
-                     "stop): its graph, its metrics")
-    run.add_argument("--run-id", metavar="ID", help="name this run (default: a new "
-                     "run-<time>-<hex>); an id already used is refused (use --resume)")
+    which = run.add_mutually_exclusive_group()
+    which.add_argument("--resume", metavar="RUN", help="continue run RUN (after a crash or a "
+                       "stop): its graph, its runner and workers unless given, its metrics")
+    which.add_argument("--run-id", metavar="ID", help="name this run (default: a new "
+                       "run-<time>-<hex>); an id already used is refused (use --resume)")
     run.add_argument("--packet-mode", choices=("full", "thin"),
                      help="override supervisor.packetMode")
     add_graph_flag(run)
@@ -47,21 +49,15 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_json_flag(micro)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
 def _run(args: argparse.Namespace) -> int:
     from clavain.paths import StatePaths
     from clavain.supervisor import progress
     from clavain.supervisor.supervise import RunOptions, resolve_graph, supervise
 
+    if args.resume and args.graph:
+        from clavain.errors import ClavainError
+
+        raise ClavainError("--resume continues on the run's own graph; drop --graph")
     state = StatePaths.discover()
     options = RunOptions(workers=args.workers, runner=args.runner, resume=args.resume,
                          run_id=args.run_id,

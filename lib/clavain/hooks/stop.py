@@ -1,7 +1,10 @@
-"""Stop: when a sprint is active and the tree has uncommitted changes, ask once per session for
-a handoff note before the session ends (`decision: block` continues the turn with the reason).
-Never when the host says this Stop already follows a Stop hook's block. Stop runs after every
-turn: without an active sprint it returns before importing `pathlib` (`clavain.locate`)."""
+"""Stop: a session running `/clavain:loop` gets its loop's answer (`clavain.loop.session_loop`:
+the next iteration, or the loop's end) and nothing else. Otherwise, when a sprint is active and
+the tree has uncommitted changes, ask once per session for a handoff note before the session
+ends (`decision: block` continues the turn with the reason), never when the host says this Stop
+already follows a Stop hook's block. Stop runs after every turn: without a loop for this session
+(one `os.path.exists`) and without an active sprint it returns before importing `pathlib`
+(`clavain.locate` and `session_loop.state_file` are `os.path` only)."""
 
 from __future__ import annotations
 
@@ -11,10 +14,15 @@ import os
 def handle(payload: dict) -> dict | None:
     from clavain import locate
     from clavain.hooks import payload_cwd
+    from clavain.loop.session_loop import state_file
 
+    root = locate.state_dir(locate.project_dir(payload_cwd(payload)))
+    if state_file(root, payload.get("session_id")):
+        from clavain.loop.session_loop import on_stop
+
+        return on_stop(payload)
     if payload.get("stop_hook_active"):
         return None
-    root = locate.state_dir(locate.project_dir(payload_cwd(payload)))
     if not os.path.isfile(os.path.join(root, "checkpoint.json")):
         return None
     from clavain.paths import StatePaths

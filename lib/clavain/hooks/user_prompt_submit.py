@@ -1,8 +1,8 @@
-"""UserPromptSubmit: when the prompt is `/clavain:sprint …`, record what follows the command for
-this session (`clavain.sprint.typed_request`), so `clavain sprint start --from-prompt` gets the
-request without any shell parsing it. bin/clavain-hook starts no interpreter for any other
-prompt. Never fails the host: a failure is one line in hooks.log, and the command then says the
-request was not recorded."""
+"""UserPromptSubmit: when the prompt is `/clavain:sprint …` or `/clavain:loop …`, record what
+follows the command for this session (`clavain.sprint.typed_request`), so `clavain sprint start
+--from-prompt` (or `clavain loop session-start --from-prompt`) gets the request without any shell
+parsing it. bin/clavain-hook starts no interpreter for any other prompt. Never fails the host:
+a failure is one line in hooks.log, and the command then says the request was not recorded."""
 
 from __future__ import annotations
 
@@ -17,11 +17,13 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         from clavain.project import ensure_state
         from clavain.sprint import typed_request
 
-        arguments = typed_request.arguments_of(payload.get("prompt"))
-        if arguments is None:
-            return None
-        state = ensure_state(StatePaths.discover(payload_cwd(payload)))
-        typed_request.record(state, payload.get("session_id"), arguments)
+        for kind, command in (("sprint", typed_request.COMMAND),
+                              ("loop", typed_request.LOOP_COMMAND)):
+            arguments = typed_request.arguments_of(payload.get("prompt"), command)
+            if arguments is not None:
+                state = ensure_state(StatePaths.discover(payload_cwd(payload)))
+                typed_request.record(state, payload.get("session_id"), arguments, kind)
+                break
     except Exception as exc:
         log_failure("UserPromptSubmit", f"{type(exc).__name__}: {exc}", payload)
     return None

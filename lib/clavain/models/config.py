@@ -118,6 +118,37 @@ class Supervisor(_Strict):
     projection: Projection = Field(default_factory=Projection)
 
 
+class Check(_Strict):
+    """A project check the loop runs each iteration; a failing one is work to do."""
+
+    id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$", description="short name")
+    cmd: str = Field(min_length=1, description="shell command; exit 0 means it passes")
+    priority: Literal["high", "medium", "low"] = Field("medium", description="shown to the "
+                                                                               "agent")
+    description: str = Field("", max_length=500, description="what a failure means")
+    timeout: float = Field(120, gt=0, description="seconds before it counts as failing")
+
+
+class Breaker(_Strict):
+    """When the loop's circuit breaker opens (consecutive iterations)."""
+
+    noProgress: int = Field(3, ge=1, le=100, description="iterations with no progress")
+    sameError: int = Field(5, ge=1, le=100, description="iterations with the same error")
+    permissionDenials: int = Field(2, ge=1, le=100, description="iterations with a permission "
+                                                                "denial")
+    cooldownSeconds: float = Field(1800, ge=0, description="open this long, then one probe")
+
+
+class Loop(_Strict):
+    """The fresh-context loop (`clavain loop`, `/clavain:loop`)."""
+
+    maxIterations: int = Field(100, ge=1, le=100000, description="iterations per run")
+    callsPerHour: int = Field(100, ge=1, le=100000, description="runner calls per hour")
+    automation: Literal["auto", "ask", "plan"] = Field("auto", description="what the agent may "
+                                                                           "do unasked")
+    breaker: Breaker = Field(default_factory=Breaker)
+
+
 class Session(_Strict):
     """What Clavain adds to a session's context."""
 
@@ -167,6 +198,8 @@ class Config(_Strict):
     session: Session = Field(default_factory=Session)
     budgets: Budgets = Field(default_factory=Budgets)
     supervisor: Supervisor = Field(default_factory=Supervisor)
+    checks: list[Check] = Field(default_factory=list, description="checks the loop runs")
+    loop: Loop = Field(default_factory=Loop)
 
 
 def render_schema() -> str:

@@ -7,7 +7,9 @@ and the rest runs as shell). So the request never goes there. The UserPromptSubm
 Claude Code runs before it expands the command (observed on 2.1.330) and which receives the raw
 prompt as JSON, records the arguments for its session; the command's `!` line runs `clavain
 sprint start --from-prompt`, which takes that record for `$CLAUDE_CODE_SESSION_ID` (the same
-session id, in the `!` command's environment) and deletes it. Stdlib only (a hook writes it).
+session id, in the `!` command's environment) and deletes it. `/clavain:loop` is carried the
+same way (`kind="loop"`, `clavain loop session-start --from-prompt`). Stdlib only (a hook writes
+it).
 """
 
 from __future__ import annotations
@@ -20,41 +22,50 @@ from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 
 COMMAND = "/clavain:sprint"
+LOOP_COMMAND = "/clavain:loop"
 MAX_CHARS = 100_000
 SESSION_VARIABLE = "CLAUDE_CODE_SESSION_ID"
+_CLI = {"sprint": "sprint start", "loop": "loop session-start"}
 
 
-def arguments_of(prompt: object) -> str | None:
-    """The text after `/clavain:sprint` (one separating space or newline dropped, the rest
-    verbatim), or None when the prompt is not that command."""
+def arguments_of(prompt: object, command: str = COMMAND) -> str | None:
+    """The text after `command` (one separating space or newline dropped, the rest verbatim),
+    or None when the prompt is not that command."""
     if not isinstance(prompt, str):
         return None
     text = prompt.lstrip()
-    if not text.startswith(COMMAND):
+    if not text.startswith(command):
         return None
-    rest = text[len(COMMAND):]
+    rest = text[len(command):]
     if rest and not rest[0].isspace():
         return None  # `/clavain:sprinter`, another command
     return rest[1:] if rest else ""
 
 
-def _path(state: StatePaths, session_id: object) -> Path:
+def checked_session_id(session_id: object) -> str:
+    """`session_id` when it can name a file (ASCII letters, digits, `-`, `_`; 1-200 characters,
+    as Claude Code's ids are), else ClavainError."""
     if not isinstance(session_id, str) or not session_id or len(session_id) > 200 or not all(
             c.isascii() and (c.isalnum() or c in "-_") for c in session_id):
         raise ClavainError(f"session id {str(session_id)[:60]!r} is not a Claude Code session id")
-    return state.scratch / f"sprint-request-{session_id}.txt"
+    return session_id
 
 
-def record(state: StatePaths, session_id: object, arguments: str) -> None:
-    """Keep the arguments for the session's `clavain sprint start --from-prompt`."""
+def _path(state: StatePaths, session_id: object, kind: str = "sprint") -> Path:
+    return state.scratch / f"{kind}-request-{checked_session_id(session_id)}.txt"
+
+
+def record(state: StatePaths, session_id: object, arguments: str, kind: str = "sprint") -> None:
+    """Keep the arguments for the session's `clavain sprint start --from-prompt` (or `clavain
+    loop session-start --from-prompt` with kind="loop")."""
     from clavain.fsutil import real_folder, write_atomic
 
-    path = _path(state, session_id)
+    path = _path(state, session_id, kind)
     real_folder(state.root, state.scratch)
     write_atomic(path, arguments[:MAX_CHARS], inside=state.root)
 
 
-def take(state: StatePaths, session_id: str | None = None) -> str:
+def take(state: StatePaths, session_id: str | None = None, kind: str = "sprint") -> str:
     """The arguments recorded for this session (read once: the record is deleted)."""
     from clavain.fsutil import read_regular
 
@@ -63,12 +74,12 @@ def take(state: StatePaths, session_id: str | None = None) -> str:
         raise ClavainError(f"--from-prompt reads what the UserPromptSubmit hook recorded for "
                            f"${SESSION_VARIABLE}, which is not set: outside Claude Code pass the "
                            "request as arguments or on stdin (--stdin)")
-    path = _path(state, session_id)
+    path = _path(state, session_id, kind)
     raw = read_regular(path, MAX_CHARS * 4 + 16)
     if raw is None:
         raise ClavainError(f"no request recorded for session {session_id} ({path}): the "
-                           "plugin's UserPromptSubmit hook did not run; type /clavain:sprint "
-                           "again, or run `clavain sprint start TEXT` yourself")
+                           f"plugin's UserPromptSubmit hook did not run; type /clavain:{kind} "
+                           f"again, or run `clavain {_CLI[kind]} TEXT` yourself")
     with contextlib.suppress(OSError):  # read once; a leftover is only stale
         os.unlink(path)
     from clavain.textio import BadText, decode

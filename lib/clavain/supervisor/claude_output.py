@@ -89,6 +89,7 @@ class ClaudeReport:
     terminal_reason: str = ""
     api_error_status: int | None = None  # 529/500 here are transient; the caller decides
     api_error: str = ""
+    permission_denials: int = 0  # tool calls the host refused (a loop's breaker counts them)
 
     @property
     def tokens(self) -> int:
@@ -274,6 +275,8 @@ def _report(result: dict[str, Any], problem: str | None, exit_code: int | None) 
         api_error_status=status if isinstance(status, int) and not isinstance(status, bool)
         else None,
         api_error=_str(result.get("api_error")),
+        permission_denials=len(result["permission_denials"])
+        if isinstance(result.get("permission_denials"), list) else 0,
     )
 
 

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,32 @@ from clavain.workgraph.graphs import Graph
 from clavain.workgraph.packets import build_packet
 from clavain.workgraph.runner_env import clavain_bin
 
+# Set inside Claude Code; a runner is a session of its own, not a tool call of the person's.
+HOST_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID")
+
+
+def runner_process_env(cfg: dict[str, Any], extra: dict[str, str]) -> dict[str, str]:
+    """The environment of any runner process: ours with `extra` over it, less the host's
+    session markers, with claude's API retries bounded (its default of ten holds a worker
+    ~200 s before a rate limit reaches us; a person's own setting wins)."""
+    env = {**os.environ, **extra}
+    for name in HOST_VARIABLES:
+        env.pop(name, None)
+    env.setdefault("CLAUDE_CODE_MAX_RETRIES",
+                   str(config_mod.get(cfg, "supervisor.claude.apiRetries", 2)))
+    return env
+
+
+def configured_argv(cfg: dict[str, Any], runner: str) -> tuple[list[str], float]:
+    """A configured runner's argv and time limit."""
+    configured = config_mod.get(cfg, f"runners.{runner}")
+    if not isinstance(configured, dict):
+        raise ClavainError(f"unknown runner {runner!r}")
+    command = configured["command"]
+    argv = ["bash", "-c", command] if isinstance(command, str) else [str(c) for c in command]
+    return argv, float(configured.get("timeoutSeconds")
+                       or config_mod.get(cfg, "supervisor.shellTimeoutSeconds", 1800))
+
 
 @dataclass(frozen=True)
 class Invocation:
@@ -36,6 +63,10 @@ class Invocation:
 def claude_argv(cfg: dict[str, Any], model: str | None) -> list[str]:
     binary = find_claude()
     if binary is None:
+        given = os.environ.get("CLAVAIN_CLAUDE_BIN")
+        if given:
+            raise ClavainError(f"CLAVAIN_CLAUDE_BIN={given} is not an executable file; the "
+                               "claude runner needs the `claude` binary there")
         raise ClavainError("the claude runner needs the `claude` binary: install Claude Code, "
                            "or set CLAVAIN_CLAUDE_BIN to its path")
     settings = config_mod.get(cfg, "supervisor.claude")
@@ -71,8 +102,5 @@ def build(g: Graph, cfg: dict[str, Any], node: dict[str, Any], route: Route, *, 
     if route.runner == CLAUDE:
         timeout = float(config_mod.get(cfg, "supervisor.claude.timeoutSeconds", 1800))
         return Invocation(claude_argv(cfg, route.model), packet, timeout, len(packet))
-    configured = config_mod.get(cfg, f"runners.{route.runner}")
-    command = configured["command"]
-    argv = ["bash", "-c", command] if isinstance(command, str) else [str(c) for c in command]
-    timeout = float(configured.get("timeoutSeconds") or shell_timeout)
+    argv, timeout = configured_argv(cfg, route.runner)
     return Invocation(argv, packet, timeout, len(packet))

@@ -16,7 +16,7 @@ from clavain import config as config_mod
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.supervisor import claude_output
-from clavain.supervisor.invocation import claude_argv
+from clavain.supervisor.invocation import claude_argv, configured_argv, runner_process_env
 from clavain.supervisor.process import run_process
 from clavain.supervisor.routes import CLAUDE, SHELL, SHELL_VERIFY
 from clavain.supervisor.run_record import run_dir
@@ -43,13 +43,15 @@ def microcall(state: StatePaths, prompt: str, *, runner: str | None = None,
     argv, timeout = _argv(cfg, name, model)
     call_id = new_run_id("microcall")
     log_dir = run_dir(state, call_id)
-    process = run_process(argv, stdin_text=text, cwd=state.project, env=dict(os.environ),
+    process = run_process(argv, stdin_text=text, cwd=state.project,
+                          env=runner_process_env(cfg, {}),
                           log_dir=log_dir, timeout=timeout, stop=threading.Event())
     started = time.monotonic()
     if process.timed_out:
         raise ClavainError(f"the microcall runner {name} timed out after {timeout:g}s "
                            f"(output: {process.stdout_path})", exit_code=1)
     reply, usage = _reply(name, process)
+    _charge(state, usage)
     try:
         value = extract_result_json(reply)
     except ClavainError as exc:
@@ -71,13 +73,7 @@ def _argv(cfg: dict[str, Any], name: str, model: str | None) -> tuple[list[str],
     if name in (SHELL, SHELL_VERIFY):
         raise ClavainError(f"runner {name!r} runs commands, not prompts; a microcall needs "
                            "claude or a configured runner")
-    configured = config_mod.get(cfg, f"runners.{name}")
-    if not isinstance(configured, dict):
-        raise ClavainError(f"unknown runner {name!r}")
-    command = configured["command"]
-    argv = ["bash", "-c", command] if isinstance(command, str) else [str(c) for c in command]
-    return argv, float(configured.get("timeoutSeconds")
-                       or config_mod.get(cfg, "supervisor.shellTimeoutSeconds", 1800))
+    return configured_argv(cfg, name)
 
 
 def _reply(name: str, process: Any) -> tuple[str, dict[str, Any]]:
@@ -88,7 +84,26 @@ def _reply(name: str, process: Any) -> tuple[str, dict[str, Any]]:
         raise ClavainError(f"rate limited: {report.rate_limit.message}", exit_code=1)
     if report.problem:
         raise ClavainError(f"claude: {report.problem}", exit_code=1)
+    if report.is_error and report.terminal_reason == "api_error":
+        raise ClavainError(f"claude could not use the API: {report.result_text[:300]}",
+                           exit_code=1)
     return report.result_text, {"tokens": report.tokens, "cost_usd": report.cost_usd}
+
+
+def _charge(state: StatePaths, usage: dict[str, Any]) -> None:
+    """Inside a supervised run (a runner asked), the call is the run's to pay for."""
+    supervised = os.environ.get("CLAVAIN_BUDGET_RUN", "")
+    if not supervised.startswith("run:") or not (usage["tokens"] or usage["cost_usd"]):
+        return
+    from clavain.store.db import connect
+    from clavain.supervisor.run_budget import RunBudget
+
+    conn = connect(state.db)
+    try:
+        RunBudget(state, supervised[len("run:"):]).add_usage(
+            conn, tokens=usage["tokens"], cost_usd=usage["cost_usd"])
+    finally:
+        conn.close()
 
 
 def _store(state: StatePaths, value: Any, key: str, in_run: bool,

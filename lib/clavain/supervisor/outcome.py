@@ -27,7 +27,7 @@ UNAVAILABLE_WAIT_SECONDS = 60.0
 
 @dataclass
 class Outcome:
-    kind: str  # "result" | "rate_limited" | "stopped"
+    kind: str  # "result" | "rate_limited" | "stopped" | "unusable" (the runner cannot work)
     result: dict[str, Any] | None = None
     tokens: int = 0
     cost_usd: float = 0.0
@@ -92,6 +92,12 @@ def _from_claude(process: ProcessOutcome) -> Outcome:
                        note=f"the API is unavailable ({report.api_error_status}): "
                             f"{report.result_text[:200]}")
     usage = {"tokens": report.tokens, "cost_usd": report.cost_usd, "details": details}
+    if report.is_error and report.terminal_reason == "api_error" and \
+            "<result>" not in report.result_text:
+        # Not logged in, a bad key, a refused request: every node would fail the same way.
+        return Outcome("unusable", note=f"claude could not use the API: "
+                                        f"{report.result_text[:300] or report.api_error}",
+                       **usage)
     if report.problem:
         return Outcome("result", failure(f"claude runner: {report.problem}",
                                          f"{report.problem} (output: {process.stdout_path})",
@@ -99,6 +105,8 @@ def _from_claude(process: ProcessOutcome) -> Outcome:
     result = _result_from_text(report.result_text, "claude", process)
     if result["status"] == "fail" and report.is_error:
         # The host's reason (error_max_turns, …) says more than "no result block".
-        why = f"claude stopped with {report.subtype or 'an error'} after {report.num_turns} turns"
+        reason = (report.subtype if report.subtype not in ("", "success")
+                  else report.terminal_reason or "an error")
+        why = f"claude stopped with {reason} after {report.num_turns} turns"
         result = failure(f"{why}; {result['summary']}", why, *result.get("errors", []))
     return Outcome("result", result, **usage)

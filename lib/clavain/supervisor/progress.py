@@ -16,11 +16,28 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
-class Printer:
+class LinePrinter:
+    """Event lines on a stream; a countdown (`waiting` events) rewrites one terminal line, and
+    elsewhere (a log) appears at most every WAIT_LINE_SECONDS. Subclasses say what each event
+    reads as (`line`)."""
+
+    WAIT_LINE_SECONDS = 30.0
+
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
         self.tty = stream.isatty()
-        self.last_wait_line = 0.0
+        self.last_wait_line = 0.0  # when a countdown line was last printed (not a terminal)
+        self.waiting = False  # a countdown is on the terminal's current line
+
+    def line(self, event: dict[str, Any]) -> str | None:
+        raise NotImplementedError
+
+    def wait_line_due(self) -> bool:
+        now = time.monotonic()
+        if not self.tty and now - self.last_wait_line < self.WAIT_LINE_SECONDS:
+            return False
+        self.last_wait_line = now
+        return True
 
     def __call__(self, event: dict[str, Any]) -> None:
         line = self.line(event)
@@ -28,10 +45,15 @@ class Printer:
             return
         if event["event"] == "waiting" and self.tty:
             self.stream.write(f"\r{line}\033[K")
+            self.waiting = True
         else:
-            self.stream.write(("\n" if self.tty and self.last_wait_line else "") + line + "\n")
-            self.last_wait_line = 0.0
+            self.stream.write(("\n" if self.waiting else "") + line + "\n")
+            self.waiting = False
         self.stream.flush()
+
+
+class Printer(LinePrinter):
+    """A supervised run's lines."""
 
     def line(self, event: dict[str, Any]) -> str | None:
         kind = event["event"]
@@ -45,7 +67,7 @@ class Printer:
                     f"{', '.join(event['stopped_runners']) or 'none'}; released "
                     f"{', '.join(event['released']) or 'nothing'}")
         if kind == "started":
-            return (f"▶ {event['node']} ({event['type']}, attempt {event['attempt']}) "
+            return (f"▶ {event['node']} ({event['role']}, attempt {event['attempt']}) "
                     f"on worker {event['worker']}")
         if kind == "finished":
             who = "/".join(str(p) for p in (event.get("role"), event.get("runner"),
@@ -55,14 +77,18 @@ class Printer:
             return (f"{'✔' if event.get('outcome') == 'done' else '✖'} {event['node']} "
                     f"[{who}] worker {event.get('worker')}: {event.get('outcome')} in "
                     f"{event.get('seconds', 0):.1f}s{cost} — {str(event.get('summary'))[:160]}")
+        if kind == "stopping":
+            return ("stopping: runners get SIGTERM and 5 s to finish; their nodes go back "
+                    "unspent (Ctrl-C again to kill them now)")
+        if kind == "killing":
+            return "killing the runners now"
         if kind == "progress":
-            running = ", ".join(f"{r['node']} {r['elapsed']:.0f}s" for r in event["running"])
+            running = ", ".join(f"{r['node']} ({r['role']}, worker {r['worker']}) "
+                                f"{r['elapsed']:.0f}s" for r in event["running"])
             return f"… running: {running}"
         if kind == "waiting":
-            now = time.monotonic()
-            if not self.tty and now - self.last_wait_line < 30:
+            if not self.wait_line_due():
                 return None
-            self.last_wait_line = now
             return (f"⏳ waiting ({event['why']}) {_clock(event['seconds_left'])} until "
                     f"{event['until'][:19]}Z: {event.get('message') or ''}")
         return None

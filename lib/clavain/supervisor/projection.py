@@ -19,7 +19,7 @@ from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import connect
 from clavain.supervisor.metrics import METRICS_NAME, load
-from clavain.supervisor.routes import route_for
+from clavain.supervisor.routes import check_override, route_for
 from clavain.supervisor.run_budget import RunBudget
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import list_nodes
@@ -44,6 +44,7 @@ def history(state: StatePaths) -> dict[str, dict[str, float]]:
 def project(state: StatePaths, graph_id: str, *, runner_override: str | None = None,
             run_id: str = "dry-run") -> dict[str, Any]:
     cfg = config_mod.load(state.config)
+    check_override(cfg, runner_override)
     if not state.db.exists():
         raise ClavainError(f"no workgraph yet ({state.db} is missing)")
     conn = connect(state.db)

@@ -25,6 +25,27 @@ from clavain.workgraph.verifier import safe_path_part
 RECORD_NAME = "supervisor.json"
 
 
+def process_identity(pid: int) -> str | None:
+    """Which process `pid` is: boot id and start time (Linux `/proc`), so a pid the system
+    gave to another process since it was recorded is never taken for it. None elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            stat = handle.read()
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            boot = handle.read().strip()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()  # the name may hold spaces and parentheses
+    return f"{boot}:{fields[19]}" if len(fields) > 19 else None
+
+
+def same_process(pid: int, identity: object) -> bool:
+    """Whether live `pid` is still the process recorded with `identity` (unknown: assume so)."""
+    if not isinstance(identity, str):
+        return True
+    return process_identity(pid) == identity
+
+
 def run_dir(state: StatePaths, run_id: str) -> Path:
     return state.runs / safe_path_part(run_id)
 
@@ -37,7 +58,8 @@ class RunRecord:
         self.path = run_dir(state, run_id) / RECORD_NAME
         self._lock = threading.Lock()
         self.data: dict[str, Any] = {"run_id": run_id, "graph_id": graph_id,
-                                     "pid": os.getpid(), "host": this_host(),
+                                     "pid": os.getpid(), "identity": process_identity(os.getpid()),
+                                     "host": this_host(),
                                      "started_at": now_iso(), "status": "running",
                                      "runners": {}}
 
@@ -47,7 +69,8 @@ class RunRecord:
 
     def runner_started(self, node_id: str, pid: int) -> None:
         with self._lock:
-            self.data["runners"][node_id] = {"pid": pid, "started_at": now_iso()}
+            self.data["runners"][node_id] = {"pid": pid, "started_at": now_iso(),
+                                             "identity": process_identity(pid)}
             self._write()
 
     def runner_ended(self, node_id: str) -> None:
@@ -55,9 +78,13 @@ class RunRecord:
             self.data["runners"].pop(node_id, None)
             self._write()
 
-    def finish(self, status: str) -> None:
+    def finish(self, status: str, *, keep_runners: bool = False) -> None:
+        """`keep_runners`: some runner may outlive this supervisor; the next run stops it."""
         with self._lock:
-            self.data.update(status=status, finished_at=now_iso(), runners={})
+            self.data.update(status="running" if keep_runners else status,
+                             finished_at=now_iso(), ending=status)
+            if not keep_runners:
+                self.data["runners"] = {}
             self._write()
 
     def _write(self) -> None:
@@ -69,7 +96,10 @@ def supervisor_alive(record: dict[str, Any]) -> bool:
     if record.get("host") != this_host():
         return True
     pid = record.get("pid")
-    return isinstance(pid, int) and pid != os.getpid() and pid_alive(pid)
+    if record.get("ending"):  # it finished and left runners behind on purpose
+        return False
+    return (isinstance(pid, int) and pid != os.getpid() and pid_alive(pid)
+            and same_process(pid, record.get("identity")))
 
 
 def abandoned_runs(state: StatePaths) -> list[dict[str, Any]]:
@@ -83,31 +113,53 @@ def abandoned_runs(state: StatePaths) -> list[dict[str, Any]]:
     return found
 
 
+def _stop_runner(runner: object, *, grace: float | None = None) -> bool:
+    """Stop one recorded runner's process group; False when it is gone or no longer ours. A
+    group whose leader is gone can still be signalled: its id cannot be reused while it has
+    members."""
+    pid = runner.get("pid") if isinstance(runner, dict) else None
+    if not isinstance(pid, int) or pid <= 1 or not group_alive(pid):
+        return False
+    if pid_alive(pid) and not same_process(pid, runner.get("identity")):
+        return False  # the pid belongs to another process now
+    if grace is None:
+        stop_group(pid)
+    else:
+        stop_group(pid, grace=grace)
+    return True
+
+
+def kill_runners(state: StatePaths, run_id: str) -> list[str]:
+    """Kill every runner a run's record names, now (a second Ctrl-C)."""
+    record = read_json_object(run_dir(state, run_id) / RECORD_NAME) or {}
+    runners = record.get("runners") if isinstance(record.get("runners"), dict) else {}
+    return [node for node, runner in runners.items() if _stop_runner(runner, grace=0)]
+
+
 def recover(state: StatePaths, conn: Any) -> list[dict[str, Any]]:
     """Stop the runners of every abandoned run and release its claims unspent. Returns what was
     done, one entry per run."""
     recovered = []
     for record in abandoned_runs(state):
-        stopped = []
-        for node_id, runner in (record.get("runners") or {}).items():
-            pid = runner.get("pid") if isinstance(runner, dict) else None
-            if isinstance(pid, int) and pid > 1 and group_alive(pid):
-                stop_group(pid)
-                stopped.append(node_id)
-        released = _release_claims(state, conn, record)
+        runners = record.get("runners") if isinstance(record.get("runners"), dict) else {}
+        stopped = [node for node, runner in runners.items() if _stop_runner(runner)]
+        released = []
+        if isinstance(record.get("run_id"), str) and isinstance(record.get("graph_id"), str):
+            released = release_run_claims(
+                state, conn, record["run_id"], record["graph_id"],
+                why=f"supervisor of run {record['run_id']} died (pid {record.get('pid')})")
         record_path = Path(record.pop("path"))
         record.update(status="crashed", recovered_at=now_iso(), runners={})
         with contextlib.suppress(OSError):
             write_json_atomic(record_path, record, inside=state.root)
-        recovered.append({"run_id": record["run_id"], "stopped_runners": stopped,
+        recovered.append({"run_id": record.get("run_id"), "stopped_runners": stopped,
                           "released": released})
     return recovered
 
 
-def _release_claims(state: StatePaths, conn: Any, record: dict[str, Any]) -> list[str]:
-    run_id, graph_id = record.get("run_id"), record.get("graph_id")
-    if not isinstance(run_id, str) or not isinstance(graph_id, str):
-        return []
+def release_run_claims(state: StatePaths, conn: Any, run_id: str, graph_id: str, *,
+                       why: str) -> list[str]:
+    """Give back every node `run_id` holds in `graph_id`, no attempt spent."""
     g = Graph(conn, graph_id, state)
     at = now_iso()
     released = []
@@ -115,7 +167,6 @@ def _release_claims(state: StatePaths, conn: Any, record: dict[str, Any]) -> lis
         held = [row[0] for row in conn.execute(
             "SELECT id FROM nodes WHERE graph_id = ? AND lock_run_id = ?", (g.id, run_id))]
         for node_id in held:
-            if release_claim(g, node_id, run_id, at=at,
-                             why=f"supervisor of run {run_id} died (pid {record.get('pid')})"):
+            if release_claim(g, node_id, run_id, at=at, why=why):
                 released.append(node_id)
     return released

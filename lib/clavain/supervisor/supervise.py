@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -26,7 +26,8 @@ from clavain.paths import StatePaths
 from clavain.store.db import connect
 from clavain.supervisor import run_record, worktrees
 from clavain.supervisor.metrics import METRICS_NAME, RunMetrics
-from clavain.supervisor.routes import check_override
+from clavain.supervisor.process import TERM_GRACE_SECONDS
+from clavain.supervisor.routes import check_override, role_of
 from clavain.supervisor.run_budget import RunBudget
 from clavain.supervisor.worker import RunContext, run_node
 from clavain.workgraph.graphs import Graph
@@ -36,6 +37,7 @@ from clavain.workgraph.schedule import next_node
 
 WAIT_POLL_SECONDS = 0.25
 OTHERS_POLL_SECONDS = 2.0
+MIN_LIMIT_WAIT_SECONDS = 5.0
 PROGRESS_EVERY_SECONDS = 15.0
 # How a run ended → the command's exit code.
 EXIT_CODES = {"complete": 0, "stopped_at_limit": 0, "blocked": 1, "budget": 3,
@@ -73,55 +75,72 @@ class Supervisor:
         self.stop = threading.Event()
         self.signal: int | None = None
         self.finished: queue.Queue[dict[str, Any]] = queue.Queue()
-        self.active: dict[str, float] = {}
+        self.active: dict[str, dict[str, Any]] = {}  # node → worker, role, monotonic start
         self.busy_workers: set[int] = set()
         self.started_calls = 0
         self.rate_limited_until: float | None = None
+        self.limits_in_a_row = 0
+        self.unusable: str | None = None  # why the runner cannot work at all
 
     # ------------------------------------------------------------ the run
 
     def run(self) -> dict[str, Any]:
-        recovered = run_record.recover(self.state, self.conn)
-        for entry in recovered:
-            self.report({"event": "recovered", **entry})
-        use_worktrees = self.workers > 1
-        if use_worktrees:
-            worktrees.require_clean(self.state.project)
-        record = run_record.RunRecord(self.state, self.run_id, self.g.id)
-        record.start()
-        metrics = RunMetrics(run_record.run_dir(self.state, self.run_id) / METRICS_NAME,
-                             state_root=self.state.root, run_id=self.run_id, graph_id=self.g.id)
-        budget = RunBudget(self.state, self.run_id)
-        ctx = RunContext(self.state, self.g.id, self.run_id, self.cfg, record, metrics, budget,
-                         self.stop, self.options.runner, self.options.packet_mode,
-                         use_worktrees)
-        self.report({"event": "start", "run_id": self.run_id, "graph_id": self.g.id,
-                     "workers": self.workers, "worktrees": use_worktrees,
-                     "budget_problems": budget.problems})
         with _Signals(self._on_signal):
+            recovered = run_record.recover(self.state, self.conn)
+            for entry in recovered:
+                self.report({"event": "recovered", **entry})
+            if self.stop.is_set():
+                raise ClavainError("stopped before the run began", exit_code=130)
+            use_worktrees = self.workers > 1
+            if use_worktrees:
+                worktrees.require_clean(self.state.project)
+            record = run_record.RunRecord(self.state, self.run_id, self.g.id)
+            record.data["options"] = {"runner": self.options.runner, "workers": self.workers,
+                                      "packet_mode": self.options.packet_mode}
+            record.start()
+            metrics = RunMetrics(run_record.run_dir(self.state, self.run_id) / METRICS_NAME,
+                                 state_root=self.state.root, run_id=self.run_id,
+                                 graph_id=self.g.id)
+            budget = RunBudget(self.state, self.run_id)
+            ctx = RunContext(self.state, self.g.id, self.run_id, self.cfg, record, metrics,
+                             budget, self.stop, self.options.runner, self.options.packet_mode,
+                             use_worktrees)
+            self.report({"event": "start", "run_id": self.run_id, "graph_id": self.g.id,
+                         "workers": self.workers, "worktrees": use_worktrees,
+                         "budget_problems": budget.problems})
             try:
                 ending = self._loop(ctx, budget)
             except BaseException:
                 self._stop_workers()  # no runner outlives a supervisor that failed
-                record.finish("failed")
+                run_record.release_run_claims(self.state, self.conn, self.run_id, self.g.id,
+                                              why="its supervisor failed")
+                record.finish("failed", keep_runners=bool(self.active))
                 raise
-        status = "interrupted" if self.signal else ending["status"]
-        record.finish(status)
-        summary = metrics.write(status=status, reason=ending.get("reason"))
-        return self._final(status, ending, summary, recovered)
+            status = "interrupted" if self.signal else ending["status"]
+            record.finish(status)
+            summary = metrics.write(status=status, reason=ending.get("reason"))
+            return self._final(status, ending, summary, recovered)
 
     def _stop_workers(self) -> None:
+        """Stop every runner and wait for its worker, longer than a runner's grace period."""
         self.stop.set()
-        while self.active:
+        deadline = time.monotonic() + TERM_GRACE_SECONDS + 5
+        while self.active and time.monotonic() < deadline:
             try:
-                event = self.finished.get(timeout=WAIT_POLL_SECONDS * 20)
+                event = self.finished.get(timeout=WAIT_POLL_SECONDS)
             except queue.Empty:
-                break  # a worker stuck past every grace period: its record names its runner
+                continue
             self.active.pop(event["node"], None)
 
     def _on_signal(self, signum: int) -> None:
-        self.signal = self.signal or signum
+        if self.signal is not None:  # a second Ctrl-C: no more grace
+            self.report({"event": "killing", "running": self._running()})
+            run_record.kill_runners(self.state, self.run_id)
+            return
+        self.signal = signum
         self.stop.set()
+        if self.active:
+            self.report({"event": "stopping", "running": self._running()})
 
     def _loop(self, ctx: RunContext, budget: RunBudget) -> dict[str, Any]:
         ending: dict[str, Any] | None = None
@@ -148,13 +167,20 @@ class Supervisor:
             self.report({"event": "finished", **event})
             if event.get("outcome") == "rate_limited":
                 self._note_rate_limit(event)
+            else:
+                self.limits_in_a_row = 0
+            if event.get("outcome") == "runner_unusable":
+                self.unusable = self.unusable or str(event.get("summary"))
             if ending is not None and ending.get("wait"):
                 ending = None  # something changed: look again
 
     def _fill(self, ctx: RunContext, budget: RunBudget) -> dict[str, Any] | None:
         """Claim and start nodes until every worker is busy; the run's ending (or a reason to
         wait) when nothing more may start now."""
-        while len(self.active) < self.workers:
+        while len(self.active) < self.workers and not self.stop.is_set():
+            if self.unusable:
+                return {"status": "blocked", "reason": "runner_unusable",
+                        "message": self.unusable}
             if self.rate_limited_until and time.time() < self.rate_limited_until:
                 return {"wait": "rate_limit", "until": self.rate_limited_until}
             spent = budget.spent(self.conn)
@@ -163,19 +189,22 @@ class Supervisor:
             limit = self.options.max_iterations
             if limit is not None and self.started_calls >= limit:
                 return {"status": "stopped_at_limit", "reason": "max_iterations",
-                        "message": f"stopped after {limit} runner call(s) (--max-iterations)"}
+                        "message": f"stopped after {limit} runner call(s) as asked "
+                                   "(--once / --max-iterations)"}
             envelope = next_node(self.g, claim=True, run_id=self.run_id, pid=os.getpid(),
                                  cfg=self.cfg)
             if envelope["node"] is None:
                 return self._idle(envelope)
             node = envelope["node"]
             self.started_calls += 1
-            self.active[node["id"]] = time.monotonic()
             worker = self._free_worker()
-            self.report({"event": "started", "node": node["id"], "type": node["type"],
-                         "worker": worker, "attempt": node["attempts"] + 1})
+            self.active[node["id"]] = {"worker": worker, "role": role_of(node),
+                                       "began": time.monotonic()}
             threading.Thread(target=self._work, args=(ctx, node, worker), daemon=True,
                              name=f"clavain-worker-{worker}").start()
+            self.report({"event": "started", "node": node["id"], "type": node["type"],
+                         "role": role_of(node), "worker": worker,
+                         "attempt": node["attempts"] + 1})
         return None
 
     def _work(self, ctx: RunContext, node: dict[str, Any], worker: int) -> None:
@@ -206,14 +235,19 @@ class Supervisor:
         return {"status": status, "reason": reason, "message": envelope["message"]}
 
     def _note_rate_limit(self, event: dict[str, Any]) -> None:
+        """Pause until the reset the runner was given; never less than a floor that doubles
+        with each limit in a row (a reset already past must not become a busy loop)."""
         limit = event.get("rate_limit") or {}
         cap = float(config_mod.get(self.cfg, "supervisor.maxRateLimitWaitSeconds", 3600))
-        until = None
+        self.limits_in_a_row += 1
+        floor = min(cap, MIN_LIMIT_WAIT_SECONDS * 2 ** (self.limits_in_a_row - 1))
+        now = time.time()
+        until = now + 60
         if limit.get("reset_at"):
             until = datetime.fromisoformat(limit["reset_at"]).timestamp()
         elif limit.get("retry_after_seconds") is not None:
-            until = time.time() + float(limit["retry_after_seconds"])
-        until = min(until or time.time() + 60, time.time() + cap)
+            until = now + float(limit["retry_after_seconds"])
+        until = min(max(until, now + floor), now + cap)
         self.rate_limited_until = max(self.rate_limited_until or 0, until)
 
     def _wait(self, ending: dict[str, Any] | None) -> None:
@@ -237,8 +271,9 @@ class Supervisor:
 
     def _running(self) -> list[dict[str, Any]]:
         now = time.monotonic()
-        return [{"node": node_id, "elapsed": round(now - began, 1)}
-                for node_id, began in self.active.items()]
+        return [{"node": node_id, "role": entry["role"], "worker": entry["worker"],
+                 "elapsed": round(now - entry["began"], 1)}
+                for node_id, entry in self.active.items()]
 
     # ------------------------------------------------------------ the report
 
@@ -281,17 +316,42 @@ def supervise(state: StatePaths, options: RunOptions, report: Report | None = No
               ) -> dict[str, Any]:
     """The front door the CLI (and anything else) calls: resolve the graph, run it."""
     if not state.db.exists():
-        raise ClavainError(f"no workgraph yet ({state.db} is missing): plan a sprint, or add "
-                           "nodes with `clavain graph import`")
-    graph_id = resolve_graph(state, options)
-    return Supervisor(state, graph_id, options, report).run()
+        raise ClavainError(f"no workgraph yet ({state.db} is missing): `clavain init`, then "
+                           "plan a sprint or add nodes with `clavain graph import`")
+    if options.resume:
+        record = resumable(state, options.resume)
+        kept = record.get("options") if isinstance(record.get("options"), dict) else {}
+        # A resumed run goes on as it was started, unless told otherwise now.
+        options = replace(options, runner=options.runner or kept.get("runner"),
+                          workers=options.workers or kept.get("workers"),
+                          packet_mode=options.packet_mode or kept.get("packet_mode"))
+        return Supervisor(state, record["graph_id"], options, report).run()
+    return Supervisor(state, resolve_graph(state, options), options, report).run()
+
+
+def resumable(state: StatePaths, run_id: str) -> dict[str, Any]:
+    """The record of run `run_id`, refused when it is missing, damaged or still running."""
+    from clavain.fsutil import read_json_object
+
+    path = run_record.run_dir(state, run_id) / run_record.RECORD_NAME
+    record = read_json_object(path)
+    if record is None:
+        raise ClavainError(f"no run {run_id!r} to resume ({path} is missing or damaged)")
+    if not isinstance(record.get("graph_id"), str):
+        raise ClavainError(f"{path}: no graph_id; this record cannot be resumed")
+    if record.get("status") == "running" and run_record.supervisor_alive(record):
+        raise ClavainError(f"run {run_id!r} is still running (pid {record.get('pid')} on "
+                           f"{record.get('host')}); stop it first")
+    return record
 
 
 def resolve_graph(state: StatePaths, options: RunOptions) -> str:
     """The graph of `--resume RUN` (from its record), else the current graph rule."""
     from clavain import current_graph
 
-    if options.run_id and not options.resume:
+    if options.resume:
+        return str(resumable(state, options.resume)["graph_id"])
+    if options.run_id:
         from clavain.workgraph.graphs import check_id
 
         check_id(options.run_id)  # the same alphabet: it names a folder and a budget run
@@ -299,15 +359,4 @@ def resolve_graph(state: StatePaths, options: RunOptions) -> str:
         if used.exists():
             raise ClavainError(f"run {options.run_id!r} exists; continue it with "
                                f"--resume {options.run_id}, or pick another id")
-    if options.resume:
-        path = run_record.run_dir(state, options.resume) / run_record.RECORD_NAME
-        from clavain.fsutil import read_json_object
-
-        record = read_json_object(path)
-        if record is None:
-            raise ClavainError(f"no run {options.resume!r} to resume ({path} is missing)")
-        if record.get("status") == "running" and run_record.supervisor_alive(record):
-            raise ClavainError(f"run {options.resume!r} is still running (pid "
-                               f"{record.get('pid')}); stop it first")
-        return str(record["graph_id"])
     return current_graph.resolve(state, options.graph)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import connect, transaction
 from clavain.supervisor import invocation, worktrees
+from clavain.supervisor.invocation import runner_process_env
 from clavain.supervisor.metrics import RunMetrics
 from clavain.supervisor.outcome import Outcome, failure, interpret
 from clavain.supervisor.process import ProcessOutcome, run_process
@@ -34,10 +34,11 @@ from clavain.workgraph.results import apply_result
 from clavain.workgraph.runner_env import runner_env
 from clavain.workgraph.verifier import safe_path_part
 
-# Set inside Claude Code; a runner is a session of its own, not a tool call of the person's.
-HOST_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ID")
 OUTCOME_BY_STATUS = {"done": "done", "open": "retry", "failed": "failed",
                      "needs_human": "needs_human"}
+# Outcomes that give the node back unspent, by `outcome.Outcome.kind`.
+GIVEN_BACK = {"stopped": "released", "rate_limited": "rate_limited",
+              "unusable": "runner_unusable"}
 
 
 @dataclass
@@ -66,63 +67,90 @@ def _log_dir(ctx: RunContext, node: dict[str, Any]) -> Path:
 
 
 def _env(ctx: RunContext, node: dict[str, Any], cwd: Path) -> dict[str, str]:
-    env = {**os.environ, **runner_env(ctx.state, node, ctx.run_id, ctx.graph_id),
-           "CLAVAIN_BUDGET_RUN": ctx.budget.key, "CLAVAIN_WORKDIR": str(cwd)}
-    for name in HOST_VARIABLES:
-        env.pop(name, None)
-    # By default claude retries an API error ten times (~200 s) holding a worker; a person's
-    # own setting wins.
-    env.setdefault("CLAUDE_CODE_MAX_RETRIES",
-                   str(config_mod.get(ctx.cfg, "supervisor.claude.apiRetries", 2)))
-    return env
+    return runner_process_env(ctx.cfg, {
+        **runner_env(ctx.state, node, ctx.run_id, ctx.graph_id),
+        "CLAVAIN_BUDGET_RUN": ctx.budget.key, "CLAVAIN_WORKDIR": str(cwd)})
+
+
+class _GiveBack(Exception):
+    """The node goes back unspent: the run is stopping, nothing of the node's own failed."""
 
 
 def run_node(ctx: RunContext, node: dict[str, Any], worker: int) -> dict[str, Any]:
-    """Run one claimed node; returns the event the supervisor reports and records."""
+    """Run one claimed node; returns the event the supervisor reports and records. Whatever
+    happens, the claim ends recorded or released: never held by a runner that is gone."""
     conn = connect(ctx.state.db)
     g = Graph(conn, ctx.graph_id, ctx.state)
-    started_at, started_epoch = now_iso(), time.time()
-    event: dict[str, Any] = {"node": node["id"], "worker": worker, "start": started_at,
-                             "start_epoch": started_epoch}
-    tree: worktrees.Worktree | None = None
-    keep_branch = False
+    started_epoch = time.time()
+    event: dict[str, Any] = {"node": node["id"], "worker": worker, "start": now_iso(),
+                             "start_epoch": started_epoch, "role": None, "runner": None,
+                             "llm": False}
+    tree: list[worktrees.Worktree] = []
     try:
-        route = route_for(ctx.cfg, node, runner_override=ctx.runner_override)
-        event.update(route.as_dict())
-        if ctx.use_worktrees and route.role in WORK_ROLES:
-            tree = worktrees.create(ctx.state.project, ctx.state.root, node["id"], ctx.run_id)
-        cwd = tree.path if tree else ctx.state.project
-        log_dir = _log_dir(ctx, node)
-        call = invocation.build(g, ctx.cfg, node, route, run_id=ctx.run_id, log_dir=log_dir,
-                                packet_mode=ctx.packet_mode)
-        process = run_process(
-            call.argv, stdin_text=call.stdin_text, cwd=cwd, env=_env(ctx, node, cwd),
-            log_dir=log_dir, timeout=call.timeout, stop=ctx.stop,
-            on_start=lambda pid: ctx.record.runner_started(node["id"], pid),
-            renew=lambda: _renew(g, node["id"], ctx.run_id),
-            renew_every=max(1.0, float(config_mod.get(ctx.cfg, "defaults.lockLeaseSeconds",
-                                                      3600)) / 3))
-        ctx.record.runner_ended(node["id"])
-        event.update(_settle(ctx, g, node, route, process, call.timeout, tree, log_dir))
-        # A conflict's branch is the only copy of that work: a person may want it.
-        keep_branch = bool(event.get("conflicts"))
-    except ClavainError as exc:  # no runner could start (bad route, no binary, git refused)
-        event.setdefault("role", None)
-        event.setdefault("runner", None)
-        event.setdefault("llm", False)
-        event.update(_record(g, node["id"], ctx.run_id, failure(f"runner not started: {exc}",
-                                                                 str(exc)), None, None))
+        _attempt(ctx, g, node, event, tree)
+    except _GiveBack as back:
+        _end(event)
+        _give_back(g, node["id"], ctx.run_id, str(back))
+        event.update(outcome="released", summary=str(back))
+    except OSError as exc:  # the runner's program cannot start: the node is not to blame
+        _end(event)
+        _give_back(g, node["id"], ctx.run_id, f"runner could not start: {exc}")
+        event.update(outcome="runner_unusable", summary=f"runner could not start: {exc}")
+    except ClavainError as exc:  # no binary, git refused, a bad route: the setup, not the node
+        _end(event)
+        stopping = ctx.stop.is_set()  # stopping killed its git or its process
+        _give_back(g, node["id"], ctx.run_id, f"stopped: {exc}" if stopping
+                   else f"runner not started: {exc}")
+        event.update(outcome="released" if stopping else "runner_unusable",
+                     summary=f"runner not started: {exc}")
     finally:
-        if tree is not None:
-            with contextlib.suppress(ClavainError):
-                worktrees.remove(ctx.state.project, tree, delete_branch=not keep_branch)
+        if tree:
+            # A conflict's branch, or work a dirty tree kept from merging, is its only copy.
+            keep = bool(event.get("conflicts")) or event.get("outcome") == "runner_unusable"
+            with contextlib.suppress(ClavainError, OSError):
+                worktrees.remove(ctx.state.project, tree[0], delete_branch=not keep)
         conn.close()
-    event.update(end=now_iso(), end_epoch=time.time())
+    _end(event)
     event["seconds"] = round(event["end_epoch"] - started_epoch, 3)
     ctx.metrics.record({key: event.get(key) for key in (
         "node", "role", "runner", "model", "worker", "start", "end", "start_epoch", "end_epoch",
         "seconds", "outcome", "llm", "tokens", "cost_usd", "summary")})
     return event
+
+
+def _end(event: dict[str, Any]) -> None:
+    """The runner's interval ends when its process does, before its result releases the
+    claim: the next holder of an overlapping node always starts after this end."""
+    if "end_epoch" not in event:
+        event.update(end=now_iso(), end_epoch=time.time())
+
+
+def _attempt(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict[str, Any],
+             tree: list[worktrees.Worktree]) -> None:
+    if ctx.stop.is_set():
+        raise _GiveBack("the run stopped before its runner started")
+    route = route_for(ctx.cfg, node, runner_override=ctx.runner_override)
+    event.update(route.as_dict())
+    if ctx.use_worktrees and route.role in WORK_ROLES:
+        tree.append(worktrees.create(ctx.state.project, ctx.state.root, node["id"],
+                                     ctx.run_id))
+    cwd = tree[0].path if tree else ctx.state.project
+    log_dir = _log_dir(ctx, node)
+    call = invocation.build(g, ctx.cfg, node, route, run_id=ctx.run_id, log_dir=log_dir,
+                            packet_mode=ctx.packet_mode)
+    if ctx.stop.is_set():
+        raise _GiveBack("the run stopped before its runner started")
+    process = run_process(
+        call.argv, stdin_text=call.stdin_text, cwd=cwd, env=_env(ctx, node, cwd),
+        log_dir=log_dir, timeout=call.timeout, stop=ctx.stop,
+        on_start=lambda pid: ctx.record.runner_started(node["id"], pid),
+        renew=lambda: _renew(g, node["id"], ctx.run_id),
+        renew_every=max(1.0, float(config_mod.get(ctx.cfg, "defaults.lockLeaseSeconds",
+                                                  3600)) / 3))
+    ctx.record.runner_ended(node["id"])
+    _end(event)
+    event.update(_settle(ctx, g, node, route, process, call.timeout,
+                         tree[0] if tree else None, log_dir))
 
 
 def _renew(g: Graph, node_id: str, run_id: str) -> None:
@@ -140,11 +168,17 @@ def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
     ctx.budget.add_usage(g.conn, tokens=outcome.tokens, cost_usd=outcome.cost_usd)
     if outcome.kind != "result":
         _give_back(g, node["id"], ctx.run_id, outcome.note)
-        return {**usage, "outcome": "released" if outcome.kind == "stopped" else "rate_limited",
-                "summary": outcome.note, "rate_limit": _limit(outcome)}
+        return {**usage, "outcome": GIVEN_BACK[outcome.kind], "summary": outcome.note,
+                "rate_limit": _limit(outcome)}
     result = outcome.result or failure("the runner gave no result")
     conflicts: list[str] = []
     if tree is not None and result["status"] == "success":
+        dirty = worktrees.modified_tracked_files(ctx.state.project)
+        if dirty:  # a person is editing: merging now could tangle their work with the run's
+            why = (f"the project has uncommitted changes ({', '.join(dirty[:5])}); the run "
+                   f"stops so they are not merged over (branch {tree.branch} keeps the work)")
+            _give_back(g, node["id"], ctx.run_id, why)
+            return {**usage, "outcome": "runner_unusable", "summary": why}
         result, conflicts = _merge(ctx, node, tree, result)
     result_path = log_dir / "result.json"
     result_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

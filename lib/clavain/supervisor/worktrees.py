@@ -76,8 +76,11 @@ def _one_line(text: str, limit: int = 300) -> str:
 
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     try:
+        # Its own session: a Ctrl-C in the terminal is the supervisor's to handle, not git's
+        # to die of halfway through a commit or a merge.
         done = subprocess.run(["git", *CONFIG, *args], cwd=cwd, capture_output=True, text=True,
-                              encoding="utf-8", errors="replace", env=git_env())
+                              encoding="utf-8", errors="replace", env=git_env(),
+                              start_new_session=True, stdin=subprocess.DEVNULL)
     except FileNotFoundError as exc:
         raise ClavainError("git is not installed (or not on PATH): parallel runners need it "
                            "for their worktrees") from exc
@@ -146,10 +149,13 @@ def create(project: Path, state_root: Path, node_id: str, run_id: str) -> Worktr
     """
     project = project.resolve()
     base = _project_head(project)
-    folder = (state_root / WORKTREES_DIR / safe_path_part(node_id)).resolve()
+    # Per run: two runs on different graphs may both have a `task-a`.
+    folder = (state_root / WORKTREES_DIR / safe_path_part(run_id)
+              / safe_path_part(node_id)).resolve()
     branch = branch_name(run_id, node_id)
     _git(project, "check-ref-format", "--branch", branch)
-    with _exclusive(folder.parent / ADMIN_LOCK):
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with _exclusive(state_root / WORKTREES_DIR / ADMIN_LOCK):
         _discard(project, folder, branch)
         _git(project, "worktree", "add", "-b", branch, str(folder), base)
     return Worktree(folder, branch, base)
@@ -169,8 +175,10 @@ def remove(project: Path, wt: Worktree, *, delete_branch: bool = True) -> None:
     """Drop a runner's worktree (and by default its branch: merged work lives on in the
     project; keep it to let a person look at unmerged work)."""
     project = project.resolve()
-    with _exclusive(wt.path.parent / ADMIN_LOCK):
+    with _exclusive(wt.path.parent.parent / ADMIN_LOCK):
         _discard(project, wt.path, wt.branch if delete_branch else None)
+    with contextlib.suppress(OSError):
+        wt.path.parent.rmdir()  # the run's folder, once its last worktree is gone
 
 
 def commit_all(wt: Worktree, message: str) -> bool:

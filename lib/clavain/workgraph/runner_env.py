@@ -63,22 +63,19 @@ def clavain_bin() -> str:
                        "runner to call back with")
 
 
-def runner_env(state: StatePaths, node: dict[str, Any], run_id: str,
-               graph_id: str) -> dict[str, str]:
-    """`CLAVAIN_*` variables for running `node` of graph `graph_id` in run `run_id`, to merge
-    over `os.environ`.
+def run_env(state: StatePaths, run_id: str, graph_id: str) -> dict[str, str]:
+    """The `CLAVAIN_*` variables of any process working for run `run_id` on graph `graph_id`
+    (a node's runner adds its node; a loop iteration has none), to merge over `os.environ`.
 
     Paths are absolute: the runner may change directory, and `CLAVAIN_DB` is also what makes
     `clavain kv` inside the runner open this database rather than rediscover one;
-    `CLAVAIN_GRAPH` keeps its commands on the node's graph even after its sprint ends.
+    `CLAVAIN_GRAPH` keeps its commands on the graph even after its sprint ends.
     """
     executable = clavain_bin()
     return {
         "CLAVAIN_DB": str(state.db.resolve()),
         "CLAVAIN_GRAPH": graph_id,
-        "CLAVAIN_NODE_ID": str(node["id"]),
         "CLAVAIN_RUN_ID": run_id,
-        "CLAVAIN_PARENT_NODE_ID": parent_of(node),
         "CLAVAIN_ARTIFACTS_DIR": str(state.artifacts.resolve()),
         # So a runner that changes directory still finds this project's config and artifacts.
         "CLAVAIN_STATE_DIR": str(state.root.resolve()),
@@ -87,3 +84,10 @@ def runner_env(state: StatePaths, node: dict[str, Any], run_id: str,
         # Packets say `clavain …`, as in a Claude Code session.
         "PATH": os.pathsep.join([os.path.dirname(executable), os.environ.get("PATH", "")]),
     }
+
+
+def runner_env(state: StatePaths, node: dict[str, Any], run_id: str,
+               graph_id: str) -> dict[str, str]:
+    """`run_env` plus the node: `CLAVAIN_NODE_ID` and `CLAVAIN_PARENT_NODE_ID`."""
+    return {**run_env(state, run_id, graph_id), "CLAVAIN_NODE_ID": str(node["id"]),
+            "CLAVAIN_PARENT_NODE_ID": parent_of(node)}

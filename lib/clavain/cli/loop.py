@@ -1,0 +1,237 @@
+"""`clavain iterate` (one loop prompt) and `clavain loop` (the fresh-context loop, headless; its
+status-block parser, summary and circuit breaker)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from clavain.cli._input import positive_int
+from clavain.cli._output import add_command, add_json_flag, emit_json
+from clavain.cli._state import add_graph_flag
+
+AUTOMATION = ("auto", "ask", "plan")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    it = add_command(commands, "iterate", "print the next loop prompt: every actionable item "
+                     "(runnable nodes, failing checks), pick ONE, the status block", _iterate)
+    it.add_argument("--automation", choices=AUTOMATION,
+                    help="what the agent may do unasked (default: loop.automation, auto)")
+    add_graph_flag(it)
+    add_json_flag(it)
+
+    loop = add_command(commands, "loop", "run the fresh-context loop headless until the dual "
+                       "exit gate, the breaker, a budget or --max-iterations stops it", _loop)
+    loop.add_argument("--runner", metavar="R", help="claude (default) or a configured runner")
+    loop.add_argument("--max-iterations", type=positive_int, metavar="N",
+                      help="at most N iterations (default: loop.maxIterations, 100)")
+    loop.add_argument("--rate", type=positive_int, metavar="N",
+                      help="runner calls per hour (default: loop.callsPerHour, 100)")
+    loop.add_argument("--automation", choices=AUTOMATION,
+                      help="what the agent may do unasked (default: loop.automation, auto)")
+    loop.add_argument("--run-id", metavar="ID", help="name this loop run (default: new)")
+    loop.add_argument("--reset-circuit", action="store_true",
+                      help="close the circuit breaker of --run RUN (a person's decision)")
+    loop.add_argument("--circuit-status", action="store_true",
+                      help="print the circuit breaker of --run RUN (default: the latest run)")
+    loop.add_argument("--run", metavar="RUN", help="the loop run --reset-circuit and "
+                      "--circuit-status act on")
+    add_graph_flag(loop)
+    add_json_flag(loop)
+    sub = loop.add_subparsers(dest="loop_command", metavar="COMMAND")
+    parse = add_command(sub, "parse-status", "parse a ---CLAVAIN_STATUS--- block (exit 2 "
+                        "with {\"error\": …} on a bad one)", _parse_status)
+    parse.add_argument("source", metavar="FILE|-", help="a reply holding the block (- = stdin)")
+    add_json_flag(parse)
+    summary = add_command(sub, "summary", "a loop run for a person: iterations, items done, "
+                          "blocked, breaker trips, tokens, cost, wall", _summary)
+    summary.add_argument("run", nargs="?", metavar="RUN", help="default: the latest run")
+    add_json_flag(summary)
+    _register_session_loop(sub)
+
+
+def _register_session_loop(sub: argparse._SubParsersAction) -> None:
+    """`/clavain:loop` in a Claude Code session (clavain.loop.session_loop)."""
+    start = add_command(sub, "session-start", "register /clavain:loop for this Claude Code "
+                        "session and print iteration 1 (the command's ! line)", _session_start)
+    start.add_argument("--from-prompt", action="store_true", help="take what the "
+                       "UserPromptSubmit hook recorded after /clavain:loop for the session")
+    start.add_argument("--session", metavar="ID", help="default: $CLAUDE_CODE_SESSION_ID")
+    start.add_argument("--max-iterations", type=positive_int, metavar="N",
+                       help="at most N iterations (default: loop.maxIterations)")
+    start.add_argument("--automation", choices=AUTOMATION)
+    start.add_argument("task", nargs="*", metavar="TASK")
+    add_graph_flag(start)
+    add_json_flag(start)
+    cancel = add_command(sub, "cancel", "end a session's /clavain:loop (state removed, summary "
+                         "written)", _session_cancel)
+    cancel.add_argument("--session", metavar="ID", help="default: $CLAUDE_CODE_SESSION_ID")
+    add_json_flag(cancel)
+
+
+def _iterate(args: argparse.Namespace) -> int:
+    from clavain import config as config_mod
+    from clavain.loop.iterate import iterate
+    from clavain.paths import StatePaths
+
+    state = StatePaths.discover()
+    automation = args.automation or config_mod.get(config_mod.load(state.config),
+                                                   "loop.automation")
+    graph = None
+    if state.db.exists():
+        from clavain.current_graph import resolve
+
+        graph = resolve(state, args.graph)
+    found = iterate(state, graph_id=graph, automation=automation)
+    if args.json:
+        emit_json({key: found[key] for key in ("actionable", "items", "checks", "automation",
+                                                "prompt", "prompt_tokens_estimate")})
+    else:
+        print(found["prompt"], end="")
+    return 0
+
+
+def _loop(args: argparse.Namespace) -> int:
+    from clavain.loop import controls
+    from clavain.paths import StatePaths
+
+    state = StatePaths.discover()
+    if args.reset_circuit or args.circuit_status:
+        status = controls.circuit(state, args.run, reset=args.reset_circuit)
+        if args.json:
+            emit_json(status)
+        else:
+            print(controls.render_circuit(status), end="")
+        return 0
+    from clavain.loop.driver import LoopOptions, run_loop
+    from clavain.loop.progress_lines import Printer
+
+    result = run_loop(state, LoopOptions(runner=args.runner, max_iterations=args.max_iterations,
+                                         rate=args.rate, automation=args.automation,
+                                         graph=args.graph, run_id=args.run_id),
+                      Printer(sys.stderr))
+    if args.json:
+        emit_json(result)
+    else:
+        from clavain.loop.records import render_summary
+
+        print(render_summary(result["summary"]), end="")
+    return int(result["exit_code"])
+
+
+def _parse_status(args: argparse.Namespace) -> int:
+    from clavain.cli._input import read_input
+    from clavain.errors import ClavainError
+    from clavain.loop.status_block import parse
+
+    try:
+        parsed = parse(read_input(args.source, lenient=True))
+    except ClavainError as exc:
+        if args.json:
+            emit_json({"error": str(exc)})
+            return 2
+        raise
+    if args.json:
+        emit_json(parsed)
+    else:
+        for key, value in parsed.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from clavain.loop.records import render_summary, summary
+    from clavain.paths import StatePaths
+
+    data = summary(StatePaths.discover(), args.run)
+    emit_json(data) if args.json else print(render_summary(data), end="")
+    return 0
+
+
+def parse_loop_arguments(text: str) -> dict[str, Any]:
+    """`[--max-iterations N] [--automation M] TASK | --cancel`: options lead, the rest is the
+    task verbatim (no shell ever parses it); `--` ends the options."""
+    from clavain.errors import ClavainError
+
+    found: dict[str, Any] = {"cancel": False, "max_iterations": None, "automation": None}
+    rest = text.strip()
+    while rest.startswith("--"):
+        word, rest = [*rest.split(None, 1), ""][:2]
+        name, equals, value = word.partition("=")
+        if name == "--":
+            break
+        if name == "--cancel" and not equals:
+            found["cancel"] = True
+            continue
+        if name not in ("--max-iterations", "--automation"):
+            raise ClavainError(f"unknown option {name!r} (/clavain:loop [--max-iterations N] "
+                               "[--automation auto|ask|plan] TASK | --cancel)")
+        if not equals:
+            value, rest = [*rest.split(None, 1), "", ""][:2]
+        found[name[2:].replace("-", "_")] = value
+    limit = found["max_iterations"]
+    if limit is not None:
+        if not limit.isascii() or not limit.isdigit() or int(limit) < 1:
+            raise ClavainError(f"--max-iterations {limit!r} is not a whole number ≥ 1")
+        found["max_iterations"] = int(limit)
+    if found["cancel"] and (rest or limit or found["automation"]):
+        raise ClavainError("--cancel takes nothing else")
+    return {**found, "task": rest}
+
+
+def _session_id(explicit: str | None) -> str:
+    import os
+
+    from clavain.errors import ClavainError
+    from clavain.sprint.typed_request import SESSION_VARIABLE
+
+    session = explicit or os.environ.get(SESSION_VARIABLE)
+    if not session:
+        raise ClavainError(f"no session: ${SESSION_VARIABLE} is not set (outside Claude Code "
+                           "pass --session ID)")
+    return session
+
+
+def _session_start(args: argparse.Namespace) -> int:
+    from clavain.loop import session_loop
+    from clavain.paths import StatePaths
+    from clavain.project import ensure_state
+
+    state = ensure_state(StatePaths.discover())
+    session = _session_id(args.session)
+    if args.from_prompt:
+        from clavain.sprint.typed_request import take
+
+        options = parse_loop_arguments(take(state, session, kind="loop"))
+    else:
+        options = {"cancel": False, "max_iterations": args.max_iterations,
+                   "automation": args.automation, "task": " ".join(args.task)}
+    if options["cancel"]:
+        return _print_cancelled(session_loop.cancel(state, session), args.json)
+    started = session_loop.start(state, session, options["task"],
+                                 max_iterations=options["max_iterations"],
+                                 automation=options["automation"], graph=args.graph)
+    emit_json(started) if args.json else print(started["prompt"].rstrip("\n"))
+    return 0
+
+
+def _session_cancel(args: argparse.Namespace) -> int:
+    from clavain.loop import session_loop
+    from clavain.paths import StatePaths
+
+    return _print_cancelled(session_loop.cancel(StatePaths.discover(), _session_id(args.session)),
+                            args.json)
+
+
+def _print_cancelled(summary: dict, as_json: bool) -> int:
+    from clavain.loop.records import render_summary
+
+    if as_json:
+        emit_json(summary)
+    else:
+        print(render_summary(summary), end="")
+        print("The Clavain loop of this session is cancelled: reply with one line saying so and "
+              "start no work.")
+    return 0

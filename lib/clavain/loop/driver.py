@@ -1,0 +1,306 @@
+"""`clavain loop`: the fresh-context loop, headless. Each iteration: `iterate` builds the prompt
+from the tree and the graph as they are, a fresh runner (the supervisor's `claude` runner, or a
+configured one) works ONE item and ends with a status block, and the loop decides from what it
+can check itself whether that moved anything.
+
+It never runs away: a circuit breaker opens on iterations with no progress, the same error or
+permission denials (exit 3); calls per hour are capped with a countdown; a usage or rate limit
+the runner reports (structured fields first, text second; a timeout is never one) is waited
+out, not counted; budgets apply per loop run (exit 5); `--max-iterations` ends it (exit 4). It
+stops as done (exit 0) only through the dual gate: nothing actionable AND the latest status
+block says EXIT_SIGNAL: true. An item reported BLOCKED is skipped for the rest of the run and
+left for a person; when every item is blocked the loop stops with that list (exit 6).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.clock import now_iso
+from clavain.errors import ClavainError
+from clavain.loop import records
+from clavain.loop.breaker import CircuitBreaker
+from clavain.loop.iterate import RULES, iterate
+from clavain.loop.progress import progress_between, snapshot
+from clavain.loop.rate_limit import CallRate
+from clavain.paths import StatePaths
+from clavain.supervisor import claude_output
+from clavain.supervisor.invocation import claude_argv, configured_argv, runner_process_env
+from clavain.supervisor.process import ProcessOutcome, run_process
+from clavain.supervisor.routes import CLAUDE, SHELL, SHELL_VERIFY
+from clavain.supervisor.run_budget import RunBudget
+from clavain.workgraph.runner_env import new_run_id, run_env
+
+EXIT_CODES = {"done": 0, "blocked": 6, "breaker_open": 3, "max_iterations": 4, "budget": 5,
+              "interrupted": 130}
+Report = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class LoopOptions:
+    runner: str | None = None
+    max_iterations: int | None = None
+    rate: int | None = None
+    automation: str | None = None
+    graph: str | None = None
+    run_id: str | None = None
+
+
+@dataclass
+class Turn:
+    """What one runner call came to."""
+
+    text: str = ""
+    tokens: int = 0
+    cost_usd: float = 0.0
+    permission_denials: int = 0
+    error: str | None = None
+    limit: Any = None
+
+
+class Loop:
+    def __init__(self, state: StatePaths, options: LoopOptions, report: Report | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.state, self.options = state, options
+        self.report = report or (lambda event: None)
+        self.clock = clock
+        self.cfg = config_mod.load(state.config)
+        setting = config_mod.get
+        self.max_iterations = options.max_iterations or int(setting(self.cfg,
+                                                                    "loop.maxIterations"))
+        self.automation = options.automation or setting(self.cfg, "loop.automation")
+        if self.automation not in RULES:
+            raise ClavainError(f"automation {self.automation!r} is not one of "
+                               f"{', '.join(RULES)}")
+        self.runner = options.runner or CLAUDE
+        if self.runner in (SHELL, SHELL_VERIFY):
+            raise ClavainError(f"runner {self.runner!r} runs commands, not prompts; a loop "
+                               "needs claude or a configured runner")
+        if self.runner != CLAUDE and not isinstance(setting(self.cfg, f"runners.{self.runner}"),
+                                                    dict):
+            raise ClavainError(f"unknown runner {self.runner!r}")
+        self.run_id = options.run_id or new_run_id("loop")
+        self.graph_id = self._graph(options.graph)
+        folder = records.loop_dir(state, self.run_id)
+        if (folder / records.LOOP_NAME).exists():
+            raise ClavainError(f"loop run {self.run_id!r} exists; pick another id")
+        folder.mkdir(parents=True, exist_ok=True)
+        breaker = setting(self.cfg, "loop.breaker")
+        self.breaker = CircuitBreaker(folder / "breaker.json", state_root=state.root,
+                                      no_progress=breaker["noProgress"],
+                                      same_error=breaker["sameError"],
+                                      permission_denials=breaker["permissionDenials"],
+                                      cooldown_seconds=breaker["cooldownSeconds"], clock=clock)
+        self.rate = CallRate(folder / "calls.json", state_root=state.root,
+                             per_hour=options.rate or int(setting(self.cfg, "loop.callsPerHour")),
+                             clock=clock)
+        self.budget = RunBudget(state, self.run_id)
+        self.stop = threading.Event()
+        self.signal: int | None = None
+        self.blocked: list[str] = []
+        self.last_status: dict[str, Any] | None = None  # the exit state: reset at every start
+
+    def _graph(self, explicit: str | None) -> str | None:
+        if not self.state.db.exists():
+            return None
+        from clavain import current_graph
+
+        return current_graph.resolve(self.state, explicit)
+
+    # ------------------------------------------------------------ the run
+
+    def run(self) -> dict[str, Any]:
+        started, began = now_iso(), time.monotonic()
+        loop = {"run_id": self.run_id, "graph_id": self.graph_id, "runner": self.runner,
+                "automation": self.automation, "max_iterations": self.max_iterations,
+                "started_at": started, "status": "running", "pid": os.getpid(), "blocked": []}
+        records.write_loop(self.state, self.run_id, loop)
+        self.report({"event": "start", **loop})
+        previous = {sig: signal.signal(sig, self._on_signal)
+                    for sig in (signal.SIGINT, signal.SIGTERM)} \
+            if threading.current_thread() is threading.main_thread() else {}
+        try:
+            ending = self._iterations()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if self.signal:
+            ending = {"status": "interrupted", "message": "stopped by "
+                      f"{signal.Signals(self.signal).name}"}
+        loop.update(ending, status=ending["status"], exit_code=EXIT_CODES[ending["status"]],
+                    blocked=self.blocked, finished_at=now_iso(),
+                    wall_seconds=round(time.monotonic() - began, 3))
+        records.write_loop(self.state, self.run_id, loop)
+        return {**loop, "summary": records.summary(self.state, self.run_id)}
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        self.signal = self.signal or signum
+        self.stop.set()
+
+    def _iterations(self) -> dict[str, Any]:
+        number = 0
+        while not self.stop.is_set():
+            if not self.breaker.allows():
+                status = self.breaker.status()
+                return {"status": "breaker_open", "message": f"circuit breaker open: "
+                        f"{status.get('reason')} (`clavain loop --reset-circuit --run "
+                        f"{self.run_id}` after a look)"}
+            spent = self.budget.spent(self._conn())
+            if spent:
+                return {"status": "budget", "message": spent}
+            if number >= self.max_iterations:
+                return {"status": "max_iterations",
+                        "message": f"stopped after {number} iteration(s) (--max-iterations)"}
+            self._wait_for_rate()
+            if self.stop.is_set():
+                break
+            number += 1
+            ending = self._one(number)
+            if ending is not None:
+                return ending
+        return {"status": "interrupted", "message": "stopped"}
+
+    def _conn(self) -> Any:
+        from clavain.store.db import connect
+
+        if not hasattr(self, "_db"):
+            self._db = connect(self.state.db)
+        return self._db
+
+    def _one(self, number: int) -> dict[str, Any] | None:
+        """One iteration; the run's ending when the loop must stop before running it."""
+        folder = records.loop_dir(self.state, self.run_id)
+        offered = iterate(self.state, graph_id=self.graph_id, automation=self.automation,
+                          iteration=number, skip=frozenset(self.blocked),
+                          log_dir=folder / f"checks-{number}")
+        if not offered["actionable"]:
+            if offered["skipped"]:
+                return {"status": "blocked", "message": "every item left is BLOCKED, waiting "
+                        "for a person: " + ", ".join(offered["skipped"])}
+            if self.last_status is not None and self.last_status["exit_signal"]:
+                return {"status": "done", "message": "nothing actionable and the agent "
+                        "signalled exit"}
+        self.report({"event": "iteration", "number": number,
+                     "items": [item["id"] for item in offered["items"]],
+                     "prompt_tokens_estimate": offered["prompt_tokens_estimate"]})
+        before = snapshot(self.state, self.graph_id)
+        started = now_iso()
+        self.rate.record_call()
+        turn = self._call(offered["prompt"], folder / f"iteration-{number}")
+        if turn.limit is not None:
+            self._wait_for_limit(turn.limit)
+        status, problem = self._status(turn)
+        after = snapshot(self.state, self.graph_id)
+        moved = progress_between(before, after, status["files_modified"] if status else 0)
+        error = problem or turn.error
+        if turn.limit is None:  # a limit is the account's, not the iteration's failure
+            self.breaker.record(progress=moved["progress"], error=error,
+                                permission_denials=turn.permission_denials)
+        if status is not None:
+            self.last_status = status
+            self._note_blocked(status, offered["items"])
+        self.budget.add_usage(self._conn(), tokens=turn.tokens, cost_usd=turn.cost_usd)
+        entry = {"iteration": number, "started_at": started, "finished_at": now_iso(),
+                 "items": [item["id"] for item in offered["items"]],
+                 "actionable": offered["actionable"], "status": status,
+                 "status_error": problem, "runner_error": turn.error,
+                 "rate_limited": turn.limit is not None, "progress": moved,
+                 "breaker": self.breaker.state, "tokens": turn.tokens,
+                 "cost_usd": turn.cost_usd, "permission_denials": turn.permission_denials}
+        records.write_iteration(self.state, self.run_id, number, entry)
+        self.report({"event": "iterated", **entry})
+        return None
+
+    def _note_blocked(self, status: dict[str, Any], items: list[dict[str, Any]]) -> None:
+        picked = status["task_completed"]
+        if status["status"] == "BLOCKED" and picked and picked not in self.blocked and \
+                picked in {item["id"] for item in items}:
+            self.blocked.append(picked)
+            self.report({"event": "blocked", "item": picked,
+                         "why": status["next_recommendation"]})
+
+    def _status(self, turn: Turn) -> tuple[dict[str, Any] | None, str | None]:
+        from clavain.loop.status_block import parse
+
+        if turn.limit is not None:
+            return None, None
+        try:
+            return parse(turn.text), None
+        except ClavainError as exc:
+            return None, f"bad status block: {exc}"
+
+    # ------------------------------------------------------------ the runner
+
+    def _call(self, prompt: str, log_dir: Any) -> Turn:
+        env = runner_process_env(self.cfg, {
+            **run_env(self.state, self.run_id, self.graph_id or "default"),
+            "CLAVAIN_BUDGET_RUN": self.budget.key})
+        argv, timeout = self._argv()
+        process = run_process(argv, stdin_text=prompt, cwd=self.state.project, env=env,
+                              log_dir=log_dir, timeout=timeout, stop=self.stop)
+        return self._turn(process, timeout)
+
+    def _argv(self) -> tuple[list[str], float]:
+        if self.runner == CLAUDE:
+            model = config_mod.get(self.cfg, "supervisor.roles.executor.model")
+            return claude_argv(self.cfg, model), float(
+                config_mod.get(self.cfg, "supervisor.claude.timeoutSeconds", 1800))
+        return configured_argv(self.cfg, self.runner)
+
+    def _turn(self, process: ProcessOutcome, timeout: float) -> Turn:
+        if process.stopped:
+            return Turn(error="stopped")
+        if process.timed_out:  # never a usage limit, whatever the output says
+            return Turn(text=process.stdout, error=f"runner timed out after {timeout:g}s")
+        if self.runner != CLAUDE:
+            failed = process.exit_code != 0
+            limit = claude_output.parse(process.stdout, process.stderr, process.exit_code) \
+                .rate_limit if failed and "---CLAVAIN_STATUS---" not in process.stdout else None
+            return Turn(text=process.stdout, limit=limit,
+                        error=f"runner exited {process.exit_code}" if failed else None)
+        report = claude_output.parse(process.stdout, process.stderr, process.exit_code)
+        error = report.problem
+        if error is None and report.is_error:  # its subtype says "success" on API errors
+            reason = report.terminal_reason or report.subtype or "error"
+            error = f"claude: {reason}: {report.result_text[:200]}".rstrip(": ")
+        if report.rate_limit is not None:
+            error = f"rate limited: {report.rate_limit.message}"
+        return Turn(text=report.result_text, tokens=report.tokens, cost_usd=report.cost_usd,
+                    permission_denials=report.permission_denials, limit=report.rate_limit,
+                    error=error)
+
+    # ------------------------------------------------------------ waiting
+
+    def _wait_for_rate(self) -> None:
+        self._wait_until(self.clock() + self.rate.wait_seconds(), "calls per hour")
+
+    def _wait_for_limit(self, limit: Any) -> None:
+        cap = float(config_mod.get(self.cfg, "supervisor.maxRateLimitWaitSeconds", 3600))
+        if limit.reset_at is not None:
+            seconds = limit.reset_at.timestamp() - self.clock()
+        else:
+            seconds = limit.retry_after_seconds if limit.retry_after_seconds is not None else 60
+        self._wait_until(self.clock() + min(max(seconds, 0), cap), limit.message or "rate limit")
+
+    def _wait_until(self, until: float, why: str) -> None:
+        last = 0.0
+        while not self.stop.is_set():
+            left = until - self.clock()
+            if left <= 0:
+                return
+            if time.monotonic() - last >= 1:
+                last = time.monotonic()
+                self.report({"event": "waiting", "why": why, "seconds_left": left})
+            self.stop.wait(min(1.0, left))
+
+
+def run_loop(state: StatePaths, options: LoopOptions, report: Report | None = None
+             ) -> dict[str, Any]:
+    return Loop(state, options, report).run()

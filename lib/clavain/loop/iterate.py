@@ -1,0 +1,148 @@
+"""`clavain iterate`: the one prompt a fresh agent gets per loop iteration — every actionable item
+(runnable workgraph nodes and failing project checks) with its priority, "pick ONE, finish it,
+exit", the automation mode's rules and the status block to end with. With nothing actionable it
+is the exit prompt: the agent confirms with `EXIT_SIGNAL: true` (the loop's dual exit gate).
+
+The prompt is built from the files and the database as they are now, never from an earlier
+agent's memory (context is a liability; the tree is the truth).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from clavain import config as config_mod
+from clavain.loop.checks import run_checks
+from clavain.paths import StatePaths
+from clavain.workgraph.graphs import Graph
+
+EXIT_BEGIN = "---CLAVAIN_ITERATE---"
+EXIT_END = "---END_CLAVAIN_ITERATE---"
+PRIORITY_ORDER = {"high": 0, "medium": 1, "low": 2}
+NODE_PRIORITY = {"verify": "high", "final_verify": "high", "task": "medium", "plan": "medium",
+                 "epic": "medium", "integrate": "low"}
+TAIL_CHARS = 800
+
+RULES = {
+    "auto": ["You may edit files and run commands for the item you picked.",
+             "If you cannot finish it (missing access, a decision only a person can make), stop "
+             "and report STATUS: BLOCKED with the reason in NEXT_RECOMMENDATION."],
+    "ask": ["Change only the files the item names or its failing check points to.",
+            "Anything wider (a new dependency, a config or API change): do not do it; report "
+            "STATUS: BLOCKED with your question in NEXT_RECOMMENDATION."],
+    "plan": ["Do not edit files or run commands that change them.",
+             "Write the plan for the item you picked in NEXT_RECOMMENDATION (one line per step) "
+             "and report STATUS: IN_PROGRESS."],
+}
+
+_RUNNABLE = """SELECT id, type, title, verify_json, ownership_json FROM nodes
+  WHERE graph_id = ? AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL
+    AND (blocked_until IS NULL OR blocked_until <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+  ORDER BY rank, id"""
+
+
+def runnable_nodes(g: Graph) -> list[dict[str, Any]]:
+    import json
+
+    items = []
+    for row in g.conn.execute(_RUNNABLE, (g.id,)):
+        items.append({"id": row["id"], "kind": "node", "type": row["type"],
+                      "priority": NODE_PRIORITY.get(row["type"], "medium"),
+                      "title": row["title"] or row["type"],
+                      "verify": json.loads(row["verify_json"]),
+                      "ownership": json.loads(row["ownership_json"])})
+    return items
+
+
+def collect(state: StatePaths, graph_id: str | None, *, skip: frozenset[str] = frozenset(),
+            log_dir: Path | None = None) -> dict[str, Any]:
+    """{"items": actionable items, priority order; "checks": every check's outcome;
+    "skipped": items left out because the run marked them BLOCKED}."""
+    cfg = config_mod.load(state.config)
+    checks = run_checks(list(config_mod.get(cfg, "checks", [])), project=state.project,
+                        state_root=state.root, log_dir=log_dir or state.runs / "checks")
+    items = [{**c, "id": f"check:{c['id']}", "kind": "check",
+              "title": c["description"] or c["command"]}
+             for c in checks if not c["passed"]]
+    if graph_id is not None and state.db.exists():
+        from clavain.store.db import connect
+
+        conn = connect(state.db)
+        try:
+            items += runnable_nodes(Graph(conn, graph_id, state))
+        finally:
+            conn.close()
+    items.sort(key=lambda item: PRIORITY_ORDER.get(item["priority"], 1))
+    skipped = [item["id"] for item in items if item["id"] in skip]
+    return {"items": [item for item in items if item["id"] not in skip], "checks": checks,
+            "skipped": skipped}
+
+
+def _item_lines(number: int, item: dict[str, Any]) -> list[str]:
+    head = f"{number}. [{item['priority'].upper()}] {item['id']} — {item['title']}"
+    if item["kind"] == "check":
+        how = "timed out" if item["timed_out"] else f"exited {item['exit_code']}"
+        lines = [head, f"   Failing: `{item['command']}` {how}."]
+        tail = (item.get("tail") or "").strip()[-TAIL_CHARS:]
+        if tail:
+            lines += ["   ```", *(f"   {line}" for line in tail.splitlines()), "   ```"]
+        lines.append(f"   Done when `{item['command']}` passes.")
+        return lines
+    lines = [head.replace(f" {item['id']} ", f" {item['id']} ({item['type']}) ", 1)]
+    if item["verify"]:
+        lines.append("   Verify: " + "; ".join(f"`{v}`" for v in item["verify"]))
+    if item["ownership"]:
+        lines.append("   Owns: " + ", ".join(item["ownership"]))
+    if item["type"] in ("verify", "final_verify"):
+        lines.append(f"   Do: `clavain verify {item['id']}` (records the result itself).")
+    else:
+        lines.append(f"   Context: `clavain graph packet {item['id']}`. When done: "
+                     f"`echo '<result>{{\"status\":\"success\",\"summary\":\"…\"}}</result>' | "
+                     f"clavain graph apply {item['id']} --result -`")
+    return lines
+
+
+def build_prompt(items: list[dict[str, Any]], *, automation: str,
+                 iteration: int | None = None, blocked: list[str] | None = None) -> str:
+    from clavain.loop.status_block import template
+
+    title = "# Clavain loop" + (f" — iteration {iteration}" if iteration else "")
+    if not items:
+        return "\n".join([
+            title, "", EXIT_BEGIN, "STATUS: ALL_PASS", "EXIT_SIGNAL: true", EXIT_END, "",
+            "Every check passes and no workgraph node can run. If you agree the work is done, "
+            "end with the status block below with EXIT_SIGNAL: true; if you know of work left, "
+            "name it in NEXT_RECOMMENDATION with EXIT_SIGNAL: false.", "", template("none")])
+    lines = [title, "", "Pick ONE item below — the one with the most impact — finish it, end "
+             "your reply with the status block, and stop. Do not start a second item.", "",
+             f"## Work ({len(items)} item{'s' if len(items) != 1 else ''})", ""]
+    for number, item in enumerate(items, start=1):
+        lines += _item_lines(number, item)
+    if blocked:
+        lines += ["", "Skipped (BLOCKED earlier in this run, waiting for a person): "
+                  + ", ".join(blocked)]
+    lines += ["", f"## Rules (automation: {automation})", ""]
+    lines += [f"- {rule}" for rule in RULES[automation]]
+    lines += ["- EXIT_SIGNAL: true only when you believe nothing is left; the loop re-runs every "
+              "check before it believes you.", "", "## Status block (the last thing you write)",
+              "", template("<item id>")]
+    return "\n".join(lines) + "\n"
+
+
+def iterate(state: StatePaths, *, graph_id: str | None, automation: str,
+            iteration: int | None = None, skip: frozenset[str] = frozenset(),
+            log_dir: Path | None = None) -> dict[str, Any]:
+    """The prompt and what it was built from; `actionable` False means the exit prompt."""
+    from clavain.session.token_estimate import estimate_tokens
+
+    if automation not in RULES:
+        from clavain.errors import ClavainError
+
+        raise ClavainError(f"automation {automation!r} is not one of {', '.join(RULES)}")
+    found = collect(state, graph_id, skip=skip, log_dir=log_dir)
+    prompt = build_prompt(found["items"], automation=automation, iteration=iteration,
+                          blocked=found["skipped"])
+    return {"actionable": bool(found["items"]), "items": found["items"],
+            "checks": found["checks"], "skipped": found["skipped"], "automation": automation,
+            "prompt": prompt, "prompt_tokens_estimate": estimate_tokens(prompt)}

@@ -1,0 +1,204 @@
+"""The headless loop on a real git project with runner scripts standing in for the model: the
+dual exit gate, the breaker, max iterations, BLOCKED items, limits and budgets."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from clavain.loop.driver import Loop, LoopOptions
+from tests.supervisor import kit
+
+pytestmark = pytest.mark.slow
+
+STATUS = """---CLAVAIN_STATUS---
+TASK_COMPLETED: {task}
+STATUS: {status}
+FILES_MODIFIED: {files}
+TESTS_STATUS: NOT_RUN
+EXIT_SIGNAL: {exit}
+NEXT_RECOMMENDATION: next
+---END_CLAVAIN_STATUS---"""
+
+
+def _runner(tmp_path: Path, body: str) -> Path:
+    """A runner script: reads the prompt, runs `body` (with `prompt`, `calls` and `status()`
+    at hand), prints what it returns."""
+    counter = tmp_path / "calls"
+    head = textwrap.dedent(f"""
+        import pathlib, subprocess, sys
+        prompt = sys.stdin.read()
+        counter = pathlib.Path({str(counter)!r})
+        calls = int(counter.read_text()) + 1 if counter.exists() else 1
+        counter.write_text(str(calls))
+        STATUS = {STATUS!r}
+        def status(task="check:done", status="COMPLETE", files=0, exit="false"):
+            return STATUS.format(task=task, status=status, files=files, exit=exit)
+    """)
+    return kit.script(tmp_path / "agent.py", head + textwrap.dedent(body).strip() + "\n")
+
+
+def _project(tmp_path: Path, runner: Path, checks: list[dict] | None = None,
+             **loop: object) -> object:
+    return kit.make_project(tmp_path / "p", {
+        "runners": {"agent": {"command": [str(runner)]}},
+        "checks": checks if checks is not None else [
+            {"id": "done", "cmd": "test -f done.txt", "priority": "high",
+             "description": "done.txt exists"}],
+        "loop": {"breaker": {"cooldownSeconds": 3600}, **loop}})
+
+
+def _calls(tmp_path: Path) -> int:
+    return int((tmp_path / "calls").read_text())
+
+
+def _run(state, events=None, **options) -> dict:
+    sink = events if events is not None else []
+    return Loop(state, LoopOptions(runner="agent", **options), sink.append).run()
+
+
+def test_the_dual_gate_exits_only_when_nothing_is_left_and_the_agent_says_so(tmp_path) -> None:
+    runner = _runner(tmp_path, """
+        if "check:done" in prompt:
+            pathlib.Path("done.txt").write_text("x")
+            print(status(files=1))
+        else:
+            assert "ALL_PASS" in prompt
+            print(status(task="none", exit="true"))
+    """)
+    state = _project(tmp_path, runner)
+    result = _run(state)
+    assert result["status"] == "done" and result["exit_code"] == 0, result
+    assert _calls(tmp_path) == 2  # the work, then the confirmation
+    summary = result["summary"]
+    assert summary["iterations"] == 2 and summary["items_done"] == ["check:done"]
+    first = json.loads((state.runs / result["run_id"] / "iteration-1.json").read_text())
+    assert first["progress"]["progress"] and first["items"] == ["check:done"]
+
+
+def test_exit_signal_while_a_check_still_fails_does_not_exit(tmp_path) -> None:
+    runner = _runner(tmp_path, 'print(status(exit="true"))')  # claims done, changes nothing
+    state = _project(tmp_path, runner)
+    result = _run(state)
+    assert result["status"] == "breaker_open" and result["exit_code"] == 3
+    assert _calls(tmp_path) == 3  # three iterations with no progress open the breaker
+    assert "no progress" in result["message"]
+
+
+def test_max_iterations_ends_a_loop_that_keeps_moving(tmp_path) -> None:
+    runner = _runner(tmp_path, """
+        pathlib.Path(f"work-{calls}.txt").write_text("x")
+        print(status(files=1))
+    """)
+    state = _project(tmp_path, runner)
+    result = _run(state, max_iterations=4)
+    assert result["status"] == "max_iterations" and result["exit_code"] == 4
+    assert _calls(tmp_path) == 4
+
+
+def test_a_blocked_item_is_skipped_and_all_blocked_stops_with_the_list(tmp_path) -> None:
+    runner = _runner(tmp_path, """
+        if "check:a " in prompt:
+            print(status(task="check:a", status="BLOCKED"))
+        else:
+            print(status(task="check:b", status="BLOCKED"))
+    """)
+    checks = [{"id": "a", "cmd": "false", "priority": "high"},
+              {"id": "b", "cmd": "false", "priority": "low"}]
+    state = _project(tmp_path, runner, checks)
+    events: list[dict] = []
+    result = _run(state, events)
+    assert result["status"] == "blocked" and result["exit_code"] == 6
+    assert result["blocked"] == ["check:a", "check:b"]
+    assert "check:a, check:b" in result["message"]
+    offered = [e["items"] for e in events if e["event"] == "iteration"]
+    assert offered == [["check:a", "check:b"], ["check:b"]]
+
+
+def test_a_bad_status_block_is_no_progress_never_a_guess(tmp_path) -> None:
+    runner = _runner(tmp_path, 'print("All done! EXIT_SIGNAL: true")')
+    state = _project(tmp_path, runner)
+    result = _run(state)
+    assert result["status"] == "breaker_open"
+    record = json.loads((state.runs / result["run_id"] / "iteration-1.json").read_text())
+    assert record["status"] is None and "no ---CLAVAIN_STATUS---" in record["status_error"]
+
+
+def test_a_usage_limit_is_waited_out_and_not_counted_against_the_breaker(tmp_path) -> None:
+    runner = _runner(tmp_path, """
+        if calls <= 3:
+            print("Error: usage limit reached. Please try again in 5 seconds.")
+            sys.exit(1)
+        pathlib.Path("done.txt").write_text("x")
+        print(status(files=1, exit="true"))
+    """)
+    state = _project(tmp_path, runner)
+    now = [1_000_000.0]
+    events: list[dict] = []
+
+    def clock() -> float:
+        return now[0]
+
+    def sink(event: dict) -> None:
+        events.append(event)
+        if event["event"] == "waiting":
+            now[0] += event["seconds_left"]  # time passes while the loop waits
+
+    result = Loop(state, LoopOptions(runner="agent"), sink, clock=clock).run()
+    assert result["status"] == "done", result
+    waits = [e for e in events if e["event"] == "waiting"]
+    assert len(waits) >= 3 and all(0 < w["seconds_left"] <= 5 for w in waits)
+    assert result["summary"]["breaker_state"] == "CLOSED"
+
+
+def test_calls_per_hour_make_the_loop_wait(tmp_path) -> None:
+    runner = _runner(tmp_path, """
+        pathlib.Path(f"work-{calls}.txt").write_text("x")
+        print(status(files=1))
+    """)
+    state = _project(tmp_path, runner)
+    now = [2_000_000.0]
+    waits: list[float] = []
+
+    def sink(event: dict) -> None:
+        if event["event"] == "waiting":
+            waits.append(event["seconds_left"])
+            now[0] += event["seconds_left"]
+
+    Loop(state, LoopOptions(runner="agent", rate=2, max_iterations=3), sink,
+         clock=lambda: now[0]).run()
+    assert waits and 3590 <= waits[0] <= 3600
+
+
+def test_a_budget_stops_the_loop(tmp_path) -> None:
+    import os
+
+    fake = kit.script(tmp_path / "claude", kit.FAKE_CLAUDE)
+    state = kit.make_project(tmp_path / "p", {
+        "checks": [{"id": "done", "cmd": "false"}], "budgets": {"maxCostUsd": 0.5}})
+    os.environ["CLAVAIN_CLAUDE_BIN"] = str(fake)
+    os.environ["FAKE_CLAUDE_RESULT"] = '{"status": "success"}'
+    try:
+        result = Loop(state, LoopOptions(runner="claude"), None).run()
+    finally:
+        del os.environ["CLAVAIN_CLAUDE_BIN"], os.environ["FAKE_CLAUDE_RESULT"]
+    assert result["status"] == "budget" and result["exit_code"] == 5
+    assert result["summary"]["iterations"] == 2 and result["summary"]["cost_usd"] == 0.5
+
+
+def test_fifty_iterations_run_without_a_person(tmp_path) -> None:
+    runner = _runner(tmp_path, """
+        pathlib.Path(f"step-{calls}.txt").write_text("x")
+        if calls >= 50:
+            pathlib.Path("done.txt").write_text("x")
+            print(status(files=1, exit="true"))
+        else:
+            print(status(files=1, status="IN_PROGRESS"))
+    """)
+    state = _project(tmp_path, runner)
+    result = _run(state, max_iterations=60)
+    assert result["status"] == "done", result["message"]
+    assert result["summary"]["iterations"] == 50
