@@ -92,3 +92,25 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
                          (["loop", "summary", "nope"], "no loop run 'nope'")):
         done = _cli(state, *args)
         assert done.returncode == 2 and needle in done.stderr, (args, done.stderr)
+
+
+def test_two_loops_in_one_repository_keep_their_own_state(tmp_path: Path) -> None:
+    runner = kit.script(tmp_path / "slowidle.py", f"""
+        import sys, time
+        sys.stdin.read()
+        time.sleep(0.3)
+        print({BLOCK.replace("COMPLETE", "IN_PROGRESS").replace("2", "0")!r})
+    """)
+    state = kit.make_project(tmp_path / "p", {
+        "runners": {"idle": {"command": [str(runner)]}},
+        "checks": [{"id": "tests", "cmd": "false"}]})
+    loops = [subprocess.Popen([str(kit.REPO / "bin" / "clavain"), "loop", "--runner", "idle",
+                               "--run-id", name, "--json"], cwd=state.project,
+                              env=kit.cli_env(state), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+             for name in ("loop-one", "loop-two")]
+    results = [json.loads(proc.communicate(timeout=120)[0]) for proc in loops]
+    assert [r["exit_code"] for r in results] == [3, 3]
+    for name in ("loop-one", "loop-two"):
+        summary = json.loads(_cli(state, "loop", "summary", name, "--json").stdout)
+        assert summary["iterations"] == 3 and summary["breaker_trips"] == 1

@@ -61,8 +61,9 @@ def _register_session_loop(sub: argparse._SubParsersAction) -> None:
     start.add_argument("--session", metavar="ID", help="default: $CLAUDE_CODE_SESSION_ID")
     start.add_argument("--max-iterations", type=positive_int, metavar="N",
                        help="at most N iterations (default: loop.maxIterations)")
-    start.add_argument("--automation", choices=AUTOMATION)
-    start.add_argument("task", nargs="*", metavar="TASK")
+    start.add_argument("--automation", choices=AUTOMATION,
+                       help="what the agent may do unasked (default: loop.automation, auto)")
+    start.add_argument("task", nargs="*", metavar="TASK", help="what the loop works toward")
     add_graph_flag(start)
     add_json_flag(start)
     cancel = add_command(sub, "cancel", "end a session's /clavain:loop (state removed, summary "
