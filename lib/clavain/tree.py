@@ -11,6 +11,7 @@ failed, or more than MAX_FILES files outside git).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -45,12 +46,14 @@ def fingerprint(project: Path, *, state_root: Path | None = None) -> str | None:
 def _git_tree(top: Path, state_root: Path) -> str | None:
     index = _git(["rev-parse", "--git-path", "index"], top)  # relative to `top`, or absolute
     index = os.path.join(top, index) if index else None
-    excluded = []
-    try:
+    excluded: list[str] = []
+    inside = None
+    with contextlib.suppress(ValueError, OSError):  # elsewhere: nothing of it in the tree
         inside = state_root.resolve().relative_to(top.resolve())
+    # An ignored state folder is left out by `add -A` already, and naming it in a pathspec
+    # would make git refuse the whole add ("paths are ignored").
+    if inside is not None and _git(["check-ignore", "-q", inside.as_posix()], top) is None:
         excluded = [f":(exclude){inside.as_posix()}"]
-    except (ValueError, OSError):
-        pass  # the state folder is elsewhere: nothing of it in the tree
     with tempfile.TemporaryDirectory(prefix="clavain-tree-") as scratch:
         scratch_index = os.path.join(scratch, "index")
         if index and os.path.isfile(index):
@@ -61,7 +64,7 @@ def _git_tree(top: Path, state_root: Path) -> str | None:
         env.pop("GIT_WORK_TREE", None)
         if _git(["add", "-A", "--", ".", *excluded], top, env) is None:
             return None
-        if excluded:  # the copied index may still hold the state folder's tracked files
+        if inside is not None:  # the copied index may still hold the state folder's files
             _git(["rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", inside.as_posix()],
                  top, env)
         tree = _git(["write-tree"], top, env)

@@ -339,16 +339,22 @@ def test_a_long_run_completes_without_a_person(
 
 LIMIT_MESSAGE = ("Number of request tokens has exceeded your per-minute rate limit; "
                  "try again in 2 seconds")
-LIMITED_ITERATIONS = 3  # as many as the breaker's noProgress: counted, they would open it
+LIMITED_RUNS = 2  # as many as this test's breaker noProgress: counted, they would open it
+REQUESTS_PER_RUN = 3  # the first request and the 2 retries the loop allows claude
 
 
 def test_a_rate_limit_is_waited_out_not_counted(
         claude_runner: ClaudeRunner, claude_bin: Path, scripted_model: LimitingModel) -> None:
-    env = _project(claude_runner, claude_bin)
+    config = {**CONFIG, "loop": {"breaker": {"noProgress": LIMITED_RUNS}}}
+    env = _project(claude_runner, claude_bin, config)
+    answered = {"loop requests": 0}
 
     def limit(request: dict[str, Any]) -> str | None:
-        number = iteration_of(loop_prompt(request))
-        return LIMIT_MESSAGE if number is not None and number <= LIMITED_ITERATIONS else None
+        if iteration_of(loop_prompt(request)) is None:
+            return None
+        answered["loop requests"] += 1
+        return LIMIT_MESSAGE if answered["loop requests"] <= LIMITED_RUNS * REQUESTS_PER_RUN \
+            else None
 
     def script(request: dict[str, Any], prompt: str):
         if is_exit_prompt(prompt):
@@ -363,23 +369,21 @@ def test_a_rate_limit_is_waited_out_not_counted(
     scripted_model.limit = limit
     recorder = Recorder(script)
     run = run_loop(claude_runner, env, recorder)
-    print(f"429 answers: {scripted_model.limited}")
+    print(f"429 answers: {scripted_model.limited}; {run.seconds:.1f}s")
 
     assert run.returncode == 0, run
     assert run.result["status"] == "done", run
     assert not claude_runner.model.errors, run
     # Each limited claude run got 429 on its first request and on both retries the loop allows
-    # it (CLAUDE_CODE_MAX_RETRIES=2), then gave up; the loop waited the 2 s the message names.
-    assert scripted_model.limited == 3 * LIMITED_ITERATIONS, run
-    assert run.seconds >= 2 * LIMITED_ITERATIONS, run
+    # it (CLAUDE_CODE_MAX_RETRIES=2), then gave up; the loop waited at least its floor (5 s,
+    # then 10 s: a limit in a row doubles it) and ran the same iteration again.
+    assert scripted_model.limited == REQUESTS_PER_RUN * LIMITED_RUNS, run
+    assert run.seconds >= 15, run
+    # A limited attempt is not an iteration: the work after the limits was still iteration 1.
+    assert [iteration_of(p) for p in recorder.prompts] == [1, 2], recorder.prompts
     records = iteration_records(claude_runner.project, run.run_id)
-    assert len(records) == LIMITED_ITERATIONS + 2, records
-    for record in records[:LIMITED_ITERATIONS]:
-        assert record["rate_limited"] is True, record
-        assert record["status"] is None, record
-        assert record["breaker"] == "CLOSED", record  # counted, the 2nd would be HALF_OPEN
-        assert record["tokens"] == 0, record
-    assert records[LIMITED_ITERATIONS]["progress"]["progress"] is True
+    assert len(records) == 2, records  # the work, then the confirmation
+    assert records[0]["progress"]["progress"] is True and records[0]["breaker"] == "CLOSED"
     assert records[-1]["actionable"] is False
     shown = summary(env, claude_runner.project, run.run_id)
     assert shown["breaker_trips"] == 0, shown

@@ -51,6 +51,15 @@ def _clavain(project: Path, *args: str, session: str = SESSION) -> subprocess.Co
                           text=True, cwd=project, env=env, timeout=120)
 
 
+def _terminal(project: Path, *args: str, session: str = SESSION) -> subprocess.CompletedProcess:
+    """A person's own `clavain loop session-start` outside Claude Code, naming the session."""
+    env = dict(os.environ, CLAVAIN_PYTHON=sys.executable, CLAVAIN_BOOTSTRAP="0")
+    for name in ("CLAVAIN_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID", "CLAUDECODE"):
+        env.pop(name, None)
+    return subprocess.run([str(REPO / "bin" / "clavain"), *args, "--session", session],
+                          capture_output=True, text=True, cwd=project, env=env, timeout=120)
+
+
 def _register(run_hook, project: Path, typed: str, session: str = SESSION) -> str:
     """Type `/clavain:loop TYPED` in `session`: the hook records it, the `!` line registers."""
     submitted = run_hook("UserPromptSubmit", {
@@ -221,7 +230,7 @@ def test_cancel_ends_the_loop_of_this_session_only(run_hook, tmp_path: Path) -> 
     project = _project(tmp_path, EXISTS)
     _register(run_hook, project, "make done.txt")
     _register(run_hook, project, "make done.txt", session="sess-2")
-    refused = _clavain(project, "loop", "session-start", "again")
+    refused = _terminal(project, "loop", "session-start", "again")
     assert refused.returncode == 2 and "already registered" in refused.stderr
     run_id = _state(project)["run_id"]
     cancelled = _register(run_hook, project, "--cancel")
@@ -330,11 +339,12 @@ def test_bad_typed_arguments_are_one_line(typed: str, problem: str) -> None:
 
 def test_a_check_slower_than_the_stop_hook_may_run_is_refused(tmp_path: Path) -> None:
     project = _project(tmp_path, [{"id": "slow", "cmd": "true", "timeout": 900}])
-    refused = _clavain(project, "loop", "session-start", "--json", "go")
+    refused = _terminal(project, "loop", "session-start", "--json", "go")
     assert refused.returncode == 2
     assert "check 'slow' may run 900s" in json.loads(refused.stdout)["error"]
     assert not (project / ".clavain" / "loops").exists()
     (project / ".clavain" / "config.json").write_text(json.dumps({"checks": EXISTS}))
-    started = _clavain(project, "loop", "session-start", "--json", "--max-iterations", "2", "go")
+    started = _terminal(project, "loop", "session-start", "--json", "--max-iterations", "2",
+                        "go")
     assert started.returncode == 0, started.stderr
     assert json.loads(started.stdout)["prompt"].startswith("Clavain loop — iteration 1 of 2")

@@ -114,3 +114,13 @@ def test_two_loops_in_one_repository_keep_their_own_state(tmp_path: Path) -> Non
     for name in ("loop-one", "loop-two"):
         summary = json.loads(_cli(state, "loop", "summary", name, "--json").stdout)
         assert summary["iterations"] == 3 and summary["breaker_trips"] == 1
+
+
+def test_an_agent_cannot_loop_its_own_session(tmp_path: Path) -> None:
+    state = kit.make_project(tmp_path / "p")
+    env = kit.cli_env(state, CLAUDECODE="1", CLAUDE_CODE_SESSION_ID="s-123")
+    done = subprocess.run([str(kit.REPO / "bin" / "clavain"), "loop", "session-start",
+                           "fix", "everything"], cwd=state.project, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "what the person typed" in done.stderr
+    assert not (state.root / "loops").exists() or not list((state.root / "loops").iterdir())

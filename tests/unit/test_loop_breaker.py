@@ -159,16 +159,23 @@ def test_a_blank_error_is_no_error(breaker: CircuitBreaker) -> None:
 # -- permission denials ----------------------------------------------------------------------
 
 def test_permission_denials_warn_at_one_and_open_at_two(breaker: CircuitBreaker) -> None:
-    assert breaker.record(progress=True, permission_denials=3) == HALF_OPEN
-    assert breaker.record(progress=True, permission_denials=1) == OPEN
+    assert breaker.record(progress=False, permission_denials=3) == HALF_OPEN
+    assert breaker.record(progress=False, permission_denials=1) == OPEN
     assert breaker.status()["reason"] == "2 iterations in a row hit permission denials"
 
 
 def test_an_iteration_without_denials_resets_their_count(breaker: CircuitBreaker) -> None:
-    breaker.record(progress=True, permission_denials=1)
+    breaker.record(progress=False, permission_denials=1)
     assert breaker.record(progress=True) == CLOSED
     assert breaker.status()["permission_denials"] == 0
-    assert breaker.record(progress=True, permission_denials=1) == HALF_OPEN
+    assert breaker.record(progress=False, permission_denials=1) == HALF_OPEN
+
+
+def test_denials_in_iterations_that_made_progress_do_not_count(
+        breaker: CircuitBreaker) -> None:
+    for _ in range(5):  # the host refusing a call while the work moves on is the host's job
+        assert breaker.record(progress=True, permission_denials=2) == CLOSED
+    assert breaker.status()["permission_denials"] == 0
 
 
 def test_negative_denials_are_refused(breaker: CircuitBreaker) -> None:
@@ -222,11 +229,11 @@ def test_a_probe_that_repeats_the_opening_error_opens_again(breaker: CircuitBrea
     assert breaker.status()["same_error"] == 6
 
 
-def test_a_probe_with_progress_but_a_denial_opens_again(breaker: CircuitBreaker,
+def test_a_probe_without_progress_opens_again(breaker: CircuitBreaker,
                                                         clock: FakeClock) -> None:
     _open_on_no_progress(breaker)
     clock.advance(1800)
-    assert breaker.record(progress=True, permission_denials=1) == OPEN  # record() probes too
+    assert breaker.record(progress=False, permission_denials=1) == OPEN  # record() probes too
 
 
 def test_an_iteration_recorded_while_open_cannot_close_it(breaker: CircuitBreaker) -> None:
@@ -276,7 +283,7 @@ def test_history_keeps_the_last_fifty_transitions(breaker: CircuitBreaker,
                                                   clock: FakeClock) -> None:
     for i in range(40):
         clock.advance(1)
-        breaker.record(progress=True, permission_denials=1)
+        breaker.record(progress=False, permission_denials=1)
         breaker.record(progress=True)
         breaker.reset(f"reset {i}")
     history = breaker.status()["history"]
@@ -410,7 +417,8 @@ class NaiveModel:
         last_error = self.iterations[-1][1] if self.iterations else None
         return {"no_progress": trailing(lambda it: not it[0]),
                 "same_error": 0 if last_error is None else trailing(lambda it: it[1] == last_error),
-                "permission_denials": trailing(lambda it: it[2])}
+                # a denial counts only in an iteration that made no progress
+                "permission_denials": trailing(lambda it: it[2] and not it[0])}
 
     def allows(self, now: float) -> bool:
         if self.mode == "open":

@@ -196,10 +196,18 @@ def _session_id(explicit: str | None) -> str:
 
 
 def _session_start(args: argparse.Namespace) -> int:
+    import os
+
+    from clavain.errors import ClavainError
     from clavain.loop import session_loop
     from clavain.paths import StatePaths
     from clavain.project import ensure_state
 
+    if not args.from_prompt and (os.environ.get("CLAUDECODE") or os.environ.get(
+            "CLAUDE_CODE_SESSION_ID")):
+        # The agent's own Bash call must not loop a session its person never asked to loop.
+        raise ClavainError("inside Claude Code a loop starts only from what the person typed "
+                           "(/clavain:loop TASK)")
     state = ensure_state(StatePaths.discover())
     session = _session_id(args.session)
     if args.from_prompt:

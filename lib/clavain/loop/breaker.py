@@ -198,7 +198,9 @@ class CircuitBreaker:
     def _count(self, progress: bool, error: str | None, denials: int) -> None:
         counts = self._data["counts"]
         counts["no_progress"] = 0 if progress else counts["no_progress"] + 1
-        counts["permission_denials"] = counts["permission_denials"] + 1 if denials else 0
+        # A denial in an iteration that still moved the work is the host doing its job.
+        counts["permission_denials"] = (counts["permission_denials"] + 1
+                                        if denials and not progress else 0)
         signature = normalise_error(error)
         digest = hashlib.sha256(signature.encode()).hexdigest() if signature else None
         if digest is None:

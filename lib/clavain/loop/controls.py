@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from clavain import config as config_mod
 from clavain.errors import ClavainError
 from clavain.loop import records
-from clavain.loop.breaker import CircuitBreaker
+from clavain.loop.decide import breaker_for
 from clavain.paths import StatePaths
 
 
@@ -19,11 +18,7 @@ def circuit(state: StatePaths, run_id: str | None, *, reset: bool = False) -> di
     path = records.loop_dir(state, run_id) / "breaker.json"
     if not path.parent.joinpath(records.LOOP_NAME).exists():
         raise ClavainError(f"no loop run {run_id!r}")
-    settings = config_mod.get(config_mod.load(state.config), "loop.breaker")
-    breaker = CircuitBreaker(path, state_root=state.root, no_progress=settings["noProgress"],
-                             same_error=settings["sameError"],
-                             permission_denials=settings["permissionDenials"],
-                             cooldown_seconds=settings["cooldownSeconds"])
+    breaker = breaker_for(state, run_id)
     if reset:
         breaker.reset("reset by a person (clavain loop --reset-circuit)")
     return {"run_id": run_id, **breaker.status()}

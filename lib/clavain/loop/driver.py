@@ -25,21 +25,20 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
-from clavain.loop import records
-from clavain.loop.breaker import CircuitBreaker
+from clavain.loop import decide, records
+from clavain.loop.decide import EXIT_CODES
 from clavain.loop.iterate import RULES, iterate
 from clavain.loop.progress import progress_between, snapshot
 from clavain.loop.rate_limit import CallRate
 from clavain.paths import StatePaths
 from clavain.supervisor import claude_output
 from clavain.supervisor.invocation import claude_argv, configured_argv, runner_process_env
+from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, limit_wait_seconds
 from clavain.supervisor.process import ProcessOutcome, run_process
 from clavain.supervisor.routes import CLAUDE, SHELL, SHELL_VERIFY
 from clavain.supervisor.run_budget import RunBudget
 from clavain.workgraph.runner_env import new_run_id, run_env
 
-EXIT_CODES = {"done": 0, "blocked": 6, "breaker_open": 3, "max_iterations": 4, "budget": 5,
-              "interrupted": 130}
 Report = Callable[[dict[str, Any]], None]
 
 
@@ -87,32 +86,24 @@ class Loop:
                                                     dict):
             raise ClavainError(f"unknown runner {self.runner!r}")
         self.run_id = options.run_id or new_run_id("loop")
-        self.graph_id = self._graph(options.graph)
+        self.graph_id = decide.current_graph(state, options.graph)
         folder = records.loop_dir(state, self.run_id)
         if (folder / records.LOOP_NAME).exists():
             raise ClavainError(f"loop run {self.run_id!r} exists; pick another id")
         folder.mkdir(parents=True, exist_ok=True)
-        breaker = setting(self.cfg, "loop.breaker")
-        self.breaker = CircuitBreaker(folder / "breaker.json", state_root=state.root,
-                                      no_progress=breaker["noProgress"],
-                                      same_error=breaker["sameError"],
-                                      permission_denials=breaker["permissionDenials"],
-                                      cooldown_seconds=breaker["cooldownSeconds"], clock=clock)
+        self.breaker = decide.breaker_for(state, self.run_id, self.cfg, clock)
         self.rate = CallRate(folder / "calls.json", state_root=state.root,
                              per_hour=options.rate or int(setting(self.cfg, "loop.callsPerHour")),
                              clock=clock)
         self.budget = RunBudget(state, self.run_id)
         self.stop = threading.Event()
-        self.signal: int | None = None
+        self.stopped_by: int | None = None
         self.blocked: list[str] = []
         self.last_status: dict[str, Any] | None = None  # the exit state: reset at every start
+        self.last_problem: str | None = None  # why the last status block was rejected
+        self.limits_in_a_row = 0
+        self._db: Any = None
 
-    def _graph(self, explicit: str | None) -> str | None:
-        if not self.state.db.exists():
-            return None
-        from clavain import current_graph
-
-        return current_graph.resolve(self.state, explicit)
 
     # ------------------------------------------------------------ the run
 
@@ -128,12 +119,20 @@ class Loop:
             if threading.current_thread() is threading.main_thread() else {}
         try:
             ending = self._iterations()
+        except BaseException as exc:  # the record must not say "running" forever
+            loop.update(status="error", exit_code=EXIT_CODES["error"], finished_at=now_iso(),
+                        message=f"{type(exc).__name__}: {exc}", blocked=self.blocked)
+            records.write_loop(self.state, self.run_id, loop)
+            raise
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        if self.signal:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+        if self.stopped_by:
             ending = {"status": "interrupted", "message": "stopped by "
-                      f"{signal.Signals(self.signal).name}"}
+                      f"{signal.Signals(self.stopped_by).name}"}
         loop.update(ending, status=ending["status"], exit_code=EXIT_CODES[ending["status"]],
                     blocked=self.blocked, finished_at=now_iso(),
                     wall_seconds=round(time.monotonic() - began, 3))
@@ -141,90 +140,94 @@ class Loop:
         return {**loop, "summary": records.summary(self.state, self.run_id)}
 
     def _on_signal(self, signum: int, _frame: object) -> None:
-        self.signal = self.signal or signum
+        self.stopped_by = self.stopped_by or signum
         self.stop.set()
 
     def _iterations(self) -> dict[str, Any]:
-        number = 0
+        done = 0
         while not self.stop.is_set():
-            if not self.breaker.allows():
-                status = self.breaker.status()
-                return {"status": "breaker_open", "message": f"circuit breaker open: "
-                        f"{status.get('reason')} (`clavain loop --reset-circuit --run "
-                        f"{self.run_id}` after a look)"}
+            self.graph_id = decide.current_graph(self.state, self.options.graph)
+            number = done + 1
+            offered = iterate(self.state, graph_id=self.graph_id, automation=self.automation,
+                              iteration=number, skip=frozenset(self.blocked),
+                              log_dir=records.loop_dir(self.state, self.run_id)
+                              / f"checks-{number}", stop=self.stop,
+                              previous_error=self.last_problem)
+            if self.stop.is_set():
+                break
+            end = decide.ending(self.state, offered, graph_id=self.graph_id,
+                                last_status=self.last_status, breaker_state=self.breaker.state,
+                                done_iterations=done, max_iterations=self.max_iterations)
+            if end is not None and "wait" in end:
+                self._wait_until(end["wait"], end["message"])
+                continue
+            if end is not None:
+                if end["status"] == "breaker_open":
+                    end["message"] = decide.breaker_message(self.breaker, self.run_id)
+                return end
             spent = self.budget.spent(self._conn())
             if spent:
                 return {"status": "budget", "message": spent}
-            if number >= self.max_iterations:
-                return {"status": "max_iterations",
-                        "message": f"stopped after {number} iteration(s) (--max-iterations)"}
+            if self.limits_in_a_row >= MAX_LIMITS_IN_A_ROW:
+                return {"status": "blocked", "message": f"the runner was limited "
+                        f"{self.limits_in_a_row} times in a row; a person must look"}
             self._wait_for_rate()
             if self.stop.is_set():
                 break
-            number += 1
-            ending = self._one(number)
-            if ending is not None:
-                return ending
+            if self._one(number, offered):
+                done = number
         return {"status": "interrupted", "message": "stopped"}
 
     def _conn(self) -> Any:
         from clavain.store.db import connect
 
-        if not hasattr(self, "_db"):
+        if self._db is None:
             self._db = connect(self.state.db)
         return self._db
 
-    def _one(self, number: int) -> dict[str, Any] | None:
-        """One iteration; the run's ending when the loop must stop before running it."""
-        folder = records.loop_dir(self.state, self.run_id)
-        offered = iterate(self.state, graph_id=self.graph_id, automation=self.automation,
-                          iteration=number, skip=frozenset(self.blocked),
-                          log_dir=folder / f"checks-{number}")
-        if not offered["actionable"]:
-            if offered["skipped"]:
-                return {"status": "blocked", "message": "every item left is BLOCKED, waiting "
-                        "for a person: " + ", ".join(offered["skipped"])}
-            if self.last_status is not None and self.last_status["exit_signal"]:
-                return {"status": "done", "message": "nothing actionable and the agent "
-                        "signalled exit"}
+    def _one(self, number: int, offered: dict[str, Any]) -> bool:
+        """Run iteration `number`; False when it did not count (stopped, or rate limited)."""
         self.report({"event": "iteration", "number": number,
                      "items": [item["id"] for item in offered["items"]],
                      "prompt_tokens_estimate": offered["prompt_tokens_estimate"]})
         before = snapshot(self.state, self.graph_id)
         started = now_iso()
         self.rate.record_call()
-        turn = self._call(offered["prompt"], folder / f"iteration-{number}")
-        if turn.limit is not None:
+        turn = self._call(offered["prompt"], records.loop_dir(self.state, self.run_id)
+                          / f"iteration-{number}")
+        if self.stop.is_set():
+            return False  # a runner stopped halfway is nobody's iteration
+        self.budget.add_usage(self._conn(), tokens=turn.tokens, cost_usd=turn.cost_usd)
+        if turn.limit is not None:  # the account's limit, not the iteration's failure
+            self.limits_in_a_row += 1
             self._wait_for_limit(turn.limit)
+            self.report({"event": "iterated", "iteration": number, "status": None,
+                         "runner_error": turn.error, "progress": {"why": []},
+                         "breaker": self.breaker.state})
+            return False
+        self.limits_in_a_row = 0
         status, problem = self._status(turn)
-        after = snapshot(self.state, self.graph_id)
-        moved = progress_between(before, after, status["files_modified"] if status else 0)
-        error = problem or turn.error
-        if turn.limit is None:  # a limit is the account's, not the iteration's failure
-            self.breaker.record(progress=moved["progress"], error=error,
-                                permission_denials=turn.permission_denials)
+        moved = progress_between(before, snapshot(self.state, self.graph_id),
+                                 status["files_modified"] if status else 0)
+        self.breaker.record(progress=moved["progress"], error=problem or turn.error,
+                            permission_denials=turn.permission_denials)
+        self.last_problem = problem
         if status is not None:
             self.last_status = status
-            self._note_blocked(status, offered["items"])
-        self.budget.add_usage(self._conn(), tokens=turn.tokens, cost_usd=turn.cost_usd)
+            picked = decide.note_blocked(self.blocked, status,
+                                         [item["id"] for item in offered["items"]])
+            if picked:
+                self.report({"event": "blocked", "item": picked,
+                             "why": status["next_recommendation"]})
         entry = {"iteration": number, "started_at": started, "finished_at": now_iso(),
-                 "items": [item["id"] for item in offered["items"]],
+                 "graph_id": self.graph_id, "items": [item["id"] for item in offered["items"]],
                  "actionable": offered["actionable"], "status": status,
-                 "status_error": problem, "runner_error": turn.error,
-                 "rate_limited": turn.limit is not None, "progress": moved,
-                 "breaker": self.breaker.state, "tokens": turn.tokens,
+                 "status_error": problem, "runner_error": turn.error, "rate_limited": False,
+                 "progress": moved, "breaker": self.breaker.state, "tokens": turn.tokens,
                  "cost_usd": turn.cost_usd, "permission_denials": turn.permission_denials}
         records.write_iteration(self.state, self.run_id, number, entry)
         self.report({"event": "iterated", **entry})
-        return None
-
-    def _note_blocked(self, status: dict[str, Any], items: list[dict[str, Any]]) -> None:
-        picked = status["task_completed"]
-        if status["status"] == "BLOCKED" and picked and picked not in self.blocked and \
-                picked in {item["id"] for item in items}:
-            self.blocked.append(picked)
-            self.report({"event": "blocked", "item": picked,
-                         "why": status["next_recommendation"]})
+        return True
 
     def _status(self, turn: Turn) -> tuple[dict[str, Any] | None, str | None]:
         from clavain.loop.status_block import parse
@@ -261,8 +264,9 @@ class Loop:
             return Turn(text=process.stdout, error=f"runner timed out after {timeout:g}s")
         if self.runner != CLAUDE:
             failed = process.exit_code != 0
-            limit = claude_output.parse(process.stdout, process.stderr, process.exit_code) \
-                .rate_limit if failed and "---CLAVAIN_STATUS---" not in process.stdout else None
+            # Its stderr only: its stdout is the agent's reply, which may well discuss limits.
+            limit = claude_output.parse("", process.stderr, process.exit_code).rate_limit \
+                if failed else None
             return Turn(text=process.stdout, limit=limit,
                         error=f"runner exited {process.exit_code}" if failed else None)
         report = claude_output.parse(process.stdout, process.stderr, process.exit_code)
@@ -282,12 +286,11 @@ class Loop:
         self._wait_until(self.clock() + self.rate.wait_seconds(), "calls per hour")
 
     def _wait_for_limit(self, limit: Any) -> None:
-        cap = float(config_mod.get(self.cfg, "supervisor.maxRateLimitWaitSeconds", 3600))
-        if limit.reset_at is not None:
-            seconds = limit.reset_at.timestamp() - self.clock()
-        else:
-            seconds = limit.retry_after_seconds if limit.retry_after_seconds is not None else 60
-        self._wait_until(self.clock() + min(max(seconds, 0), cap), limit.message or "rate limit")
+        seconds = limit_wait_seconds(
+            limit.reset_at, limit.retry_after_seconds, now=self.clock(),
+            in_a_row=self.limits_in_a_row,
+            cap=float(config_mod.get(self.cfg, "supervisor.maxRateLimitWaitSeconds", 3600)))
+        self._wait_until(self.clock() + seconds, limit.message or "rate limit")
 
     def _wait_until(self, until: float, why: str) -> None:
         last = 0.0
@@ -298,7 +301,9 @@ class Loop:
             if time.monotonic() - last >= 1:
                 last = time.monotonic()
                 self.report({"event": "waiting", "why": why, "seconds_left": left})
-            self.stop.wait(min(1.0, left))
+                left = until - self.clock()  # (an injected clock may have moved meanwhile)
+            if left > 0:
+                self.stop.wait(min(1.0, left))
 
 
 def run_loop(state: StatePaths, options: LoopOptions, report: Report | None = None

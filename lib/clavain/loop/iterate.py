@@ -56,12 +56,13 @@ def runnable_nodes(g: Graph) -> list[dict[str, Any]]:
 
 
 def collect(state: StatePaths, graph_id: str | None, *, skip: frozenset[str] = frozenset(),
-            log_dir: Path | None = None) -> dict[str, Any]:
+            log_dir: Path | None = None, stop: Any = None) -> dict[str, Any]:
     """{"items": actionable items, priority order; "checks": every check's outcome;
     "skipped": items left out because the run marked them BLOCKED}."""
     cfg = config_mod.load(state.config)
     checks = run_checks(list(config_mod.get(cfg, "checks", [])), project=state.project,
-                        state_root=state.root, log_dir=log_dir or state.runs / "checks")
+                        state_root=state.root, log_dir=log_dir or state.runs / "checks",
+                        stop=stop)
     items = [{**c, "id": f"check:{c['id']}", "kind": "check",
               "title": c["description"] or c["command"]}
              for c in checks if not c["passed"]]
@@ -104,10 +105,14 @@ def _item_lines(number: int, item: dict[str, Any]) -> list[str]:
 
 
 def build_prompt(items: list[dict[str, Any]], *, automation: str,
-                 iteration: int | None = None, blocked: list[str] | None = None) -> str:
+                 iteration: int | None = None, blocked: list[str] | None = None,
+                 previous_error: str | None = None) -> str:
     from clavain.loop.status_block import template
 
     title = "# Clavain loop" + (f" — iteration {iteration}" if iteration else "")
+    if previous_error:  # said once, so the next agent does not repeat it
+        title += (f"\n\nThe last reply's status block was rejected: {previous_error[:300]}. "
+                  "End this reply with a valid block (the template below).")
     if not items:
         return "\n".join([
             title, "", EXIT_BEGIN, "STATUS: ALL_PASS", "EXIT_SIGNAL: true", EXIT_END, "",
@@ -132,7 +137,8 @@ def build_prompt(items: list[dict[str, Any]], *, automation: str,
 
 def iterate(state: StatePaths, *, graph_id: str | None, automation: str,
             iteration: int | None = None, skip: frozenset[str] = frozenset(),
-            log_dir: Path | None = None) -> dict[str, Any]:
+            log_dir: Path | None = None, stop: Any = None,
+            previous_error: str | None = None) -> dict[str, Any]:
     """The prompt and what it was built from; `actionable` False means the exit prompt."""
     from clavain.session.token_estimate import estimate_tokens
 
@@ -140,9 +146,9 @@ def iterate(state: StatePaths, *, graph_id: str | None, automation: str,
         from clavain.errors import ClavainError
 
         raise ClavainError(f"automation {automation!r} is not one of {', '.join(RULES)}")
-    found = collect(state, graph_id, skip=skip, log_dir=log_dir)
+    found = collect(state, graph_id, skip=skip, log_dir=log_dir, stop=stop)
     prompt = build_prompt(found["items"], automation=automation, iteration=iteration,
-                          blocked=found["skipped"])
+                          blocked=found["skipped"], previous_error=previous_error)
     return {"actionable": bool(found["items"]), "items": found["items"],
             "checks": found["checks"], "skipped": found["skipped"], "automation": automation,
             "prompt": prompt, "prompt_tokens_estimate": estimate_tokens(prompt)}

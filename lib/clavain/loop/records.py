@@ -43,7 +43,7 @@ def iterations(state: StatePaths, run_id: str) -> list[dict[str, Any]]:
 
 
 def latest_loop(state: StatePaths) -> str | None:
-    runs = [(record.get("started_at") or "", path.parent.name)
+    runs = [(str(record.get("started_at") or ""), path.parent.name)
             for path in (state.runs.glob(f"*/{LOOP_NAME}") if state.runs.is_dir() else [])
             if (record := read_json_object(path)) is not None]
     return max(runs)[1] if runs else None
@@ -59,22 +59,29 @@ def summary(state: StatePaths, run_id: str | None = None) -> dict[str, Any]:
     if loop is None:
         raise ClavainError(f"no loop run {run_id!r} ({loop_dir(state, run_id)} has no "
                            f"{LOOP_NAME})")
-    done = [it for it in iterations(state, run_id)
-            if (it.get("status") or {}).get("status") == "COMPLETE"]
-    breaker = read_json_object(loop_dir(state, run_id) / "breaker.json") or {}
-    trips = sum(1 for step in breaker.get("history") or [] if step.get("to") == "OPEN")
     records = iterations(state, run_id)
+    statuses = [it.get("status") if isinstance(it.get("status"), dict) else {}
+                for it in records]  # a damaged record counts as an iteration that said nothing
+    done = [status for status in statuses if status.get("status") == "COMPLETE"]
+    breaker = read_json_object(loop_dir(state, run_id) / "breaker.json") or {}
+    history = breaker.get("history") if isinstance(breaker.get("history"), list) else []
+    trips = sum(1 for step in history if isinstance(step, dict) and step.get("to") == "OPEN")
     return {"run_id": run_id, "status": loop.get("status"), "reason": loop.get("reason"),
             "message": loop.get("message"), "exit_code": loop.get("exit_code"),
             "iterations": len(records),
-            "items_done": [it["status"]["task_completed"] for it in done
-                           if it["status"].get("task_completed")],
+            "items_done": [str(status["task_completed"]) for status in done
+                           if status.get("task_completed")],
             "blocked": loop.get("blocked") or [], "breaker_trips": trips,
             "breaker_state": breaker.get("state", "CLOSED"),
-            "tokens": sum(int(it.get("tokens") or 0) for it in records),
-            "cost_usd": round(sum(float(it.get("cost_usd") or 0) for it in records), 6),
+            "tokens": sum(_number(it.get("tokens"), int) for it in records),
+            "cost_usd": round(sum(_number(it.get("cost_usd"), float) for it in records), 6),
             "wall_seconds": loop.get("wall_seconds"), "started_at": loop.get("started_at"),
             "finished_at": loop.get("finished_at")}
+
+
+def _number(value: Any, kind: type) -> Any:
+    return kind(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else kind(0)
 
 
 def render_summary(data: dict[str, Any]) -> str:

@@ -37,8 +37,6 @@ STOP_HOOK_SECONDS = 600  # hooks/hooks.json: a check must finish well within it
 REASON_MAX_CHARS = 9_000  # the host shows a file path and a preview past 10,000 characters
 TASK_MAX_CHARS = 2_000
 MESSAGE_MAX_CHARS = 400_000  # the status block is at the end
-EXIT_CODES = {"done": 0, "breaker_open": 3, "max_iterations": 4, "blocked": 6,
-              "cancelled": 130, "error": 1}
 _KINDS = {"run_id": str, "task": str, "iteration": int, "max_iterations": int,
           "automation": str, "blocked": list, "items": list, "actionable": bool,
           "snapshot": dict, "breaker": str, "blocks_in_row": int, "host_cuts": int,
@@ -139,13 +137,13 @@ def _end(state: Any, data: dict[str, Any], status: str, message: str) -> dict[st
 
     from clavain.clock import now_iso
     from clavain.fsutil import read_json_object
-    from clavain.loop import records
+    from clavain.loop import decide, records
 
     with contextlib.suppress(FileNotFoundError):
         _path(state, data["session_id"]).unlink()
     loop = read_json_object(records.loop_dir(state, data["run_id"]) / records.LOOP_NAME) or {
         "run_id": data["run_id"]}
-    loop.update(status=status, message=message, exit_code=EXIT_CODES[status],
+    loop.update(status=status, message=message, exit_code=decide.EXIT_CODES[status],
                 blocked=data["blocked"], finished_at=now_iso(), host_cuts=data["host_cuts"],
                 wall_seconds=round(time.time() - data["started_epoch"], 3))
     records.write_loop(state, data["run_id"], loop)
@@ -215,39 +213,37 @@ def _after_iteration(state: Any, data: dict[str, Any], status: dict[str, Any] | 
                      problem: str | None) -> dict[str, Any] | None:
     """Record the iteration that just ended, then end the loop or ask for the next one."""
     from clavain.clock import now_iso
-    from clavain.loop import records
+    from clavain.loop import decide, records
     from clavain.loop.progress import Snapshot, progress_between, snapshot
 
     number = data["iteration"]
     moved = progress_between(Snapshot(**data["snapshot"]), snapshot(state, data["graph_id"]),
                              status["files_modified"] if status else 0)
-    breaker = _breaker(state, data)
+    breaker = decide.breaker_for(state, data["run_id"])
     breaker.record(progress=moved["progress"], error=problem)
+    data["last_problem"] = problem
     if status is not None:
         data["last_status"] = status
-        picked = status["task_completed"]
-        if status["status"] == "BLOCKED" and picked in data["items"] \
-                and picked not in data["blocked"]:
-            data["blocked"].append(picked)
+        decide.note_blocked(data["blocked"], status, data["items"])
     records.write_iteration(state, data["run_id"], number, {
         "iteration": number, "started_at": data["iteration_started_at"],
-        "finished_at": now_iso(), "items": data["items"], "actionable": data["actionable"],
-        "status": status, "status_error": problem, "runner_error": None,
-        "rate_limited": False, "progress": moved, "breaker": breaker.state, "tokens": 0,
-        "cost_usd": 0.0, "permission_denials": 0, "session_id": data["session_id"]})
-    if not breaker.allows():
-        return _end(state, data, "breaker_open",
-                    f"circuit breaker open: {breaker.status().get('reason')}")
-    if number >= data["max_iterations"]:
-        return _end(state, data, "max_iterations",
-                    f"stopped after {number} iteration(s) (--max-iterations)")
+        "finished_at": now_iso(), "graph_id": data["graph_id"], "items": data["items"],
+        "actionable": data["actionable"], "status": status, "status_error": problem,
+        "runner_error": None, "rate_limited": False, "progress": moved,
+        "breaker": breaker.state, "tokens": 0, "cost_usd": 0.0, "permission_denials": 0,
+        "session_id": data["session_id"]})
+    data["graph_id"] = decide.current_graph(state, None)  # a graph may have begun meanwhile
     offered = _iterate(state, data, number + 1)
-    if not offered["actionable"]:
-        if offered["skipped"]:
-            return _end(state, data, "blocked", "every item left is BLOCKED, waiting for a "
-                        "person: " + ", ".join(offered["skipped"]))
-        if data["last_status"] and data["last_status"]["exit_signal"]:
-            return _end(state, data, "done", "nothing actionable and the agent signalled exit")
+    end = decide.ending(state, offered, graph_id=data["graph_id"],
+                        last_status=data["last_status"], breaker_state=breaker.state,
+                        done_iterations=number, max_iterations=data["max_iterations"])
+    if end is not None and "wait" in end:  # a Stop hook cannot wait out a backoff
+        return _end(state, data, "blocked", f"{end['message']}; run /clavain:loop again "
+                    "after it")
+    if end is not None:
+        message = (decide.breaker_message(breaker, data["run_id"])
+                   if end["status"] == "breaker_open" else end["message"])
+        return _end(state, data, end["status"], message)
     data.update(iteration=number + 1, iteration_started_at=now_iso())
     return {"decision": "block", "reason": _next(state, data, offered)}
 
@@ -258,6 +254,7 @@ def _iterate(state: Any, data: dict[str, Any], number: int) -> dict[str, Any]:
 
     return iterate(state, graph_id=data["graph_id"], automation=data["automation"],
                    iteration=number, skip=frozenset(data["blocked"]),
+                   previous_error=data.get("last_problem"),
                    log_dir=records.loop_dir(state, data["run_id"]) / f"checks-{number}")
 
 
@@ -293,20 +290,6 @@ def _next(state: Any, data: dict[str, Any], offered: dict[str, Any], *, count: b
         text = text[:REASON_MAX_CHARS] + "\n[…cut: `clavain iterate` prints it all]"
     write_json_atomic(_path(state, data["session_id"]), data, inside=state.root)
     return text
-
-
-def _breaker(state: Any, data: dict[str, Any]) -> Any:
-    """The run's breaker (`data["breaker"]` names the file for people; it is never trusted)."""
-    from clavain import config as config_mod
-    from clavain.loop import records
-    from clavain.loop.breaker import CircuitBreaker
-
-    settings = config_mod.get(config_mod.load(state.config), "loop.breaker")
-    return CircuitBreaker(records.loop_dir(state, data["run_id"]) / "breaker.json",
-                          state_root=state.root, no_progress=settings["noProgress"],
-                          same_error=settings["sameError"],
-                          permission_denials=settings["permissionDenials"],
-                          cooldown_seconds=settings["cooldownSeconds"])
 
 
 def _load(path: Any, session_id: object) -> dict[str, Any] | None:

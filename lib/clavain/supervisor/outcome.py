@@ -37,6 +37,28 @@ class Outcome:
     details: dict[str, Any] = field(default_factory=dict)
 
 
+MIN_LIMIT_WAIT_SECONDS = 5.0
+# Limits in a row after which a run stops instead of waiting again (with the doubling floor
+# and an hour's cap that is most of a day): a limit that never lifts needs a person.
+MAX_LIMITS_IN_A_ROW = 12
+DEFAULT_LIMIT_WAIT_SECONDS = 60.0
+
+
+def limit_wait_seconds(reset_at: datetime | None, retry_after: float | None, *, now: float,
+                       in_a_row: int, cap: float) -> float:
+    """How long to wait out a rate or usage limit: until the reset it was given (else its
+    retry-after, else a minute), never less than a floor that doubles with each limit in a row
+    (a reset already past must not become a busy loop), never more than `cap`."""
+    floor = min(cap, MIN_LIMIT_WAIT_SECONDS * 2 ** max(0, in_a_row - 1))
+    if reset_at is not None:
+        seconds = reset_at.timestamp() - now
+    elif retry_after is not None:
+        seconds = retry_after
+    else:
+        seconds = DEFAULT_LIMIT_WAIT_SECONDS
+    return min(max(seconds, floor), cap)
+
+
 def failure(summary: str, *errors: str) -> dict[str, Any]:
     return {"status": "fail", "summary": summary[:2000], "errors": [e for e in errors if e]}
 

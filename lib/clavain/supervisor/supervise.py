@@ -26,6 +26,7 @@ from clavain.paths import StatePaths
 from clavain.store.db import connect
 from clavain.supervisor import run_record, worktrees
 from clavain.supervisor.metrics import METRICS_NAME, RunMetrics
+from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, limit_wait_seconds
 from clavain.supervisor.process import TERM_GRACE_SECONDS
 from clavain.supervisor.routes import check_override, role_of
 from clavain.supervisor.run_budget import RunBudget
@@ -37,7 +38,6 @@ from clavain.workgraph.schedule import next_node
 
 WAIT_POLL_SECONDS = 0.25
 OTHERS_POLL_SECONDS = 2.0
-MIN_LIMIT_WAIT_SECONDS = 5.0
 PROGRESS_EVERY_SECONDS = 15.0
 # How a run ended → the command's exit code.
 EXIT_CODES = {"complete": 0, "stopped_at_limit": 0, "blocked": 1, "budget": 3,
@@ -181,6 +181,10 @@ class Supervisor:
             if self.unusable:
                 return {"status": "blocked", "reason": "runner_unusable",
                         "message": self.unusable}
+            if self.limits_in_a_row >= MAX_LIMITS_IN_A_ROW:
+                return {"status": "blocked", "reason": "rate_limited",
+                        "message": f"rate limited {self.limits_in_a_row} times in a row; "
+                                   "a person must look"}
             if self.rate_limited_until and time.time() < self.rate_limited_until:
                 return {"wait": "rate_limit", "until": self.rate_limited_until}
             spent = budget.spent(self.conn)
@@ -235,20 +239,15 @@ class Supervisor:
         return {"status": status, "reason": reason, "message": envelope["message"]}
 
     def _note_rate_limit(self, event: dict[str, Any]) -> None:
-        """Pause until the reset the runner was given; never less than a floor that doubles
-        with each limit in a row (a reset already past must not become a busy loop)."""
+        """Pause the run until the limit's reset (`outcome.limit_wait_seconds`)."""
         limit = event.get("rate_limit") or {}
-        cap = float(config_mod.get(self.cfg, "supervisor.maxRateLimitWaitSeconds", 3600))
         self.limits_in_a_row += 1
-        floor = min(cap, MIN_LIMIT_WAIT_SECONDS * 2 ** (self.limits_in_a_row - 1))
         now = time.time()
-        until = now + 60
-        if limit.get("reset_at"):
-            until = datetime.fromisoformat(limit["reset_at"]).timestamp()
-        elif limit.get("retry_after_seconds") is not None:
-            until = now + float(limit["retry_after_seconds"])
-        until = min(max(until, now + floor), now + cap)
-        self.rate_limited_until = max(self.rate_limited_until or 0, until)
+        reset_at = datetime.fromisoformat(limit["reset_at"]) if limit.get("reset_at") else None
+        seconds = limit_wait_seconds(
+            reset_at, limit.get("retry_after_seconds"), now=now, in_a_row=self.limits_in_a_row,
+            cap=float(config_mod.get(self.cfg, "supervisor.maxRateLimitWaitSeconds", 3600)))
+        self.rate_limited_until = max(self.rate_limited_until or 0, now + seconds)
 
     def _wait(self, ending: dict[str, Any] | None) -> None:
         """Wait for a backoff, a rate limit's reset or other runs, with a countdown."""
