@@ -285,3 +285,24 @@ def test_a_limit_that_never_lifts_ends_the_loop_for_a_person(tmp_path) -> None:
     result = Loop(state, LoopOptions(runner="agent"), sink, clock=lambda: now[0]).run()
     assert result["status"] == "blocked" and "12 times in a row" in result["message"]
     assert _calls(tmp_path) == 12 and result["summary"]["iterations"] == 0
+
+
+def test_a_logged_out_claude_ends_the_loop_at_once(tmp_path) -> None:
+    import os
+
+    fake = kit.script(tmp_path / "claude", """
+        import json, sys
+        sys.stdin.read()
+        print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
+                          "terminal_reason": "api_error", "num_turns": 1,
+                          "result": "Not logged in · Please run /login"}))
+        sys.exit(1)
+    """)
+    state = kit.make_project(tmp_path / "p", {"checks": [{"id": "done", "cmd": "false"}]})
+    os.environ["CLAVAIN_CLAUDE_BIN"] = str(fake)
+    try:
+        result = Loop(state, LoopOptions(runner="claude"), None).run()
+    finally:
+        del os.environ["CLAVAIN_CLAUDE_BIN"]
+    assert result["status"] == "error" and result["exit_code"] == 1
+    assert "Not logged in" in result["message"] and result["summary"]["iterations"] == 0

@@ -99,6 +99,10 @@ def _loop(args: argparse.Namespace) -> int:
     from clavain.paths import StatePaths
 
     state = StatePaths.discover()
+    if args.reset_circuit and not args.run:
+        from clavain.errors import ClavainError
+
+        raise ClavainError("--reset-circuit needs --run RUN: say which run a person looked at")
     if args.reset_circuit or args.circuit_status:
         status = controls.circuit(state, args.run, reset=args.reset_circuit)
         if args.json:
@@ -137,8 +141,10 @@ def _parse_status(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(parsed)
     else:
+        import json
+
         for key, value in parsed.items():
-            print(f"{key}: {value}")
+            print(f"{key}: {json.dumps(value) if isinstance(value, bool) else value}")
     return 0
 
 

@@ -62,6 +62,7 @@ class Turn:
     permission_denials: int = 0
     error: str | None = None
     limit: Any = None
+    unusable: str | None = None  # the runner cannot work at all (not logged in, …)
 
 
 class Loop:
@@ -84,7 +85,9 @@ class Loop:
                                "needs claude or a configured runner")
         if self.runner != CLAUDE and not isinstance(setting(self.cfg, f"runners.{self.runner}"),
                                                     dict):
-            raise ClavainError(f"unknown runner {self.runner!r}")
+            raise ClavainError(f"unknown runner {self.runner!r} (configure it under `runners` "
+                               f"in {state.config}, or use claude)")
+        self._argv()  # a missing claude binary is bad setup: say so before anything runs
         self.run_id = options.run_id or new_run_id("loop")
         self.graph_id = decide.current_graph(state, options.graph)
         folder = records.loop_dir(state, self.run_id)
@@ -102,6 +105,7 @@ class Loop:
         self.last_status: dict[str, Any] | None = None  # the exit state: reset at every start
         self.last_problem: str | None = None  # why the last status block was rejected
         self.limits_in_a_row = 0
+        self.unusable: str | None = None
         self._db: Any = None
 
 
@@ -120,8 +124,9 @@ class Loop:
         try:
             ending = self._iterations()
         except BaseException as exc:  # the record must not say "running" forever
+            why = str(exc) if isinstance(exc, ClavainError) else f"{type(exc).__name__}: {exc}"
             loop.update(status="error", exit_code=EXIT_CODES["error"], finished_at=now_iso(),
-                        message=f"{type(exc).__name__}: {exc}", blocked=self.blocked)
+                        message=why, blocked=self.blocked)
             records.write_loop(self.state, self.run_id, loop)
             raise
         finally:
@@ -176,6 +181,8 @@ class Loop:
                 break
             if self._one(number, offered):
                 done = number
+            if self.unusable:
+                return {"status": "error", "message": self.unusable}
         return {"status": "interrupted", "message": "stopped"}
 
     def _conn(self) -> Any:
@@ -197,6 +204,9 @@ class Loop:
                           / f"iteration-{number}")
         if self.stop.is_set():
             return False  # a runner stopped halfway is nobody's iteration
+        if turn.unusable:
+            self.unusable = turn.unusable
+            return False
         self.budget.add_usage(self._conn(), tokens=turn.tokens, cost_usd=turn.cost_usd)
         if turn.limit is not None:  # the account's limit, not the iteration's failure
             self.limits_in_a_row += 1
@@ -270,6 +280,12 @@ class Loop:
             return Turn(text=process.stdout, limit=limit,
                         error=f"runner exited {process.exit_code}" if failed else None)
         report = claude_output.parse(process.stdout, process.stderr, process.exit_code)
+        if report.is_error and report.terminal_reason == "api_error" and \
+                report.rate_limit is None and report.api_error_status not in (500, 502, 503,
+                                                                              504, 529):
+            return Turn(tokens=report.tokens, cost_usd=report.cost_usd,
+                        unusable=f"claude could not use the API: "
+                                 f"{report.result_text[:300] or report.api_error}")
         error = report.problem
         if error is None and report.is_error:  # its subtype says "success" on API errors
             reason = report.terminal_reason or report.subtype or "error"

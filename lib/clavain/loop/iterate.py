@@ -60,7 +60,16 @@ def collect(state: StatePaths, graph_id: str | None, *, skip: frozenset[str] = f
     """{"items": actionable items, priority order; "checks": every check's outcome;
     "skipped": items left out because the run marked them BLOCKED}."""
     cfg = config_mod.load(state.config)
-    checks = run_checks(list(config_mod.get(cfg, "checks", [])), project=state.project,
+    configured = list(config_mod.get(cfg, "checks", []))
+    seen: set[str] = set()
+    for check in configured:
+        if check["id"] in seen:
+            from clavain.errors import ClavainError
+
+            raise ClavainError(f"{state.config}: check id {check['id']!r} is used twice; "
+                               "each check needs its own id")
+        seen.add(check["id"])
+    checks = run_checks(configured, project=state.project,
                         state_root=state.root, log_dir=log_dir or state.runs / "checks",
                         stop=stop)
     items = [{**c, "id": f"check:{c['id']}", "kind": "check",
@@ -118,7 +127,7 @@ def build_prompt(items: list[dict[str, Any]], *, automation: str,
             title, "", EXIT_BEGIN, "STATUS: ALL_PASS", "EXIT_SIGNAL: true", EXIT_END, "",
             "Every check passes and no workgraph node can run. If you agree the work is done, "
             "end with the status block below with EXIT_SIGNAL: true; if you know of work left, "
-            "name it in NEXT_RECOMMENDATION with EXIT_SIGNAL: false.", "", template("none")])
+            "name it in NEXT_RECOMMENDATION with EXIT_SIGNAL: false.", "", template()])
     lines = [title, "", "Pick ONE item below — the one with the most impact — finish it, end "
              "your reply with the status block, and stop. Do not start a second item.", "",
              f"## Work ({len(items)} item{'s' if len(items) != 1 else ''})", ""]
