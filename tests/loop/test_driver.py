@@ -306,3 +306,24 @@ def test_a_logged_out_claude_ends_the_loop_at_once(tmp_path) -> None:
         del os.environ["CLAVAIN_CLAUDE_BIN"]
     assert result["status"] == "error" and result["exit_code"] == 1
     assert "Not logged in" in result["message"] and result["summary"]["iterations"] == 0
+
+
+def test_an_item_the_agent_claimed_and_left_goes_back_unspent(tmp_path) -> None:
+    runner = _runner(tmp_path, """
+        import os, re
+        claim = re.search(r"`(clavain graph claim task-a --run-id \\\\S+)`", prompt)
+        assert claim, prompt
+        done = subprocess.run(claim.group(1).split(), capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        again = subprocess.run(["clavain", "graph", "claim", "task-a", "--run-id",
+                                "someone-else"], capture_output=True, text=True)
+        assert again.returncode == 2 and "holds it" in again.stderr, again.stderr
+        print(status(task="task-a", status="IN_PROGRESS"))
+    """)
+    state = _project(tmp_path, runner, checks=[])
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}],
+            scaffold=False)
+    result = _run(state, max_iterations=1)
+    assert result["status"] == "max_iterations", result["message"]
+    node = kit.node(state, "task-a")
+    assert (node["status"], node["lock_run_id"], node["attempts"]) == ("open", None, 0)

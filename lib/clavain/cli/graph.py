@@ -73,6 +73,13 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_graph_flag(p)
     add_json_flag(p)
 
+    p = add_command(sub, "claim", "claim one node by name for a run (refused, saying why, when "
+                    "another run holds it, it is not ready, or its files are in use)", _claim)
+    p.add_argument("id", help="the node")
+    p.add_argument("--run-id", help=RUN_ID_HELP)
+    add_graph_flag(p)
+    add_json_flag(p)
+
     p = add_command(sub, "heartbeat", "renew the lease of a node this run holds", _heartbeat)
     p.add_argument("id", help="the claimed node")
     p.add_argument("--run-id", help=RUN_ID_HELP)
@@ -227,6 +234,19 @@ def _next(args: argparse.Namespace) -> int:
     else:
         print(envelope["message"], file=sys.stderr)
     return 0 if envelope["node"] is not None else EXIT_NOTHING_RUNNABLE
+
+
+def _claim(args: argparse.Namespace) -> int:
+    from clavain.workgraph.leases import claim_named
+    from clavain.workgraph.runner_env import current_run_id
+
+    run_id = current_run_id(args.run_id)
+    node = claim_named(existing_graph(args.graph), args.id, run_id=run_id)
+    if args.json:
+        emit_json({"node": node, "run_id": run_id})
+    else:
+        print(f"claimed {node['id']} for run {run_id}")
+    return 0
 
 
 def _heartbeat(args: argparse.Namespace) -> int:

@@ -89,6 +89,21 @@ def note_blocked(blocked: list[str], status: dict[str, Any] | None,
     return None
 
 
+def release_leftovers(state: StatePaths, run_id: str, graph_id: str | None) -> list[str]:
+    """Give back, unspent, the nodes the run's agent claimed and did not finish."""
+    if graph_id is None:
+        return []
+    from clavain.store.db import connect
+    from clavain.supervisor.run_record import release_run_claims
+
+    conn = connect(state.db)
+    try:
+        return release_run_claims(state, conn, run_id, graph_id,
+                                  why="its loop iteration ended without a result")
+    finally:
+        conn.close()
+
+
 def breaker_for(state: StatePaths, run_id: str, cfg: dict[str, Any] | None = None,
                 clock: Any = None) -> CircuitBreaker:
     """The run's circuit breaker, with the configured thresholds."""

@@ -157,7 +157,7 @@ class Loop:
                               iteration=number, skip=frozenset(self.blocked),
                               log_dir=records.loop_dir(self.state, self.run_id)
                               / f"checks-{number}", stop=self.stop,
-                              previous_error=self.last_problem)
+                              previous_error=self.last_problem, run_id=self.run_id)
             if self.stop.is_set():
                 break
             end = decide.ending(self.state, offered, graph_id=self.graph_id,
@@ -202,6 +202,7 @@ class Loop:
         self.rate.record_call()
         turn = self._call(offered["prompt"], records.loop_dir(self.state, self.run_id)
                           / f"iteration-{number}")
+        decide.release_leftovers(self.state, self.run_id, self.graph_id)
         if self.stop.is_set():
             return False  # a runner stopped halfway is nobody's iteration
         if turn.unusable:

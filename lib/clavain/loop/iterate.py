@@ -89,7 +89,7 @@ def collect(state: StatePaths, graph_id: str | None, *, skip: frozenset[str] = f
             "skipped": skipped}
 
 
-def _item_lines(number: int, item: dict[str, Any]) -> list[str]:
+def _item_lines(number: int, item: dict[str, Any], run_id: str | None) -> list[str]:
     head = f"{number}. [{item['priority'].upper()}] {item['id']} — {item['title']}"
     if item["kind"] == "check":
         how = "timed out" if item["timed_out"] else f"exited {item['exit_code']}"
@@ -104,18 +104,21 @@ def _item_lines(number: int, item: dict[str, Any]) -> list[str]:
         lines.append("   Verify: " + "; ".join(f"`{v}`" for v in item["verify"]))
     if item["ownership"]:
         lines.append("   Owns: " + ", ".join(item["ownership"]))
+    run = f" --run-id {run_id}" if run_id else ""
     if item["type"] in ("verify", "final_verify"):
-        lines.append(f"   Do: `clavain verify {item['id']}` (records the result itself).")
+        lines.append(f"   Do: `clavain verify {item['id']}{run}` (records the result itself).")
     else:
-        lines.append(f"   Context: `clavain graph packet {item['id']}`. When done: "
+        claim = (f"Claim it first: `clavain graph claim {item['id']}{run}` (refused if another "
+                 "run works on it). " if run_id else "")
+        lines.append(f"   {claim}Context: `clavain graph packet {item['id']}`. When done: "
                      f"`echo '<result>{{\"status\":\"success\",\"summary\":\"…\"}}</result>' | "
-                     f"clavain graph apply {item['id']} --result -`")
+                     f"clavain graph apply {item['id']}{run} --result -`")
     return lines
 
 
 def build_prompt(items: list[dict[str, Any]], *, automation: str,
                  iteration: int | None = None, blocked: list[str] | None = None,
-                 previous_error: str | None = None) -> str:
+                 previous_error: str | None = None, run_id: str | None = None) -> str:
     from clavain.loop.status_block import template
 
     title = "# Clavain loop" + (f" — iteration {iteration}" if iteration else "")
@@ -132,7 +135,7 @@ def build_prompt(items: list[dict[str, Any]], *, automation: str,
              "your reply with the status block, and stop. Do not start a second item.", "",
              f"## Work ({len(items)} item{'s' if len(items) != 1 else ''})", ""]
     for number, item in enumerate(items, start=1):
-        lines += _item_lines(number, item)
+        lines += _item_lines(number, item, run_id)
     if blocked:
         lines += ["", "Skipped (BLOCKED earlier in this run, waiting for a person): "
                   + ", ".join(blocked)]
@@ -147,7 +150,7 @@ def build_prompt(items: list[dict[str, Any]], *, automation: str,
 def iterate(state: StatePaths, *, graph_id: str | None, automation: str,
             iteration: int | None = None, skip: frozenset[str] = frozenset(),
             log_dir: Path | None = None, stop: Any = None,
-            previous_error: str | None = None) -> dict[str, Any]:
+            previous_error: str | None = None, run_id: str | None = None) -> dict[str, Any]:
     """The prompt and what it was built from; `actionable` False means the exit prompt."""
     from clavain.session.token_estimate import estimate_tokens
 
@@ -157,7 +160,8 @@ def iterate(state: StatePaths, *, graph_id: str | None, automation: str,
         raise ClavainError(f"automation {automation!r} is not one of {', '.join(RULES)}")
     found = collect(state, graph_id, skip=skip, log_dir=log_dir, stop=stop)
     prompt = build_prompt(found["items"], automation=automation, iteration=iteration,
-                          blocked=found["skipped"], previous_error=previous_error)
+                          blocked=found["skipped"], previous_error=previous_error,
+                          run_id=run_id)
     return {"actionable": bool(found["items"]), "items": found["items"],
             "checks": found["checks"], "skipped": found["skipped"], "automation": automation,
             "prompt": prompt, "prompt_tokens_estimate": estimate_tokens(prompt)}

@@ -219,6 +219,7 @@ def _after_iteration(state: Any, data: dict[str, Any], status: dict[str, Any] | 
     number = data["iteration"]
     moved = progress_between(Snapshot(**data["snapshot"]), snapshot(state, data["graph_id"]),
                              status["files_modified"] if status else 0)
+    decide.release_leftovers(state, data["run_id"], data["graph_id"])
     breaker = decide.breaker_for(state, data["run_id"])
     breaker.record(progress=moved["progress"], error=problem)
     data["last_problem"] = problem
@@ -254,7 +255,7 @@ def _iterate(state: Any, data: dict[str, Any], number: int) -> dict[str, Any]:
 
     return iterate(state, graph_id=data["graph_id"], automation=data["automation"],
                    iteration=number, skip=frozenset(data["blocked"]),
-                   previous_error=data.get("last_problem"),
+                   previous_error=data.get("last_problem"), run_id=data["run_id"],
                    log_dir=records.loop_dir(state, data["run_id"]) / f"checks-{number}")
 
 

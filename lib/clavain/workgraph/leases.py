@@ -195,6 +195,34 @@ def ownership_waits(g: Graph, *, now: datetime | None = None
     return waits
 
 
+def claim_named(g: Graph, node_id: str, *, run_id: str, pid: int | None = None,
+                now: datetime | None = None) -> dict[str, Any]:
+    """Claim one node by name for `run_id` (a loop's agent picking its item), or say why not:
+    held by another run, not ready (dependencies, backoff, finished), or its files are owned by
+    a running node. Claiming a node the run already holds returns it."""
+    node = get_node(g, node_id)
+    if node is None:
+        raise ClavainError(f"unknown node {node_id!r} in graph {g.id!r}")
+    if node["lock_run_id"] == run_id:
+        return node
+    claimed = claim_node(g, node_id, run_id=run_id, pid=pid, now=now)
+    if claimed is not None:
+        after_commit(g)
+        return claimed
+    node = get_node(g, node_id) or node
+    if node["lock_run_id"]:
+        why = f"run {node['lock_run_id']!r} holds it"
+    elif node["status"] != "open":
+        why = f"it is {node['status']}"
+    elif node["unmet_deps"]:
+        why = f"{node['unmet_deps']} of its dependencies are not done"
+    elif node["blocked_until"]:
+        why = f"it waits for its retry backoff until {node['blocked_until']}"
+    else:
+        why = "a running node owns some of its files"
+    raise ClavainError(f"node {node_id!r} cannot be claimed now: {why}")
+
+
 def heartbeat(g: Graph, node_id: str, *, run_id: str, snapshot: bool = False,
               now: datetime | None = None) -> dict[str, Any]:
     """Renew the lease of a node `run_id` holds; an error names who holds it otherwise. With
