@@ -290,14 +290,7 @@ def test_a_limit_that_never_lifts_ends_the_loop_for_a_person(tmp_path) -> None:
 def test_a_logged_out_claude_ends_the_loop_at_once(tmp_path) -> None:
     import os
 
-    fake = kit.script(tmp_path / "claude", """
-        import json, sys
-        sys.stdin.read()
-        print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
-                          "terminal_reason": "api_error", "num_turns": 1,
-                          "result": "Not logged in · Please run /login"}))
-        sys.exit(1)
-    """)
+    fake = kit.script(tmp_path / "claude", kit.LOGGED_OUT_CLAUDE)
     state = kit.make_project(tmp_path / "p", {"checks": [{"id": "done", "cmd": "false"}]})
     os.environ["CLAVAIN_CLAUDE_BIN"] = str(fake)
     try:

@@ -130,3 +130,14 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": False,
                                                  "cacheReadInputTokens": 0,
                                                  "cacheCreationInputTokens": 0}}}))
 """
+
+# What the real binary prints when it is not logged in (tests/fixtures/claude_output has the
+# JSON shapes): an API error, no result block, exit 1.
+LOGGED_OUT_CLAUDE = """
+import json, sys
+sys.stdin.read()
+print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
+                  "terminal_reason": "api_error", "num_turns": 1,
+                  "result": "Not logged in · Please run /login"}))
+sys.exit(1)
+"""

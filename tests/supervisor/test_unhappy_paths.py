@@ -31,14 +31,7 @@ def test_a_runner_that_cannot_start_stops_the_run_and_spends_nothing(tmp_path: P
 
 
 def test_a_logged_out_claude_stops_the_run_with_its_own_words(tmp_path: Path) -> None:
-    fake = kit.script(tmp_path / "claude", """
-        import json, sys
-        sys.stdin.read()
-        print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
-                          "terminal_reason": "api_error", "num_turns": 1,
-                          "result": "Not logged in · Please run /login"}))
-        sys.exit(1)
-    """)
+    fake = kit.script(tmp_path / "claude", kit.LOGGED_OUT_CLAUDE)
     state = kit.make_project(tmp_path / "p")
     kit.add(state, _tasks(("task-a", [], ["true"]), ("task-b", [], ["true"])), scaffold=False)
     os.environ["CLAVAIN_CLAUDE_BIN"] = str(fake)
