@@ -272,3 +272,14 @@ def test_merge_waits_for_a_lock_held_by_another_process(project: Path, state_roo
     finally:
         holder.wait(timeout=10)
     assert outcome.merged and waited >= 0.3
+
+
+def test_merge_refuses_a_project_a_person_is_editing(project: Path, state_root: Path):
+    tree = create(project, state_root, "task-9", "run-9")
+    (tree.path / "new.txt").write_text("the runner's work\n")
+    assert commit_all(tree, "work")
+    (project / "shared.txt").write_text("a person's edit\n")  # tracked, not committed
+    outcome = merge(project, tree, lock_path=state_root / "worktrees" / ".merge.lock")
+    assert not outcome.merged and outcome.dirty == ["shared.txt"]
+    assert (project / "shared.txt").read_text() == "a person's edit\n"
+    assert not (project / "new.txt").exists()

@@ -173,13 +173,18 @@ def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
     result = outcome.result or failure("the runner gave no result")
     conflicts: list[str] = []
     if tree is not None and result["status"] == "success":
-        dirty = worktrees.modified_tracked_files(ctx.state.project)
-        if dirty:  # a person is editing: merging now could tangle their work with the run's
-            why = (f"the project has uncommitted changes ({', '.join(dirty[:5])}); the run "
-                   f"stops so they are not merged over (branch {tree.branch} keeps the work)")
+        merged = _merge(ctx, node, tree)
+        if merged.dirty:  # a person is editing: merging could tangle their work with the run's
+            why = (f"{merged.message}; the run stops so they are not merged over (branch "
+                   f"{tree.branch} keeps the work)")
             _give_back(g, node["id"], ctx.run_id, why)
             return {**usage, "outcome": "runner_unusable", "summary": why}
-        result, conflicts = _merge(ctx, node, tree, result)
+        if not merged.merged:
+            files = ", ".join(merged.conflicts) or "(git named none)"
+            conflicts = merged.conflicts or ["?"]
+            result = failure(f"its work conflicts with work merged before it in {files}; "
+                             f"nothing of it was merged (branch {tree.branch} keeps it)",
+                             f"merge conflict in {files}: {merged.message}")
     result_path = log_dir / "result.json"
     result_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return {**usage, "conflicts": conflicts,
@@ -194,19 +199,12 @@ def _limit(outcome: Outcome) -> dict[str, Any] | None:
             "retry_after_seconds": outcome.retry_after_seconds, "message": outcome.note}
 
 
-def _merge(ctx: RunContext, node: dict[str, Any], tree: worktrees.Worktree,
-           result: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """Bring a successful runner's work into the run's branch; a conflict fails the node (its
-    branch is kept and named)."""
+def _merge(ctx: RunContext, node: dict[str, Any], tree: worktrees.Worktree
+           ) -> worktrees.MergeOutcome:
+    """Commit a successful runner's work and merge it into the run's branch."""
     worktrees.commit_all(tree, f"clavain: {node['id']} {node.get('title') or ''}".strip())
-    merged = worktrees.merge(ctx.state.project, tree,
-                             lock_path=ctx.state.root / "worktrees" / ".merge.lock")
-    if merged.merged:
-        return result, []
-    files = ", ".join(merged.conflicts) or "(git named none)"
-    return failure(f"its work conflicts with work merged before it in {files}; nothing of it "
-                   f"was merged (branch {tree.branch} keeps it)",
-                   f"merge conflict in {files}: {merged.message}"), merged.conflicts or ["?"]
+    return worktrees.merge(ctx.state.project, tree,
+                           lock_path=ctx.state.root / "worktrees" / ".merge.lock")
 
 
 def _record(g: Graph, node_id: str, run_id: str, result: dict[str, Any],

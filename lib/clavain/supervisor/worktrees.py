@@ -58,6 +58,7 @@ class MergeOutcome:
     commit: str | None  # the merge commit; None when nothing was merged
     conflicts: list[str] = field(default_factory=list)
     message: str = ""
+    dirty: list[str] = field(default_factory=list)  # a person's changes: nothing was merged
 
 
 def git_env() -> dict[str, str]:
@@ -206,12 +207,19 @@ def _current_branch(project: Path) -> str:
 def merge(project: Path, wt: Worktree, *, lock_path: Path) -> MergeOutcome:
     """Merge the worktree's branch into the branch checked out in `project` (`--no-ff`).
 
-    One merge at a time (flock on `lock_path`). On a conflict the merge is aborted and the
-    conflicting files named; the project is left as it was. A merge git refuses to start (a
-    local change or untracked file in the way) is reported the same way, without conflicts.
+    One merge at a time (flock on `lock_path`). A project with uncommitted changes to tracked
+    files (a person at work) is not merged into: `dirty` names them. On a conflict the merge is
+    aborted and the conflicting files named; the project is left as it was. A merge git
+    refuses to start (an untracked file in the way) is reported the same way, without
+    conflicts.
     """
     project = project.resolve()
     with _exclusive(lock_path):
+        # Checked under the lock: another worker's merge in progress is not a person's edit.
+        dirty = modified_tracked_files(project)
+        if dirty:
+            return MergeOutcome(False, None, [], "the project has uncommitted changes to "
+                                f"tracked files ({_listing(dirty)})", dirty)
         target = _current_branch(project)
         ahead = _git(project, "rev-list", "--count", f"HEAD..refs/heads/{wt.branch}")
         if int(ahead.stdout.strip() or 0) == 0:
