@@ -109,7 +109,9 @@ def test_two_loops_in_one_repository_keep_their_own_state(tmp_path: Path) -> Non
                               env=kit.cli_env(state), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True)
              for name in ("loop-one", "loop-two")]
-    results = [json.loads(proc.communicate(timeout=120)[0]) for proc in loops]
+    outputs = [proc.communicate(timeout=120) for proc in loops]
+    results = [json.loads(out) for out, _ in outputs]
+    assert all("exit_code" in r for r in results), outputs
     assert [r["exit_code"] for r in results] == [3, 3]
     for name in ("loop-one", "loop-two"):
         summary = json.loads(_cli(state, "loop", "summary", name, "--json").stdout)

@@ -288,3 +288,24 @@ def test_open_reads_no_migration_file_when_current(tmp_path: Path, monkeypatch) 
     monkeypatch.setattr(builtins, "open", counting)
     db.connect(path).close()
     assert not [name for name in opened if name.endswith(".sql")]
+
+
+def _open_fresh(path: str, results) -> None:  # a process opening the database at once
+    try:
+        db.connect(path).close()
+        results.put("ok")
+    except Exception as exc:  # the test reports whatever it was
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+def test_processes_opening_a_new_database_together_all_succeed(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("spawn")
+    for round_ in range(6):  # switching to WAL once raced ("database is locked")
+        path = str(tmp_path / f"fresh-{round_}.sqlite")
+        results = context.Queue()
+        workers = [context.Process(target=_open_fresh, args=(path, results)) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(60)
+        assert [results.get(timeout=10) for _ in workers] == ["ok"] * 4

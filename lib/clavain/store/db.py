@@ -97,12 +97,31 @@ def connect(path: str | os.PathLike[str], *, migrate_schema: bool = True,
     conn = sqlite3.connect(db_path, isolation_level=None, timeout=busy_ms / 1000)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
-    conn.execute("PRAGMA journal_mode = WAL")
+    _use_wal(conn, busy_ms)
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     if migrate_schema:
         migrate(conn)
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection, busy_ms: int) -> None:
+    """WAL mode, once per database. Switching needs an exclusive lock and SQLite does not run
+    the busy handler for it, so processes opening a new database together (two loops, parallel
+    tool calls on a fresh project) would fail with "database is locked": retry until the busy
+    timeout. A database already in WAL mode is only read (no lock at all)."""
+    import time  # built in: free
+
+    deadline = time.monotonic() + busy_ms / 1000
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
 
 
 class transaction:  # lower case: used like the function it replaced, `with transaction(conn):`
