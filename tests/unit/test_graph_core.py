@@ -164,3 +164,12 @@ def test_find_cycle_reports_a_closed_path() -> None:
     assert nodes.find_cycle({"a": ["b"], "b": ["c"], "c": []}) is None
     cycle = nodes.find_cycle({"a": ["b"], "b": ["c"], "c": ["b"]})
     assert cycle == ["b", "c", "b"]
+
+
+@pytest.mark.parametrize(("key", "meant"), [("deps", "dependsOn"), ("verfy", "verify"),
+                                            ("owns", "ownership")])
+def test_an_unknown_key_names_the_field_meant(key: str, meant: str) -> None:
+    from clavain.workgraph.nodes import validate_specs
+
+    with pytest.raises(ClavainError, match=f"did you mean '{meant}'"):
+        validate_specs([{"id": "a", "type": "task", key: ["x"]}])

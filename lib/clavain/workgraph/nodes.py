@@ -98,8 +98,27 @@ def validate_specs(specs: Sequence[dict[str, Any]]) -> list[Any]:
         except ValidationError as exc:
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"]) or "node"
-            raise ClavainError(f"{name}: {where}: {err['msg']}") from None
+            raise ClavainError(f"{name}: {where}: {err['msg']}{_hint(err, NodeSpec)}") from None
     return models
+
+
+# Keys people reach for that the node format spells otherwise.
+_SYNONYMS = {"deps": "dependsOn", "depends_on": "dependsOn", "dependencies": "dependsOn",
+             "depends": "dependsOn", "owns": "ownership", "files": "ownership",
+             "checks": "verify", "tests": "verify", "cmds": "commands", "run": "commands",
+             "retry_policy": "retryPolicy"}
+
+
+def _hint(err: Any, model: Any) -> str:
+    """For an unknown key, the field that was probably meant."""
+    if err.get("type") != "extra_forbidden" or len(err["loc"]) != 1:  # top-level keys only
+        return ""
+    import difflib
+
+    key = str(err["loc"][-1])
+    fields = [info.alias or name for name, info in model.model_fields.items()]
+    guess = _SYNONYMS.get(key) or next(iter(difflib.get_close_matches(key, fields, n=1)), None)
+    return f" (did you mean {guess!r}?)" if guess else f" (fields: {', '.join(fields)})"
 
 
 def find_cycle(edges: dict[str, list[str]]) -> list[str] | None:
