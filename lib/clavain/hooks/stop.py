@@ -4,7 +4,7 @@ the tree has uncommitted changes, ask once per session for a handoff note before
 ends (`decision: block` continues the turn with the reason), never when the host says this Stop
 already follows a Stop hook's block. Stop runs after every turn: without a loop for this session
 (one `os.path.exists`) and without an active sprint it returns before importing `pathlib`
-(`clavain.locate` and `session_loop.state_file` are `os.path` only)."""
+(`clavain.locate` and `loop.session_state` are `os.path` only)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import os
 def handle(payload: dict) -> dict | None:
     from clavain import locate
     from clavain.hooks import payload_cwd
-    from clavain.loop.session_loop import state_file
+    from clavain.loop.session_state import state_file
 
     root = locate.state_dir(locate.project_dir(payload_cwd(payload)))
     if state_file(root, payload.get("session_id")):

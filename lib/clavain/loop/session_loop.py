@@ -24,12 +24,10 @@ so. Real iterations use tools; a text-only model meets the breaker (noProgress 3
 from __future__ import annotations
 
 import os
+from typing import Any
 
-TYPE_CHECKING = False  # `typing` would cost the cheap Stop path more than all else it runs
-if TYPE_CHECKING:
-    from typing import Any
+from clavain.loop.session_state import LOOPS
 
-LOOPS = "loops"
 FORMAT_VERSION = 1
 CAP_VARIABLE = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
 HOST_CAP_DEFAULT = 8
@@ -41,16 +39,6 @@ _KINDS = {"run_id": str, "task": str, "iteration": int, "max_iterations": int,
           "automation": str, "blocked": list, "items": list, "actionable": bool,
           "snapshot": dict, "breaker": str, "blocks_in_row": int, "host_cuts": int,
           "started_epoch": (int, float), "iteration_started_at": str}
-
-
-def state_file(root: str, session_id: object) -> str | None:
-    """This session's loop state file when there is one: the cheap test every Stop pays. The
-    id is validated (`typed_request.checked_session_id`) before the file is read."""
-    if not isinstance(session_id, str) or not session_id or "/" in session_id \
-            or "\\" in session_id:
-        return None
-    path = os.path.join(root, LOOPS, session_id + ".json")
-    return path if os.path.exists(path) else None
 
 
 def host_cap() -> int:

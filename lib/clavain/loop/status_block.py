@@ -32,6 +32,7 @@ import re
 from typing import Any
 
 from clavain.errors import ClavainError
+from clavain.markdown_keys import key_line
 
 BEGIN = "---CLAVAIN_STATUS---"
 END = "---END_CLAVAIN_STATUS---"
@@ -42,13 +43,6 @@ KEYS = ("TASK_COMPLETED", "STATUS", "FILES_MODIFIED", "TESTS_STATUS", "EXIT_SIGN
         "NEXT_RECOMMENDATION")
 NO_TASK = frozenset({"none", "n/a", "-", "—"})
 
-# `> - **Tests Status:**`, `1. _STATUS_ :`, `` `EXIT_SIGNAL`: `` …: a key line up to its first
-# colon. Only that short prefix is matched, so run time does not grow with the line.
-_KEY_PREFIX = re.compile(
-    r"^(?:>\s*)*(?:(?:[-*+•]|\d{1,2}[.)])\s+)?(?P<open>[*_`]*)\s*"
-    r"(?P<key>[A-Za-z][A-Za-z0-9 _-]{0,40}?)\s*(?P<close>[*_`]*)\s*:$"
-)
-_MAX_PREFIX_CHARS = 64
 _FENCE = re.compile(r"\s*(?:```|~~~)")
 _MARKER_DECORATION = "*_` \t"
 _EMPHASIS = "*_`"
@@ -136,13 +130,11 @@ def _unwrap(value: str) -> str:
 def _key_line(line: str) -> tuple[str, str] | None:
     """(KEY, value) for a `KEY: value` line, the key upper-cased with spaces and hyphens as
     underscores; None for any other line."""
-    text = line.strip()
-    colon = text.find(":", 0, _MAX_PREFIX_CHARS)
-    match = _KEY_PREFIX.match(text, 0, colon + 1) if colon > 0 else None
-    if not match:
+    found = key_line(line)
+    if found is None:
         return None
-    key = re.sub(r"[\s-]+", "_", match["key"].strip()).upper()
-    value = text[colon + 1:].strip()
+    match, key, value = found
+    value = value.strip()
     opened = match["open"] if not match["close"] else ""
     if opened:  # `**KEY:** value` or a wholly bold `**KEY: value**`: drop the key's closer
         closer = len(value) - len(value.lstrip(_EMPHASIS))

@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from clavain.markdown_keys import key_line
+
 VERDICT_STATUSES = ("CLEAN", "NEEDS_ATTENTION", "BLOCKED", "ERROR")
 IMPLEMENTATION_STATUSES = ("COMPLETE", "PARTIAL", "FAILED")
 STATUSES_BY_TYPE = {"verdict": VERDICT_STATUSES, "implementation": IMPLEMENTATION_STATUSES}
@@ -32,11 +34,6 @@ SUMMARY_MAX_CHARS = 300
 # `> - **Status**:`, `1. _TYPE_ :`, `` `SUMMARY:` `` …: a header line up to its first colon
 # (optional quote marks, an optional bullet, emphasis around the key, the colon inside or outside
 # the emphasis). Only that short prefix is matched, so run time does not grow with the line.
-_KEY_PREFIX = re.compile(
-    r"^(?:>\s*)*(?:(?:[-*+•]|\d{1,2}[.)])\s+)?[*_`]*\s*"
-    r"(?P<key>[A-Za-z][A-Za-z0-9 _-]{1,40}?)\s*[*_`]*\s*:$"
-)
-_MAX_PREFIX_CHARS = 64
 _EXTRA_KEY = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 _FENCE = re.compile(r"^\s*(?:```|~~~)")
 _BULLET_ITEM = re.compile(r"^(?:>\s*)*(?:[-*+•]|\d{1,3}[.)])\s+(?P<item>.+)$")
@@ -75,15 +72,13 @@ def _strip_emphasis(value: str) -> str:
 def _header_line(line: str) -> tuple[str, str] | None:
     """(KEY, value) when `line` is a header line; ("", "") for an extra UPPER_SNAKE key such as
     `TESTS_STATUS:`, which never counts but may sit inside a header; else None."""
-    text = line.strip()
-    colon = text.find(":", 0, _MAX_PREFIX_CHARS)
-    match = _KEY_PREFIX.match(text, 0, colon + 1) if colon > 0 else None
-    if not match:
+    found = key_line(line)
+    if found is None:
         return None
-    key = re.sub(r"[\s-]+", "_", match["key"].strip()).upper()
+    match, key, value = found
     if key not in HEADER_KEYS:
         return ("", "") if _EXTRA_KEY.match(match["key"]) else None
-    return key, _strip_emphasis(text[colon + 1:])
+    return key, _strip_emphasis(value)
 
 
 def _blocks(text: str) -> list[list[tuple[str, str, list[str]]]]:
