@@ -18,7 +18,8 @@ BIN = REPO / "bin"
 # Env vars that would point a test at the developer's real state or plugin session.
 _LEAKY_ENV = ("CLAVAIN_STATE_DIR", "CLAVAIN_DB", "CLAVAIN_PROJECT_DIR", "CLAUDE_PROJECT_DIR",
               "CLAUDE_PLUGIN_ROOT", "CLAUDE_PLUGIN_DATA", "CLAUDE_ENV_FILE", "CLAVAIN_NODE_ID",
-              "CLAVAIN_RUN_ID", "CLAVAIN_PARENT_NODE_ID", "CLAVAIN_ARTIFACTS_DIR", "CLAVAIN_BIN",
+              "CLAVAIN_RUN_ID", "CLAVAIN_FENCE", "CLAVAIN_PARENT_NODE_ID",
+              "CLAVAIN_ARTIFACTS_DIR", "CLAVAIN_BIN",
               "CLAVAIN_HOOK_TRACE", "CLAVAIN_PLUGIN_DATA", "CLAVAIN_PYTHON", "CLAVAIN_GRAPH",
               "CLAUDECODE", "CLAUDE_CODE_SESSION_ID")
 
@@ -72,3 +73,43 @@ def cli_json(run_cli: Callable[..., subprocess.CompletedProcess[str]]) -> Callab
         return json.loads(result.stdout)
 
     return run
+
+
+# ---------------------------------------------------------------- PostgreSQL backend
+
+_cluster_state: dict[str, object] = {}
+
+
+@pytest.fixture(scope="session")
+def pg_cluster():
+    """One throwaway PostgreSQL server for the session (tests/pgserver.py). Outside CI a machine
+    without the server binaries or psycopg skips the PostgreSQL half with the reason; in CI
+    (CI=true) that is a failure, so the half can never silently vanish."""
+    from tests.pgserver import Cluster, missing_reason
+
+    reason = missing_reason()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL tests cannot run in CI: {reason}")
+        pytest.skip(reason)
+    cluster = Cluster().start()
+    yield cluster
+    cluster.destroy()
+
+
+@pytest.fixture
+def pg_url(pg_cluster) -> str:
+    """A URL to an empty namespace of its own on the session's server."""
+    return pg_cluster.new_schema_url()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str | None:
+    """Both backends for a test that opens the workgraph through the library or the CLI: for
+    "postgresql", CLAVAIN_DB names a fresh namespace on the session's server (every process the
+    test starts inherits it). Returns that URL, or None for SQLite."""
+    if request.param == "sqlite":
+        return None
+    url = request.getfixturevalue("pg_url")
+    monkeypatch.setenv("CLAVAIN_DB", url)
+    return url

@@ -54,6 +54,7 @@ DEFAULTS: dict[str, Any] = {
     "loop": {"maxIterations": 100, "callsPerHour": 100, "automation": "auto",
              "breaker": {"noProgress": 3, "sameError": 5, "permissionDenials": 2,
                          "cooldownSeconds": 1800}},
+    "store": {"url": None},
 }
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -122,6 +122,29 @@ def _schema(state: StatePaths) -> dict[str, Any]:
                 version=current, latest=latest)
 
 
+def _store(state: StatePaths) -> dict[str, Any]:
+    """Where the workgraph is: the project's SQLite file, or a team's PostgreSQL server with its
+    version and schema version; an unreachable server or an old schema is one line with the fix."""
+    from clavain.errors import ClavainError
+    from clavain.store import graph_db
+
+    try:
+        facts = graph_db.describe(state)
+    except ClavainError as exc:
+        return _row("store", FAIL, str(exc), backend="postgresql")
+    if facts["backend"] == "sqlite":
+        return _row("store", OK, f"sqlite: {facts['where']} (the default)", **facts)
+    have, latest = facts["schema_version"], facts["latest"]
+    status, note = OK, ""
+    if have < latest:
+        note = (" — not set up yet: `clavain db migrate` creates the schema" if have == 0
+                else " — older than this Clavain: `clavain db migrate` brings it up to date")
+    elif have > latest:
+        status, note = FAIL, " — newer than this Clavain: upgrade Clavain on this machine"
+    return _row("store", status, f"postgresql {facts['server_version']} at {facts['where']}, "
+                f"schema version {have} of {latest}{note}", **facts)
+
+
 def _hook_cost(state: StatePaths) -> dict[str, Any]:
     """What the PreToolUse hook costs here: its time per call as each call recorded it (from
     bin/clavain-hook's start to the decision), over the last 500 calls."""
@@ -169,7 +192,8 @@ def _sprint(state: StatePaths) -> dict[str, Any]:
 def run(state: StatePaths | None = None) -> dict[str, Any]:
     state = state or StatePaths.discover()
     checks = [_python(), _venv(), _dependencies(), _claude(), _plugin_root(), _state(state),
-              _config(state), _budgets(state), _schema(state), _sprint(state), _hook_cost(state)]
+              _config(state), _budgets(state), _schema(state), _store(state), _sprint(state),
+              _hook_cost(state)]
     healthy = all(row["status"] != FAIL for row in checks)
     return {"version": __version__, "healthy": healthy, "checks": checks}
 

@@ -5,7 +5,8 @@ for `pathlib` (which imports `re`, `fnmatch` and `urllib.parse`).
 project: CLAVAIN_PROJECT_DIR; else the nearest folder above `cwd` holding `.clavain/` (not the
 home folder); else Claude Code's project dir; else the nearest git root; else `cwd` itself.
 state folder: CLAVAIN_STATE_DIR, else `<project>/.clavain`. database: CLAVAIN_DB, else
-`<state>/state.sqlite`.
+`<state>/state.sqlite`; a CLAVAIN_DB that is a PostgreSQL URL names the shared workgraph store
+instead (`store_url`), and the project's own file keeps budgets and session state.
 """
 
 from __future__ import annotations
@@ -52,7 +53,19 @@ def state_dir(project: str, env: os._Environ[str] | dict[str, str] | None = None
     return os.path.abspath(explicit) if explicit else os.path.join(project, STATE_DIR_NAME)
 
 
+URL_SCHEMES = ("postgresql://", "postgres://")
+
+
 def db_file(root: str, env: os._Environ[str] | dict[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     explicit = env.get("CLAVAIN_DB")
-    return os.path.abspath(explicit) if explicit else os.path.join(root, DB_NAME)
+    if not explicit or explicit.startswith(URL_SCHEMES):
+        return os.path.join(root, DB_NAME)
+    return os.path.abspath(explicit)
+
+
+def store_url(env: os._Environ[str] | dict[str, str] | None = None) -> str | None:
+    """CLAVAIN_DB when it names a PostgreSQL server (the team's shared workgraph)."""
+    env = os.environ if env is None else env
+    explicit = env.get("CLAVAIN_DB") or ""
+    return explicit if explicit.startswith(URL_SCHEMES) else None

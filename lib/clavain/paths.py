@@ -50,25 +50,29 @@ class StatePaths:
     `inspect` (~7 ms), and hooks construct this on every call.
     """
 
-    __slots__ = ("db", "project", "root")
+    __slots__ = ("db", "project", "root", "store_url")
 
     def __init__(self, root: str | os.PathLike[str], *,
                  project: str | os.PathLike[str] | None = None,
-                 db: str | os.PathLike[str] | None = None) -> None:
+                 db: str | os.PathLike[str] | None = None,
+                 store_url: str | None = None) -> None:
         root = Path(root)
         object.__setattr__(self, "root", root)
         object.__setattr__(self, "project", Path(project) if project else root.parent)
         object.__setattr__(self, "db", Path(db) if db else root / "state.sqlite")
+        # A shared workgraph server (CLAVAIN_DB=postgresql://…); None: the graph is in `db`.
+        object.__setattr__(self, "store_url", store_url or None)
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("StatePaths is immutable; build a new one")
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, StatePaths) and (other.root, other.project, other.db) == (
-            self.root, self.project, self.db)
+        return isinstance(other, StatePaths) and (
+            other.root, other.project, other.db, other.store_url) == (
+            self.root, self.project, self.db, self.store_url)
 
     def __hash__(self) -> int:
-        return hash((self.root, self.project, self.db))
+        return hash((self.root, self.project, self.db, self.store_url))
 
     def __repr__(self) -> str:
         return (f"StatePaths({str(self.root)!r}, project={str(self.project)!r}, "
@@ -80,13 +84,15 @@ class StatePaths:
         """Resolve the three roots from the environment (read here and only here):
         project = CLAVAIN_PROJECT_DIR or the search in `project_root`; state folder =
         CLAVAIN_STATE_DIR or `<project>/.clavain`; database = CLAVAIN_DB or
-        `<state>/state.sqlite`."""
+        `<state>/state.sqlite`, unless CLAVAIN_DB is a PostgreSQL URL (then the workgraph is
+        there and the database is `<state>/state.sqlite`)."""
         from clavain import locate
 
         env = os.environ if env is None else env
         project = locate.project_dir(cwd, env)
         root = locate.state_dir(project, env)
-        return cls(root, project=project, db=locate.db_file(root, env))
+        return cls(root, project=project, db=locate.db_file(root, env),
+                   store_url=locate.store_url(env))
 
     @property
     def workgraph_json(self) -> Path:

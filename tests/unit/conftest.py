@@ -1,4 +1,5 @@
-"""Library-level fixtures: a state folder in tmp_path, a real SQLite connection to it, and the
+"""Library-level fixtures: a state folder in tmp_path, a real connection to its workgraph (the
+project's SQLite file, and again on a real PostgreSQL server: the `backend` parameter), and the
 default workgraph on it."""
 
 from __future__ import annotations
@@ -10,18 +11,18 @@ from pathlib import Path
 import pytest
 
 from clavain.paths import StatePaths
-from clavain.store import db
+from clavain.store.graph_db import open_graph_db
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 
 
 @pytest.fixture
-def state(tmp_path: Path) -> StatePaths:
-    return StatePaths(tmp_path / ".clavain")
+def state(tmp_path: Path, backend: str | None) -> StatePaths:
+    return StatePaths(tmp_path / ".clavain", store_url=backend)
 
 
 @pytest.fixture
 def conn(state: StatePaths) -> Iterator[sqlite3.Connection]:
-    connection = db.connect(state.db)
+    connection = open_graph_db(state)
     yield connection
     connection.close()
 

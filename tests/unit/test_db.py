@@ -228,8 +228,9 @@ def test_a_version_3_database_moves_into_the_default_graph(tmp_path: Path) -> No
         after = _rows(conn, table, "id" if table in ("nodes", "kv_history", "events") else
                       "node_id, depends_on_id" if table == "deps" else "node_id, key")
         assert {row.pop("graph_id") for row in after} == {"default"}, table
-        if table == "nodes":  # a later migration's column, at its default
+        if table == "nodes":  # later migrations' columns, at their defaults
             assert {row.pop("commands_json") for row in after} == {"[]"}
+            assert {row.pop("lock_generation") for row in after} == {0}
         assert after == rows, table
     assert conn.execute("SELECT value FROM meta WHERE key = 'kept'").fetchone()[0] == "yes"
     assert conn.execute("SELECT commands FROM budget_runs").fetchone()[0] == 7

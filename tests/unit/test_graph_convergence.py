@@ -82,6 +82,8 @@ def test_verify_claims_the_node_and_requires_its_dependencies(g) -> None:
     assert not (g.state.project / "ran").exists()
     assert nodes.get_node(g, "v")["status"] == "open"
     results.apply_result(g, "t", OK)
+    if g.state.store_url:
+        return  # the check below reads the SQLite file from inside the verify command
     seen = ('python3 -c "import os, sqlite3; print(sqlite3.connect(os.environ[\'CLAVAIN_DB\'])'
             '.execute(\'SELECT status, lock_run_id, lock_pid FROM nodes WHERE id = ?\', '
             '(os.environ[\'CLAVAIN_NODE_ID\'],)).fetchone())" > seen.txt')

@@ -9,6 +9,7 @@ import pytest
 
 from clavain import clock
 from clavain.errors import ClavainError
+from clavain.store.graph_db import dialect
 from clavain.workgraph import edits, leases, nodes
 
 
@@ -18,6 +19,17 @@ def _counts(conn) -> tuple[int, int, int]:
 
 
 def test_db_init_creates_graph_tables_triggers_and_ready_index(conn) -> None:
+    if dialect(conn) == "postgresql":
+        names = {r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+            "UNION SELECT trigger_name FROM information_schema.triggers "
+            "WHERE trigger_schema = current_schema() "
+            "UNION SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()")}
+        assert {"graphs", "nodes", "deps", "kv_latest", "kv_history", "events",
+                "clavain_schema", "nodes_ready", "nodes_notify_ready"} <= names
+        assert {"deps_count_insert", "deps_count_delete", "deps_count_status",
+                "nodes_delete_edges"} <= names
+        return
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     assert {"graphs", "nodes", "deps", "kv_latest", "kv_history", "events", "meta"} <= names
     assert {"deps_count_insert", "deps_count_delete", "deps_count_status",

@@ -143,6 +143,12 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         _report(f"{where}{exc.strerror or exc}", args)
         return 1
+    except Exception as exc:
+        if type(exc).__module__.split(".")[0] != "psycopg":
+            raise
+        # The shared workgraph server refused or lost a statement (psycopg loads only then).
+        _report(f"the workgraph store: {' '.join(str(exc).split())[:400]}", args)
+        return 1
     finally:
         _print_notices()
 

@@ -1,6 +1,7 @@
 """How a command opens the state database and picks its workgraph, in the three ways commands
 need. The graph is `clavain.current_graph.resolve`: `--graph`, else $CLAVAIN_GRAPH, else the
-active sprint's, else the default graph."""
+active sprint's, else the default graph. The connection is the project's SQLite file, or the
+team's shared server when one is configured (`clavain.store.graph_db`)."""
 
 from __future__ import annotations
 
@@ -36,18 +37,21 @@ def _graph(state: StatePaths, conn: sqlite3.Connection, explicit: str | None,
 def graph_for_write(explicit: str | None = None, *, every: bool = False) -> Graph:
     """For commands that create work: `.clavain/` (and its .gitignore block) made if missing."""
     from clavain.project import ensure_state
-    from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db
 
     state = ensure_state(StatePaths.discover())
-    return _graph(state, connect(state.db), explicit, every)
+    return _graph(state, open_graph_db(state), explicit, every)
 
 
 def graph_for_read(explicit: str | None = None, *, every: bool = False) -> Graph:
     """For commands that only look: no database yet reads as the empty graph, and creates
     nothing (no `.clavain/`, no `.gitignore`); a read-only `.clavain/` is read as it is."""
     from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db, store_url
 
     state = StatePaths.discover()
+    if store_url(state):
+        return _graph(state, open_graph_db(state), explicit, every)
     if not state.db.exists():
         return _graph(state, connect(":memory:"), explicit, every)
     return _graph(state, read_only_or_writable(state), explicit, every)
@@ -76,8 +80,11 @@ def existing_graph(explicit: str | None = None) -> Graph:
     of naming a node that cannot exist yet."""
     from clavain.errors import ClavainError
     from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db, store_url
 
     state = StatePaths.discover()
+    if store_url(state):
+        return _graph(state, open_graph_db(state), explicit)
     if not state.db.exists():
         raise ClavainError(f"no workgraph yet ({state.db} is missing); "
                            "add nodes with `clavain graph add` or `clavain graph import`")

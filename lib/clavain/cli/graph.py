@@ -23,6 +23,8 @@ LIST_COLUMNS = ["id", "type", "status", "attempts", "runner", "depends_on", "tit
 STATUSES = ("open", "in_progress", "done", "failed", "needs_human", "cancelled")
 TYPES = ("plan", "epic", "task", "verify", "integrate", "final_verify")
 RUN_ID_HELP = "the run (default: $CLAVAIN_RUN_ID, else a new id)"
+FENCE_HELP = ("the claim generation the node was claimed under (default: $CLAVAIN_FENCE for "
+              "$CLAVAIN_NODE_ID); refused once the node was claimed again")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -83,6 +85,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     p = add_command(sub, "heartbeat", "renew the lease of a node this run holds", _heartbeat)
     p.add_argument("id", help="the claimed node")
     p.add_argument("--run-id", help=RUN_ID_HELP)
+    p.add_argument("--fence", type=int, metavar="N", help=FENCE_HELP)
     add_graph_flag(p)
     add_json_flag(p)
 
@@ -93,6 +96,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--run-id", help=RUN_ID_HELP + "; must be the run holding the node")
     p.add_argument("--stdout-path", help="runner log, recorded as out.last_stdout_path")
     p.add_argument("--result-path", help="parsed result file, recorded as out.last_result_path")
+    p.add_argument("--fence", type=int, metavar="N", help=FENCE_HELP)
     add_graph_flag(p)
     add_json_flag(p)
 
@@ -249,12 +253,18 @@ def _claim(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fence(args: argparse.Namespace) -> int | None:
+    from clavain.workgraph.runner_env import fence_from_env
+
+    return args.fence if args.fence is not None else fence_from_env(args.id)
+
+
 def _heartbeat(args: argparse.Namespace) -> int:
     from clavain.workgraph.leases import heartbeat
     from clavain.workgraph.runner_env import current_run_id
 
     node = heartbeat(existing_graph(args.graph), args.id, run_id=current_run_id(args.run_id),
-                     snapshot=True)
+                     snapshot=True, fence=_fence(args))
     if args.json:
         emit_json(node)
     else:
@@ -267,7 +277,8 @@ def _apply(args: argparse.Namespace) -> int:
 
     text = read_input(args.result, lenient=True)
     summary = apply_result(existing_graph(args.graph), args.id, text, run_id=args.run_id,
-                           stdout_path=args.stdout_path, result_path=args.result_path)
+                           stdout_path=args.stdout_path, result_path=args.result_path,
+                           fence=_fence(args))
     if args.json:
         emit_json(summary)
         return 0

@@ -37,11 +37,11 @@ def graph_idle(state: StatePaths, graph_id: str | None) -> dict[str, Any] | None
     when there is no graph."""
     if graph_id is None:
         return None
-    from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db
     from clavain.workgraph.graphs import Graph
     from clavain.workgraph.schedule import idle_reason
 
-    conn = connect(state.db)
+    conn = open_graph_db(state)
     try:
         return idle_reason(Graph(conn, graph_id, state))
     finally:
@@ -93,10 +93,10 @@ def release_leftovers(state: StatePaths, run_id: str, graph_id: str | None) -> l
     """Give back, unspent, the nodes the run's agent claimed and did not finish."""
     if graph_id is None:
         return []
-    from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db
     from clavain.supervisor.run_record import release_run_claims
 
-    conn = connect(state.db)
+    conn = open_graph_db(state)
     try:
         return release_run_claims(state, conn, run_id, graph_id,
                                   why="its loop iteration ended without a result")

@@ -106,7 +106,6 @@ class Loop:
         self.last_problem: str | None = None  # why the last status block was rejected
         self.limits_in_a_row = 0
         self.unusable: str | None = None
-        self._db: Any = None
 
 
     # ------------------------------------------------------------ the run
@@ -132,9 +131,6 @@ class Loop:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-            if self._db is not None:
-                self._db.close()
-                self._db = None
         if self.stopped_by:
             ending = {"status": "interrupted", "message": "stopped by "
                       f"{signal.Signals(self.stopped_by).name}"}
@@ -170,7 +166,7 @@ class Loop:
                 if end["status"] == "breaker_open":
                     end["message"] = decide.breaker_message(self.breaker, self.run_id)
                 return end
-            spent = self.budget.spent(self._conn())
+            spent = self.budget.spent()
             if spent:
                 return {"status": "budget", "message": spent}
             if self.limits_in_a_row >= MAX_LIMITS_IN_A_ROW:
@@ -184,13 +180,6 @@ class Loop:
             if self.unusable:
                 return {"status": "error", "message": self.unusable}
         return {"status": "interrupted", "message": "stopped"}
-
-    def _conn(self) -> Any:
-        from clavain.store.db import connect
-
-        if self._db is None:
-            self._db = connect(self.state.db)
-        return self._db
 
     def _one(self, number: int, offered: dict[str, Any]) -> bool:
         """Run iteration `number`; False when it did not count (stopped, or rate limited)."""
@@ -208,7 +197,7 @@ class Loop:
         if turn.unusable:
             self.unusable = turn.unusable
             return False
-        self.budget.add_usage(self._conn(), tokens=turn.tokens, cost_usd=turn.cost_usd)
+        self.budget.add_usage(tokens=turn.tokens, cost_usd=turn.cost_usd)
         if turn.limit is not None:  # the account's limit, not the iteration's failure
             self.limits_in_a_row += 1
             self._wait_for_limit(turn.limit)

@@ -75,10 +75,10 @@ def collect(state: StatePaths, graph_id: str | None, *, skip: frozenset[str] = f
     items = [{**c, "id": f"check:{c['id']}", "kind": "check",
               "title": c["description"] or c["command"]}
              for c in checks if not c["passed"]]
-    if graph_id is not None and state.db.exists():
-        from clavain.store.db import connect
+    from clavain.store.graph_db import graph_store_exists, open_graph_db
 
-        conn = connect(state.db)
+    if graph_id is not None and graph_store_exists(state):
+        conn = open_graph_db(state)
         try:
             items += runnable_nodes(Graph(conn, graph_id, state))
         finally:

@@ -31,11 +31,11 @@ def _head(state: StatePaths) -> str | None:
 
 
 def _done_nodes(state: StatePaths, graph_id: str | None) -> int:
-    if graph_id is None or not state.db.exists():
-        return 0
-    from clavain.store.db import connect
+    from clavain.store.graph_db import graph_store_exists, open_graph_db
 
-    conn = connect(state.db)
+    if graph_id is None or not graph_store_exists(state):
+        return 0
+    conn = open_graph_db(state)
     try:
         return conn.execute("SELECT count(*) FROM nodes WHERE graph_id = ? AND status = 'done'",
                             (graph_id,)).fetchone()[0]

@@ -189,6 +189,14 @@ class Budgets(_Strict):
         default_factory=list, description="extra regexes for test commands")
 
 
+class Store(_Strict):
+    """Where the workgraph lives (budgets and session state stay in the project's SQLite)."""
+
+    url: str | None = Field(None, pattern=r"^postgres(ql)?://", description="a PostgreSQL URL "
+                            "shared by a team (postgresql://user@host:port/db); null: the "
+                            "project's .clavain/state.sqlite. CLAVAIN_DB overrides it")
+
+
 class Config(_Strict):
     """`.clavain/config.json`; every key is optional."""
 
@@ -200,6 +208,7 @@ class Config(_Strict):
     supervisor: Supervisor = Field(default_factory=Supervisor)
     checks: list[Check] = Field(default_factory=list, description="checks the loop runs")
     loop: Loop = Field(default_factory=Loop)
+    store: Store = Field(default_factory=Store)
 
 
 def render_schema() -> str:

@@ -87,10 +87,12 @@ def _open_graph(state: StatePaths, sprint_id: str, title: str, at: str) -> None:
     """The new sprint's graph. Called under the checkpoint lock with no sprint active, so any
     sprint graph still active is an orphan (a start that crashed before its checkpoint, a
     damaged checkpoint set aside): it is closed first, its open nodes cancelled."""
-    from clavain.store.db import connect, transaction
+    from clavain.project import ensure_state
+    from clavain.store.db import transaction
+    from clavain.store.graph_db import open_graph_db
     from clavain.workgraph.graphs import ensure
 
-    conn = connect(state.db)
+    conn = open_graph_db(ensure_state(state))
     try:
         _close_orphans(conn, state, at)
         with transaction(conn):
@@ -225,9 +227,9 @@ def _advance(state: StatePaths, current: dict[str, Any], step: str, plan_path: s
 
 def _connect(state: StatePaths) -> Any:
     from clavain.project import ensure_state
-    from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db
 
-    return connect(ensure_state(state).db)
+    return open_graph_db(ensure_state(state))
 
 
 def _close(state: StatePaths, g: Any, active: dict[str, Any],

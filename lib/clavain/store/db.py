@@ -126,15 +126,23 @@ def _use_wal(conn: sqlite3.Connection, busy_ms: int) -> None:
 
 class transaction:  # lower case: used like the function it replaced, `with transaction(conn):`
     """`BEGIN IMMEDIATE` … `COMMIT`, rolled back whole on any exception. A class rather than a
-    @contextmanager generator: contextlib is one more import on every hook."""
+    @contextmanager generator: contextlib is one more import on every hook.
 
-    __slots__ = ("conn",)
+    On a shared store (`store.postgres.PgConnection`) an `exclusive` transaction also waits for
+    the one writer lock, as here; `exclusive=False` is for a claim, which locks only its row."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    __slots__ = ("conn", "exclusive")
+
+    def __init__(self, conn: sqlite3.Connection, *, exclusive: bool = True) -> None:
         self.conn = conn
+        self.exclusive = exclusive
 
     def __enter__(self) -> sqlite3.Connection:
-        self.conn.execute("BEGIN IMMEDIATE")
+        begin = getattr(self.conn, "begin", None)
+        if begin is None:
+            self.conn.execute("BEGIN IMMEDIATE")
+        else:
+            begin(exclusive=self.exclusive)
         return self.conn
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> bool:

@@ -95,21 +95,16 @@ def _charge(state: StatePaths, usage: dict[str, Any]) -> None:
     supervised = os.environ.get("CLAVAIN_BUDGET_RUN", "")
     if not supervised.startswith("run:") or not (usage["tokens"] or usage["cost_usd"]):
         return
-    from clavain.store.db import connect
     from clavain.supervisor.run_budget import RunBudget
 
-    conn = connect(state.db)
-    try:
-        RunBudget(state, supervised[len("run:"):]).add_usage(
-            conn, tokens=usage["tokens"], cost_usd=usage["cost_usd"])
-    finally:
-        conn.close()
+    RunBudget(state, supervised[len("run:"):]).add_usage(tokens=usage["tokens"],
+                                                         cost_usd=usage["cost_usd"])
 
 
 def _store(state: StatePaths, value: Any, key: str, in_run: bool,
            graph: str | None) -> dict[str, Any]:
     from clavain import current_graph
-    from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db
     from clavain.workgraph import kv
     from clavain.workgraph.graphs import Graph
 
@@ -117,7 +112,7 @@ def _store(state: StatePaths, value: Any, key: str, in_run: bool,
     if not node_id:
         raise ClavainError("storing a microcall's answer needs a node: run it inside a runner "
                            "($CLAVAIN_NODE_ID) or store it in the run namespace", exit_code=2)
-    conn = connect(state.db)
+    conn = open_graph_db(state)
     try:
         g = Graph(conn, current_graph.resolve(state, graph), state)
         kv.put(g, node_id, key, json.dumps(value), writer_node=os.environ.get("CLAVAIN_NODE_ID"))

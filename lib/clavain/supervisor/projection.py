@@ -17,7 +17,7 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
-from clavain.store.db import connect
+from clavain.store.graph_db import graph_store_exists, open_graph_db
 from clavain.supervisor.metrics import METRICS_NAME, load
 from clavain.supervisor.routes import check_override, route_for
 from clavain.supervisor.run_budget import RunBudget
@@ -45,9 +45,9 @@ def project(state: StatePaths, graph_id: str, *, runner_override: str | None = N
             run_id: str = "dry-run") -> dict[str, Any]:
     cfg = config_mod.load(state.config)
     check_override(cfg, runner_override)
-    if not state.db.exists():
+    if not graph_store_exists(state):
         raise ClavainError(f"no workgraph yet ({state.db} is missing)")
-    conn = connect(state.db)
+    conn = open_graph_db(state)
     try:
         g = Graph(conn, graph_id, state)
         measured = history(state)

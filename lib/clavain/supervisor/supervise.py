@@ -21,9 +21,17 @@ from datetime import datetime, timezone
 from typing import Any
 
 from clavain import config as config_mod
+from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
-from clavain.store.db import connect
+from clavain.store.db import transaction
+from clavain.store.graph_db import (
+    dialect,
+    graph_store_exists,
+    open_graph_db,
+    reconnecting,
+    wait_for_ready,
+)
 from clavain.supervisor import run_record, worktrees
 from clavain.supervisor.metrics import METRICS_NAME, RunMetrics
 from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, limit_wait_seconds
@@ -32,12 +40,14 @@ from clavain.supervisor.routes import check_override, role_of
 from clavain.supervisor.run_budget import RunBudget
 from clavain.supervisor.worker import RunContext, run_node
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.nodes import list_nodes
+from clavain.workgraph.nodes import list_nodes, release_claim
 from clavain.workgraph.runner_env import new_run_id
 from clavain.workgraph.schedule import next_node
 
 WAIT_POLL_SECONDS = 0.25
 OTHERS_POLL_SECONDS = 2.0
+# On a shared server the wake is the server's notification; the poll is only a fallback.
+OTHERS_POLL_SECONDS_SHARED = 15.0
 PROGRESS_EVERY_SECONDS = 15.0
 # How a run ended → the command's exit code.
 EXIT_CODES = {"complete": 0, "stopped_at_limit": 0, "blocked": 1, "budget": 3,
@@ -68,7 +78,7 @@ class Supervisor:
         self.workers = options.workers or int(config_mod.get(self.cfg, "supervisor.workers", 1))
         if self.workers < 1:
             raise ClavainError("workers must be at least 1")
-        self.conn = connect(state.db)
+        self.conn = open_graph_db(state)
         # Never $CLAVAIN_RUN_ID: a `clavain run` started inside a runner is a run of its own.
         self.run_id = options.resume or options.run_id or new_run_id()
         self.g = Graph(self.conn, graph_id, state)
@@ -177,7 +187,7 @@ class Supervisor:
     def _fill(self, ctx: RunContext, budget: RunBudget) -> dict[str, Any] | None:
         """Claim and start nodes until every worker is busy; the run's ending (or a reason to
         wait) when nothing more may start now."""
-        while len(self.active) < self.workers and not self.stop.is_set():
+        while len(self.busy_workers) < self.workers and not self.stop.is_set():
             if self.unusable:
                 return {"status": "blocked", "reason": "runner_unusable",
                         "message": self.unusable}
@@ -187,7 +197,7 @@ class Supervisor:
                                    "a person must look"}
             if self.rate_limited_until and time.time() < self.rate_limited_until:
                 return {"wait": "rate_limit", "until": self.rate_limited_until}
-            spent = budget.spent(self.conn)
+            spent = budget.spent()
             if spent:
                 return {"status": "budget", "reason": "budget", "message": spent}
             limit = self.options.max_iterations
@@ -195,11 +205,20 @@ class Supervisor:
                 return {"status": "stopped_at_limit", "reason": "max_iterations",
                         "message": f"stopped after {limit} runner call(s) as asked "
                                    "(--once / --max-iterations)"}
-            envelope = next_node(self.g, claim=True, run_id=self.run_id, pid=os.getpid(),
-                                 cfg=self.cfg)
+            envelope = reconnecting(self.conn, lambda: next_node(
+                self.g, claim=True, run_id=self.run_id, pid=os.getpid(), cfg=self.cfg))
             if envelope["node"] is None:
                 return self._idle(envelope)
             node = envelope["node"]
+            if node["id"] in self.active:
+                # Its runner gave the claim back (a verify that stopped) before its worker
+                # reported: never two workers on one node. It is claimed again once that
+                # worker's event is in.
+                with transaction(self.conn):
+                    release_claim(self.g, node["id"], self.run_id, at=now_iso(),
+                                  why="its previous worker has not finished",
+                                  fence=node["lock_generation"])
+                return None
             self.started_calls += 1
             worker = self._free_worker()
             self.active[node["id"]] = {"worker": worker, "role": role_of(node),
@@ -229,7 +248,9 @@ class Supervisor:
         if reason == "running" and self.active:
             return None  # ours: wait for them
         if reason == "running":
-            return {"wait": "others", "until": time.time() + OTHERS_POLL_SECONDS,
+            poll = (OTHERS_POLL_SECONDS if dialect(self.conn) == "sqlite"
+                    else OTHERS_POLL_SECONDS_SHARED)
+            return {"wait": "others", "until": time.time() + poll,
                     "message": envelope["message"]}
         if reason == "backoff":
             until = datetime.fromisoformat(envelope["until"].replace("Z", "+00:00"))
@@ -264,7 +285,10 @@ class Supervisor:
                 self.report({"event": "waiting", "why": ending["wait"], "seconds_left": left,
                              "until": datetime.fromtimestamp(until, timezone.utc).isoformat(),
                              "message": ending.get("message")})
-            self.stop.wait(min(1.0, left))
+            if ending["wait"] == "rate_limit" or dialect(self.conn) == "sqlite":
+                self.stop.wait(min(1.0, left))
+            elif wait_for_ready(self.conn, self.g.id, min(1.0, left)):
+                break  # the graph changed on the server: look again now
         if ending["wait"] == "rate_limit":
             self.rate_limited_until = None
 
@@ -314,7 +338,7 @@ class _Signals:
 def supervise(state: StatePaths, options: RunOptions, report: Report | None = None
               ) -> dict[str, Any]:
     """The front door the CLI (and anything else) calls: resolve the graph, run it."""
-    if not state.db.exists():
+    if not graph_store_exists(state):
         raise ClavainError(f"no workgraph yet ({state.db} is missing): `clavain init`, then "
                            "plan a sprint or add nodes with `clavain graph import`")
     if options.resume:

@@ -18,7 +18,8 @@ from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
-from clavain.store.db import connect, transaction
+from clavain.store.db import transaction
+from clavain.store.graph_db import open_graph_db, reconnecting
 from clavain.supervisor import invocation, worktrees
 from clavain.supervisor.invocation import runner_process_env
 from clavain.supervisor.metrics import RunMetrics
@@ -29,7 +30,7 @@ from clavain.supervisor.run_budget import RunBudget
 from clavain.supervisor.run_record import RunRecord, run_dir
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.leases import heartbeat
-from clavain.workgraph.nodes import release_claim
+from clavain.workgraph.nodes import FenceError, release_claim
 from clavain.workgraph.results import apply_result
 from clavain.workgraph.runner_env import runner_env
 from clavain.workgraph.verifier import safe_path_part
@@ -79,7 +80,7 @@ class _GiveBack(Exception):
 def run_node(ctx: RunContext, node: dict[str, Any], worker: int) -> dict[str, Any]:
     """Run one claimed node; returns the event the supervisor reports and records. Whatever
     happens, the claim ends recorded or released: never held by a runner that is gone."""
-    conn = connect(ctx.state.db)
+    conn = open_graph_db(ctx.state, migrate_schema=False)
     g = Graph(conn, ctx.graph_id, ctx.state)
     started_epoch = time.time()
     event: dict[str, Any] = {"node": node["id"], "worker": worker, "start": now_iso(),
@@ -90,16 +91,16 @@ def run_node(ctx: RunContext, node: dict[str, Any], worker: int) -> dict[str, An
         _attempt(ctx, g, node, event, tree)
     except _GiveBack as back:
         _end(event)
-        _give_back(g, node["id"], ctx.run_id, str(back))
+        _give_back(g, node, ctx.run_id, str(back))
         event.update(outcome="released", summary=str(back))
     except OSError as exc:  # the runner's program cannot start: the node is not to blame
         _end(event)
-        _give_back(g, node["id"], ctx.run_id, f"runner could not start: {exc}")
+        _give_back(g, node, ctx.run_id, f"runner could not start: {exc}")
         event.update(outcome="runner_unusable", summary=f"runner could not start: {exc}")
     except ClavainError as exc:  # no binary, git refused, a bad route: the setup, not the node
         _end(event)
         stopping = ctx.stop.is_set()  # stopping killed its git or its process
-        _give_back(g, node["id"], ctx.run_id, f"stopped: {exc}" if stopping
+        _give_back(g, node, ctx.run_id, f"stopped: {exc}" if stopping
                    else f"runner not started: {exc}")
         event.update(outcome="released" if stopping else "runner_unusable",
                      summary=f"runner not started: {exc}")
@@ -144,7 +145,7 @@ def _attempt(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict[str, A
         call.argv, stdin_text=call.stdin_text, cwd=cwd, env=_env(ctx, node, cwd),
         log_dir=log_dir, timeout=call.timeout, stop=ctx.stop,
         on_start=lambda pid: ctx.record.runner_started(node["id"], pid),
-        renew=lambda: _renew(g, node["id"], ctx.run_id),
+        renew=lambda: _renew(g, node, ctx.run_id),
         renew_every=max(1.0, float(config_mod.get(ctx.cfg, "defaults.lockLeaseSeconds",
                                                   3600)) / 3))
     ctx.record.runner_ended(node["id"])
@@ -153,9 +154,10 @@ def _attempt(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict[str, A
                          tree[0] if tree else None, log_dir))
 
 
-def _renew(g: Graph, node_id: str, run_id: str) -> None:
-    with contextlib.suppress(ClavainError):
-        heartbeat(g, node_id, run_id=run_id)
+def _renew(g: Graph, node: dict[str, Any], run_id: str) -> None:
+    # A store that is briefly unreachable (a server restart) costs one renewal, not the node.
+    with contextlib.suppress(Exception):
+        heartbeat(g, node["id"], run_id=run_id, fence=node.get("lock_generation"))
 
 
 def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
@@ -165,9 +167,9 @@ def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
         return _settle_verify(g, node, ctx.run_id, process)
     outcome = interpret(route.runner, process, timeout)
     usage = {"tokens": outcome.tokens, "cost_usd": outcome.cost_usd}
-    ctx.budget.add_usage(g.conn, tokens=outcome.tokens, cost_usd=outcome.cost_usd)
+    ctx.budget.add_usage(tokens=outcome.tokens, cost_usd=outcome.cost_usd)
     if outcome.kind != "result":
-        _give_back(g, node["id"], ctx.run_id, outcome.note)
+        _give_back(g, node, ctx.run_id, outcome.note)
         return {**usage, "outcome": GIVEN_BACK[outcome.kind], "summary": outcome.note,
                 "rate_limit": _limit(outcome)}
     result = outcome.result or failure("the runner gave no result")
@@ -177,7 +179,7 @@ def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
         if merged.dirty:  # a person is editing: merging could tangle their work with the run's
             why = (f"{merged.message}; the run stops so they are not merged over (branch "
                    f"{tree.branch} keeps the work)")
-            _give_back(g, node["id"], ctx.run_id, why)
+            _give_back(g, node, ctx.run_id, why)
             return {**usage, "outcome": "runner_unusable", "summary": why}
         if not merged.merged:
             files = ", ".join(merged.conflicts) or "(git named none)"
@@ -188,7 +190,7 @@ def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
     result_path = log_dir / "result.json"
     result_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     return {**usage, "conflicts": conflicts,
-            **_record(g, node["id"], ctx.run_id, result, str(process.stdout_path),
+            **_record(g, node, ctx.run_id, result, str(process.stdout_path),
                       str(result_path))}
 
 
@@ -207,20 +209,25 @@ def _merge(ctx: RunContext, node: dict[str, Any], tree: worktrees.Worktree
                            lock_path=ctx.state.root / "worktrees" / ".merge.lock")
 
 
-def _record(g: Graph, node_id: str, run_id: str, result: dict[str, Any],
+def _record(g: Graph, node: dict[str, Any], run_id: str, result: dict[str, Any],
             stdout_path: str | None, result_path: str | None) -> dict[str, Any]:
-    """Apply the result; one the library refuses (too many planned tasks, a bad addNodes) is
-    a failed attempt with the refusal as its reason."""
+    """Apply the result under the claim's fence; one the library refuses (too many planned
+    tasks, a bad addNodes) is a failed attempt with the refusal as its reason. A result whose
+    claim ran out and was taken again is not recorded at all."""
+    node_id, fence = node["id"], node.get("lock_generation")
     try:
-        applied = apply_result(g, node_id, result, run_id=run_id, stdout_path=stdout_path,
-                               result_path=result_path)
+        applied = reconnecting(g.conn, lambda: apply_result(
+            g, node_id, result, run_id=run_id, stdout_path=stdout_path,
+            result_path=result_path, fence=fence))
+    except FenceError as exc:
+        return {"outcome": "not_recorded", "summary": str(exc)}
     except ClavainError as exc:
         if result["status"] == "fail":
             return {"outcome": "not_recorded", "summary": str(exc)}
         try:
             applied = apply_result(g, node_id, failure(f"result refused: {exc}", str(exc)),
                                    run_id=run_id, stdout_path=stdout_path,
-                                   result_path=result_path)
+                                   result_path=result_path, fence=fence)
         except ClavainError as again:
             return {"outcome": "not_recorded", "summary": str(again)}
         result = failure(f"result refused: {exc}")
@@ -234,7 +241,7 @@ def _settle_verify(g: Graph, node: dict[str, Any], run_id: str,
     """`clavain verify` recorded (or, stopped, released) the node itself; read what it did."""
     free = {"tokens": 0, "cost_usd": 0.0}
     if process.stopped:
-        _give_back(g, node["id"], run_id, "stopped by the supervisor")
+        _give_back(g, node, run_id, "stopped by the supervisor")
         return {**free, "outcome": "released", "summary": "stopped by the supervisor"}
     try:
         report = json.loads(process.stdout)
@@ -256,6 +263,10 @@ def _settle_verify(g: Graph, node: dict[str, Any], run_id: str,
             "summary": crashed["summary"]}
 
 
-def _give_back(g: Graph, node_id: str, run_id: str, why: str) -> None:
-    with transaction(g.conn):
-        release_claim(g, node_id, run_id, at=now_iso(), why=why)
+def _give_back(g: Graph, node: dict[str, Any], run_id: str, why: str) -> None:
+    def release() -> None:
+        with transaction(g.conn):
+            release_claim(g, node["id"], run_id, at=now_iso(), why=why,
+                          fence=node.get("lock_generation"))
+
+    reconnecting(g.conn, release)

@@ -115,7 +115,8 @@ def _sinks(g: Graph, added: list[str]) -> list[str]:
 def _reaches(g: Graph, start: str, target: str) -> bool:
     """Whether `start` depends on `target`, directly or not."""
     return g.conn.execute(
-        "WITH RECURSIVE up(id) AS (SELECT ? UNION SELECT d.depends_on_id FROM deps d "
+        "WITH RECURSIVE up(id) AS (SELECT CAST(? AS TEXT) "
+        "UNION SELECT d.depends_on_id FROM deps d "
         "JOIN up ON d.graph_id = ? AND d.node_id = up.id) SELECT 1 FROM up WHERE id = ? LIMIT 1",
         (start, g.id, target)).fetchone() is not None
 

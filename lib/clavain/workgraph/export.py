@@ -33,12 +33,12 @@ from clavain.clock import now_iso
 from clavain.fsutil import open_inside, write_atomic
 from clavain.paths import StatePaths
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.node_view import NODE_JSON
+from clavain.workgraph.node_view import NODE_JSON, NODE_JSON_POSTGRESQL
 
 SNAPSHOT_VERSION = 3  # 2: snake_case keys; 3: graphs (a node's graph_id)
 
 # Which graphs a snapshot holds: every active one, or the one named (a sprint's archive).
-_CHOSEN = "(g.status = 'active' AND :graph IS NULL OR g.id = :graph)"
+_CHOSEN = "(g.status = 'active' AND CAST(:graph AS TEXT) IS NULL OR g.id = :graph)"
 # One node per line: still cheap (the text is joined inside SQLite) and diffable by people.
 _SNAPSHOT_SQL = f"""SELECT '{{"version": ' || :version || ', "exported_at": ' || json_quote(:at)
   || ', "graphs": ' || (SELECT json_group_array(json_object('id', id, 'kind', kind,
@@ -50,10 +50,28 @@ _SNAPSHOT_SQL = f"""SELECT '{{"version": ' || :version || ', "exported_at": ' ||
         WHERE {_CHOSEN} ORDER BY g.created_at, n.graph_id, n.id)"""
 
 
+# PostgreSQL has no group_concat over text in one pass of this shape; the two lists come back
+# as text and Python joins them (still no per-node decoding).
+_PG_GRAPHS_SQL = f"""SELECT coalesce(json_agg(json_build_object('id', g.id, 'kind', g.kind,
+    'status', g.status, 'title', g.title) ORDER BY g.created_at, g.id), '[]'::json)::text
+  FROM graphs g WHERE {_CHOSEN}"""
+_PG_NODES_SQL = f"""SELECT {NODE_JSON_POSTGRESQL} FROM nodes n JOIN graphs g ON g.id = n.graph_id
+  WHERE {_CHOSEN}
+  ORDER BY g.created_at, n.graph_id, n.id"""
+
+
 def snapshot_text(conn: sqlite3.Connection, graph_id: str | None = None) -> str:
     """`{version, exported_at, graphs: [...], nodes: [{graph_id, …, depends_on}]}` as compact
     JSON text: every active graph, or only `graph_id`."""
-    row = conn.execute(_SNAPSHOT_SQL, {"version": SNAPSHOT_VERSION, "at": now_iso(),
+    at = now_iso()
+    if getattr(conn, "dialect", "sqlite") != "sqlite":
+        graphs = conn.execute(_PG_GRAPHS_SQL, {"graph": graph_id}).fetchone()[0]
+        nodes = [row[0] for row in conn.execute(_PG_NODES_SQL, {"graph": graph_id})]
+        body = "".join("\n" + node + ("," if i < len(nodes) - 1 else "")
+                       for i, node in enumerate(nodes))
+        return (f'{{"version": {SNAPSHOT_VERSION}, "exported_at": {json.dumps(at)}, '
+                f'"graphs": {graphs}, "nodes": [{body}\n]}}\n')
+    row = conn.execute(_SNAPSHOT_SQL, {"version": SNAPSHOT_VERSION, "at": at,
                                        "graph": graph_id}).fetchone()
     return row[0] + "\n"
 
@@ -93,7 +111,7 @@ def after_commit(g: Graph, cfg: dict[str, Any] | None = None) -> None:
             write_snapshot(conn, state)
         elif not _writer_pending(state):
             _start_deferred_writer(state, due=time.time() - age + lag)
-    except (OSError, sqlite3.Error, ValueError) as exc:
+    except Exception as exc:
         notices.warn(f"{state.workgraph_json} was not refreshed ({exc}); the change is saved; "
                      "`clavain graph export` rewrites the snapshot")
 
@@ -127,7 +145,7 @@ def _start_deferred_writer(state: StatePaths, *, due: float) -> None:
             "from clavain.workgraph.export import deferred_write; deferred_write(sys.argv[2:])")
     subprocess.Popen(
         [sys.executable, "-I", "-c", code, lib, str(state.root), str(state.project),
-         str(state.db), f"{due:.3f}"],
+         str(state.db), state.store_url or "", f"{due:.3f}"],
         cwd=state.root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
 
@@ -136,24 +154,25 @@ def deferred_write(args: list[str]) -> None:
     """The deferred writer's body: hold the pending lock while waiting (so later changes start
     no second writer), let go of it BEFORE reading the database (a change committed after that
     starts its own writer or writes itself), then write."""
-    from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db
 
-    root, project, db, due = args
-    state = StatePaths(root, project=project, db=db)
+    root, project, db, store_url, due = args
+    state = StatePaths(root, project=project, db=db, store_url=store_url or None)
     try:
         with _file_lock(state, _PENDING_NAME, blocking=False):
             time.sleep(max(0.0, float(due) - time.time() - WRITE_SECONDS))
     except BlockingIOError:
         return  # another writer is already waiting
-    if not os.path.isfile(state.db):
+    if not os.path.isdir(state.root) or (state.store_url is None
+                                         and not os.path.isfile(state.db)):
         return  # the project (or its state) was removed meanwhile: never make it again
     try:
-        conn = connect(state.db)
+        conn = open_graph_db(state, migrate_schema=False)
         try:
             write_snapshot(conn, state)
         finally:
             conn.close()
-    except (OSError, sqlite3.Error) as exc:  # nobody to tell but the log; the next change retries
+    except Exception as exc:
         from clavain.clock import utc_stamp
 
         with open_inside(state.root, state.logs / "snapshot.log", "ab") as log:

@@ -21,27 +21,27 @@ import os
 import socket
 import sqlite3
 from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.store.db import transaction
+from clavain.store.graph_db import dialect, store_now
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.nodes import get_node, record_event
+from clavain.workgraph.nodes import FenceError, fence_condition, get_node, record_event
 from clavain.workgraph.ownership import first_conflict, ownership_overlaps
 from clavain.workgraph.results import record_result, runner_died
 
 # The ready predicate must match the partial index `nodes_ready` word for word.
-_READY = """FROM nodes INDEXED BY nodes_ready
-  WHERE graph_id = :graph AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL
-    AND (blocked_until IS NULL OR blocked_until <= :now)
+_READY_WHERE = """WHERE graph_id = :graph AND status = 'open' AND unmet_deps = 0
+    AND lock_run_id IS NULL AND (blocked_until IS NULL OR blocked_until <= :now)
   ORDER BY rank, id"""
+_READY = f"FROM nodes INDEXED BY nodes_ready\n  {_READY_WHERE}"
 _NEXT_ID_SQL = f"SELECT id {_READY} LIMIT 1"
 _READY_OWNERSHIP_SQL = f"SELECT id, ownership_json {_READY}"
-_NEXT_OWNERSHIP_SQL = f"{_READY_OWNERSHIP_SQL} LIMIT 1"
 
 # An empty ownership list is always stored as '[]' (`nodes._dumps`); another spelling of it only
 # costs the slow path. In-progress nodes that own something: while there are none, no claim can
@@ -50,26 +50,42 @@ _RUNNING_OWNERSHIP_SQL = """SELECT id, ownership_json FROM nodes
   WHERE graph_id = ? AND status = 'in_progress' AND ownership_json <> '[]'
   ORDER BY id"""
 
+# Every claim adds one to the node's generation: the fencing token its runner carries back.
 _LOCK_SET = """SET status = 'in_progress', lock_run_id = :run_id, lock_started_at = :now,
-      lock_renewed_at = :now, lock_pid = :pid, lock_host = :host, updated_at = :now"""
+      lock_renewed_at = :now, lock_pid = :pid, lock_host = :host, updated_at = :now,
+      lock_generation = lock_generation + 1"""
 
-# Under BEGIN IMMEDIATE no other writer runs between the pick and the write; the repeated
-# conditions keep it safe even if called outside one.
-_CLAIM_NEXT_SQL = f"""UPDATE nodes {_LOCK_SET}
-  WHERE graph_id = :graph AND id = ({_NEXT_ID_SQL})
+
+def _claim_sql(next_id: str) -> dict[str, str]:
+    """The claim statements around one way of picking the next ready node."""
+    return {
+        # Under BEGIN IMMEDIATE no other writer runs between the pick and the write; the
+        # repeated conditions keep it safe even if called outside one.
+        "next": f"""UPDATE nodes {_LOCK_SET}
+  WHERE graph_id = :graph AND id = ({next_id})
     AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL
-  RETURNING id"""
-
-# The fast path: the next ready node owns nothing, so it overlaps nothing that runs.
-_CLAIM_NEXT_UNOWNED_SQL = f"""UPDATE nodes {_LOCK_SET}
-  WHERE graph_id = :graph AND id = ({_NEXT_ID_SQL})
+  RETURNING id""",
+        # The fast path: the next ready node owns nothing, so it overlaps nothing that runs.
+        "next_unowned": f"""UPDATE nodes {_LOCK_SET}
+  WHERE graph_id = :graph AND id = ({next_id})
     AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL AND ownership_json = '[]'
-  RETURNING id"""
-
-_CLAIM_ONE_SQL = f"""UPDATE nodes {_LOCK_SET}
+  RETURNING id""",
+        "one": f"""UPDATE nodes {_LOCK_SET}
   WHERE graph_id = :graph AND id = :id AND status = 'open' AND unmet_deps = 0
     AND lock_run_id IS NULL AND (blocked_until IS NULL OR blocked_until <= :now)
-  RETURNING id"""
+  RETURNING id""",
+    }
+
+
+_CLAIM_SQL = {
+    "sqlite": _claim_sql(_NEXT_ID_SQL),
+    # Claimers on several machines run at once: each takes the first ready row nobody else is
+    # taking (FOR UPDATE SKIP LOCKED) instead of queueing behind one write lock.
+    "postgresql": _claim_sql(f"SELECT id FROM nodes {_READY_WHERE} LIMIT 1 "
+                             "FOR UPDATE SKIP LOCKED"),
+}
+_READY_OWNERSHIP = {"sqlite": _READY_OWNERSHIP_SQL,
+                    "postgresql": f"SELECT id, ownership_json FROM nodes {_READY_WHERE}"}
 
 
 def this_host() -> str:
@@ -78,8 +94,9 @@ def this_host() -> str:
 
 def select_next(g: Graph, *, now: datetime | None = None) -> str | None:
     """The id of the next runnable node, without claiming it: the one a claim would take."""
-    at = now_iso(now)
-    row = g.conn.execute(_NEXT_OWNERSHIP_SQL, {"graph": g.id, "now": at}).fetchone()
+    at = now_iso(now or store_now(g.conn))
+    row = g.conn.execute(_READY_OWNERSHIP[dialect(g.conn)] + " LIMIT 1",
+                         {"graph": g.id, "now": at}).fetchone()
     if row is None or not _globs(row[1]):
         return row[0] if row else None
     running = running_ownership(g)
@@ -106,10 +123,10 @@ def _claim(g: Graph, lock: _Lock, extra: dict[str, Any], *, run_id: str, pid: in
            host: str | None, now: datetime | None) -> dict[str, Any] | None:
     if not run_id:
         raise ClavainError("a claim needs a run id")
-    at = now_iso(now)
+    at = now_iso(now or store_now(g.conn))
     params = {"graph": g.id, "run_id": run_id, "now": at, "pid": pid,
               "host": host or this_host(), **extra}
-    with transaction(g.conn):
+    with transaction(g.conn, exclusive=False):
         node_id = lock(g, params)
         if node_id is None:
             return None
@@ -119,22 +136,35 @@ def _claim(g: Graph, lock: _Lock, extra: dict[str, Any], *, run_id: str, pid: in
 
 def _lock_next(g: Graph, params: dict[str, Any]) -> str | None:
     """Lock the first ready node clear of every running node's ownership. SQL only."""
-    node_id = _locked(g, _CLAIM_NEXT_UNOWNED_SQL, params)
+    sql = _CLAIM_SQL[dialect(g.conn)]
+    node_id = _locked(g, sql["next_unowned"], params)
     if node_id is not None:
         return node_id
+    _hold_ownership(g)
     running = running_ownership(g)
     if not running:
-        return _locked(g, _CLAIM_NEXT_SQL, params)
+        return _locked(g, sql["next"], params)
     node_id = _first_clear(g, running, params["now"])
-    return None if node_id is None else _locked(g, _CLAIM_ONE_SQL, {**params, "id": node_id})
+    return None if node_id is None else _locked(g, sql["one"], {**params, "id": node_id})
 
 
 def _lock_one(g: Graph, params: dict[str, Any]) -> str | None:
     """Lock the node `params["id"]` unless its ownership overlaps a running node's. SQL only."""
     owned = _owned_by(g, params["id"])
-    if owned and ownership_overlaps(owned, _every_glob(running_ownership(g))):
-        return None
-    return _locked(g, _CLAIM_ONE_SQL, params)
+    if owned:
+        _hold_ownership(g)
+        if ownership_overlaps(owned, _every_glob(running_ownership(g))):
+            return None
+    return _locked(g, _CLAIM_SQL[dialect(g.conn)]["one"], params)
+
+
+def _hold_ownership(g: Graph) -> None:
+    """On a shared server, claims that compare ownership globs with the running nodes take
+    turns per graph (SQLite's claim already holds the one write lock): two machines must not
+    both see a glob free and both take it."""
+    if dialect(g.conn) != "sqlite":
+        g.conn.execute("SELECT pg_advisory_xact_lock(hashtext('clavain-ownership:' || ?))",
+                       (g.id,))
 
 
 def _locked(g: Graph, sql: str, params: dict[str, Any]) -> str | None:
@@ -169,7 +199,7 @@ def _owned_by(g: Graph, node_id: str) -> list[str]:
 def _first_clear(g: Graph, running: dict[str, list[str]], at: str) -> str | None:
     """The first ready node, in claim order, whose ownership overlaps no running node's."""
     busy = _every_glob(running)
-    cursor = g.conn.execute(_READY_OWNERSHIP_SQL, {"graph": g.id, "now": at})
+    cursor = g.conn.execute(_READY_OWNERSHIP[dialect(g.conn)], {"graph": g.id, "now": at})
     try:  # read lazily, and close before the caller writes
         for node_id, text in cursor:
             if not ownership_overlaps(_globs(text), busy):
@@ -187,7 +217,8 @@ def ownership_waits(g: Graph, *, now: datetime | None = None
     if not running:
         return []
     waits = []
-    ready = g.conn.execute(_READY_OWNERSHIP_SQL, {"graph": g.id, "now": now_iso(now)})
+    ready = g.conn.execute(_READY_OWNERSHIP[dialect(g.conn)],
+                           {"graph": g.id, "now": now_iso(now or store_now(g.conn))})
     for node_id, text in ready.fetchall():
         conflict = first_conflict(_globs(text), running)
         if conflict is not None:
@@ -224,19 +255,23 @@ def claim_named(g: Graph, node_id: str, *, run_id: str, pid: int | None = None,
 
 
 def heartbeat(g: Graph, node_id: str, *, run_id: str, snapshot: bool = False,
-              now: datetime | None = None) -> dict[str, Any]:
-    """Renew the lease of a node `run_id` holds; an error names who holds it otherwise. With
-    `snapshot`, the snapshot follows."""
-    at = now_iso(now)
-    with transaction(g.conn):
+              now: datetime | None = None, fence: int | None = None) -> dict[str, Any]:
+    """Renew the lease of a node `run_id` holds (under claim generation `fence`, when given);
+    an error names who holds it otherwise. With `snapshot`, the snapshot follows."""
+    at = now_iso(now or store_now(g.conn))
+    fenced, params = fence_condition(fence)
+    with transaction(g.conn, exclusive=False):
         renewed = g.conn.execute(
             "UPDATE nodes SET lock_renewed_at = ? WHERE graph_id = ? AND id = ? "
-            "AND lock_run_id = ? RETURNING id", (at, g.id, node_id, run_id)).fetchall()
+            f"AND lock_run_id = ?{fenced} RETURNING id",
+            (at, g.id, node_id, run_id, *params)).fetchall()
         if not renewed:
             node = get_node(g, node_id)
             if node is None:
                 raise ClavainError(f"unknown node {node_id!r}")
             holder = node["lock_run_id"]
+            if holder == run_id:
+                raise FenceError(node_id, fence, node["lock_generation"])
             raise ClavainError(
                 f"node {node_id!r} is not held by run {run_id!r} "
                 + (f"(run {holder!r} holds it)" if holder else f"(it is {node['status']}, "
@@ -275,7 +310,7 @@ _LOCKED = ("SELECT id, lock_run_id, lock_pid, lock_host, lock_started_at, lock_r
 def stale_locks(g: Graph, *, lease_seconds: float, now: datetime | None = None,
                 host: str | None = None) -> list[tuple[str, str, str]]:
     """(node id, run id, reason) of every stale lock; reads only."""
-    at_dt = now or datetime.now(timezone.utc)
+    at_dt = now or store_now(g.conn)
     try:
         cutoff = now_iso(at_dt - timedelta(seconds=lease_seconds))
     except OverflowError:  # a lease longer than the calendar: no lease ever expires
@@ -297,6 +332,7 @@ def release_stale_locks(g: Graph, *, cfg: dict[str, Any] | None = None,
     # Look first without the write lock: the common case is that nothing is stale.
     if not stale_locks(g, lease_seconds=lease, now=now, host=host):
         return []
+    now = now or store_now(g.conn)
     released, at = [], now_iso(now)
     with transaction(g.conn):
         for node_id, run_id, reason in stale_locks(g, lease_seconds=lease, now=now, host=host):

@@ -17,7 +17,7 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.errors import ClavainError
 from clavain.workgraph.graphs import Graph, ensure
-from clavain.workgraph.node_view import NODE_JSON
+from clavain.workgraph.node_view import node_json
 
 # Only one of each: scaffolding owns them, so an added second one is refused.
 SINGLETON_TYPES = ("integrate", "final_verify")
@@ -37,8 +37,9 @@ def record_event(g: Graph, node_id: str, from_status: str | None, to_status: str
 
 def get_node(g: Graph, node_id: str) -> dict[str, Any] | None:
     """Every column (JSON columns decoded, snake_case keys) plus `depends_on`, or None."""
-    row = g.conn.execute(f"SELECT {NODE_JSON} FROM nodes n WHERE n.graph_id = ? AND n.id = ?",
-                         (g.id, node_id)).fetchone()
+    row = g.conn.execute(
+        f"SELECT {node_json(g.conn)} FROM nodes n WHERE n.graph_id = ? AND n.id = ?",
+        (g.id, node_id)).fetchone()
     return json.loads(row[0]) if row else None
 
 
@@ -54,7 +55,8 @@ def list_nodes(g: Graph, status: str | None = None) -> list[dict[str, Any]]:
     """The graph's nodes (or those with `status`), in selection order."""
     where, params = ("AND n.status = ?", (g.id, status)) if status else ("", (g.id,))
     rows = g.conn.execute(
-        f"SELECT {NODE_JSON} FROM nodes n WHERE n.graph_id = ? {where} ORDER BY n.rank, n.id",
+        f"SELECT {node_json(g.conn)} FROM nodes n WHERE n.graph_id = ? {where} "
+        "ORDER BY n.rank, n.id",
         params).fetchall()
     return [json.loads(r[0]) for r in rows]
 
@@ -63,7 +65,7 @@ def list_all_nodes(conn: sqlite3.Connection, status: str | None = None) -> list[
     """Every graph's nodes (each with its `graph_id`), graph by graph, in selection order."""
     where, params = ("WHERE n.status = ?", (status,)) if status else ("", ())
     rows = conn.execute(
-        f"SELECT {NODE_JSON} FROM nodes n JOIN graphs g ON g.id = n.graph_id "
+        f"SELECT {node_json(conn)} FROM nodes n JOIN graphs g ON g.id = n.graph_id "
         f"{where} ORDER BY g.created_at, n.graph_id, n.rank, n.id", params).fetchall()
     return [json.loads(r[0]) for r in rows]
 
@@ -264,14 +266,34 @@ def reopen(g: Graph, node_id: str, from_status: str, *, at: str, note: str,
     record_event(g, node_id, from_status, "open", at=at, note=note)
 
 
-def release_claim(g: Graph, node_id: str, run_id: str, *, at: str, why: str) -> bool:
+class FenceError(ClavainError):
+    """A runner's claim generation is not the node's: its lease ran out and the node was
+    claimed again (perhaps by the same run). Its writes are refused."""
+
+    def __init__(self, node_id: str, fence: int | None, current: int) -> None:
+        super().__init__(f"node {node_id!r} was claimed again since this runner's claim "
+                         f"(generation {fence}, now {current}): its lease ran out, so this "
+                         "late result is not recorded")
+
+
+def fence_condition(fence: int | None) -> tuple[str, tuple[int, ...]]:
+    """The SQL condition (and its parameter) that holds only under claim generation `fence`."""
+    if fence is None:
+        return "", ()
+    return " AND lock_generation = ?", (int(fence),)
+
+
+def release_claim(g: Graph, node_id: str, run_id: str, *, at: str, why: str,
+                  fence: int | None = None) -> bool:
     """Give `run_id`'s claim on `node_id` back without spending an attempt (the runner was
-    stopped, or the node cannot finish yet). SQL only; False when the run held nothing."""
+    stopped, or the node cannot finish yet). SQL only; False when the run held nothing (or,
+    with `fence`, not under that claim generation)."""
+    fenced, params = fence_condition(fence)
     released = g.conn.execute(
         "UPDATE nodes SET status = 'open', lock_run_id = NULL, lock_started_at = NULL, "
         "lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, updated_at = ? "
-        "WHERE graph_id = ? AND id = ? AND lock_run_id = ? RETURNING id",
-        (at, g.id, node_id, run_id)).fetchall()
+        f"WHERE graph_id = ? AND id = ? AND lock_run_id = ?{fenced} RETURNING id",
+        (at, g.id, node_id, run_id, *params)).fetchall()
     if released:
         record_event(g, node_id, "in_progress", "open", at=at, run_id=run_id,
                      note=f"{why}; claim released, no attempt spent")

@@ -18,11 +18,13 @@ from clavain import config as config_mod
 from clavain.clock import later_iso, now_iso
 from clavain.errors import ClavainError
 from clavain.store.db import transaction
+from clavain.store.graph_db import store_now
 from clavain.textio import BadText, load_json
 from clavain.workgraph import escalation, kv
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import (
+    FenceError,
     get_node,
     insert_nodes,
     record_event,
@@ -158,11 +160,16 @@ class WaitingOnDependencies(ClavainError):
     """The node's dependencies are not done (or were reopened after it was claimed)."""
 
 
-def check_applicable(g: Graph, node: dict[str, Any], run_id: str) -> None:
+def check_applicable(g: Graph, node: dict[str, Any], run_id: str,
+                     fence: int | None = None) -> None:
     """Refuse a result that must not be recorded: the node finished (or waits on a person), a
-    dependency is not done yet (nothing is done before its dependencies), or another run holds
-    the node. Every front door asks this one function."""
+    dependency is not done yet (nothing is done before its dependencies), another run holds
+    the node, or (with `fence`, the generation of the runner's claim) the runner's claim is
+    not the node's current one. Every front door asks this one function."""
     node_id = node["id"]
+    if fence is not None and (node["status"] != "in_progress" or node["lock_run_id"] != run_id
+                              or node["lock_generation"] != fence):
+        raise FenceError(node_id, fence, node["lock_generation"])
     if node["status"] == "cancelled":
         raise ClavainError(f"node {node_id!r} was cancelled with its sprint's graph "
                            f"({g.id!r}); its result is not recorded")
@@ -261,14 +268,16 @@ def apply_result(g: Graph, node_id: str, result: dict[str, Any] | str, *,
                  run_id: str | None = None, stdout_path: str | None = None,
                  result_path: str | None = None, now: datetime | None = None,
                  extra_kv: dict[str, str] | None = None,
-                 by_verifier: bool = False) -> dict[str, Any]:
+                 by_verifier: bool = False, fence: int | None = None) -> dict[str, Any]:
     """Record a runner's result for `node_id` under the run-id rule (explicit, else
     $CLAVAIN_RUN_ID, else a new id): a node another run holds is refused. A verify or
     final_verify node takes only the shell verifier's result (`by_verifier`): a check that
-    anyone could report as passed would prove nothing."""
+    anyone could report as passed would prove nothing. `fence`: the generation of the claim
+    the result comes from; a result from an older claim is refused (`FenceError`)."""
     parsed = parse_result(result)
     run_id = current_run_id(run_id)
     cfg = config_mod.load(g.state.config)
+    now = now or store_now(g.conn)
     at = now_iso(now)
     refused: WaitingOnDependencies | None = None
     with transaction(g.conn):
@@ -278,7 +287,7 @@ def apply_result(g: Graph, node_id: str, result: dict[str, Any] | str, *,
                                f"verifier records its result (`clavain verify {node_id}`)")
         check_planned_work(node, parsed)
         try:
-            check_applicable(g, node, run_id)
+            check_applicable(g, node, run_id, fence)
         except WaitingOnDependencies as exc:
             # Claimed, then a dependency reopened (a reset, new work scaffolded in front): the
             # node cannot finish now and must not stay locked until its lease runs out.

@@ -68,12 +68,13 @@ def run_env(state: StatePaths, run_id: str, graph_id: str) -> dict[str, str]:
     (a node's runner adds its node; a loop iteration has none), to merge over `os.environ`.
 
     Paths are absolute: the runner may change directory, and `CLAVAIN_DB` is also what makes
-    `clavain kv` inside the runner open this database rather than rediscover one;
-    `CLAVAIN_GRAPH` keeps its commands on the graph even after its sprint ends.
+    `clavain kv` inside the runner open this database (or the team's shared server, by its
+    URL) rather than rediscover one; `CLAVAIN_GRAPH` keeps its commands on the graph even after
+    its sprint ends.
     """
     executable = clavain_bin()
     return {
-        "CLAVAIN_DB": str(state.db.resolve()),
+        "CLAVAIN_DB": state.store_url or str(state.db.resolve()),
         "CLAVAIN_GRAPH": graph_id,
         "CLAVAIN_RUN_ID": run_id,
         "CLAVAIN_ARTIFACTS_DIR": str(state.artifacts.resolve()),
@@ -88,6 +89,21 @@ def run_env(state: StatePaths, run_id: str, graph_id: str) -> dict[str, str]:
 
 def runner_env(state: StatePaths, node: dict[str, Any], run_id: str,
                graph_id: str) -> dict[str, str]:
-    """`run_env` plus the node: `CLAVAIN_NODE_ID` and `CLAVAIN_PARENT_NODE_ID`."""
-    return {**run_env(state, run_id, graph_id), "CLAVAIN_NODE_ID": str(node["id"]),
-            "CLAVAIN_PARENT_NODE_ID": parent_of(node)}
+    """`run_env` plus the node: `CLAVAIN_NODE_ID`, `CLAVAIN_PARENT_NODE_ID` and, for a node
+    claimed for the runner, `CLAVAIN_FENCE` (the claim's generation: its `graph apply` and
+    `heartbeat` carry it, so they are refused once the claim is not the node's any more)."""
+    env = {**run_env(state, run_id, graph_id), "CLAVAIN_NODE_ID": str(node["id"]),
+           "CLAVAIN_PARENT_NODE_ID": parent_of(node)}
+    if node.get("lock_run_id") == run_id and node.get("lock_generation"):
+        env["CLAVAIN_FENCE"] = str(node["lock_generation"])
+    return env
+
+
+def fence_from_env(node_id: str) -> int | None:
+    """The claim generation a runner was given for `node_id` (none for another node)."""
+    if os.environ.get("CLAVAIN_NODE_ID") != node_id:
+        return None
+    try:
+        return int(os.environ["CLAVAIN_FENCE"])
+    except (KeyError, ValueError):
+        return None

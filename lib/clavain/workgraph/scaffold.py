@@ -35,18 +35,18 @@ _TASKS_WITHOUT_VERIFY = """SELECT t.id, t.title, t.parent_id, t.acceptance_json,
   ORDER BY t.id"""
 
 # `down`: the given node and every node that depends on it, directly or not (parameters: the
-# graph, the node, the graph).
-_DOWNSTREAM = """WITH RECURSIVE down(id) AS (SELECT ? UNION
+# node, the graph). The cast types the bound id for PostgreSQL.
+_DOWNSTREAM = """WITH RECURSIVE down(id) AS (SELECT CAST(? AS TEXT) UNION
   SELECT d.node_id FROM deps d JOIN down ON d.graph_id = ? AND d.depends_on_id = down.id)"""
 
 # Verify nodes that come after integration (a task that depends on it) but not after the final
 # gate: integration cannot wait for them (a cycle), so the final gate, which re-runs their
 # checks, does. Parameters: integrate, graph, final, graph, graph.
 _VERIFY_AFTER_INTEGRATE = """WITH RECURSIVE
-  after_integrate(id) AS (SELECT ? UNION
+  after_integrate(id) AS (SELECT CAST(? AS TEXT) UNION
     SELECT d.node_id FROM deps d JOIN after_integrate a
       ON d.graph_id = ? AND d.depends_on_id = a.id),
-  after_final(id) AS (SELECT ? UNION
+  after_final(id) AS (SELECT CAST(? AS TEXT) UNION
     SELECT d.node_id FROM deps d JOIN after_final a ON d.graph_id = ? AND d.depends_on_id = a.id)
   SELECT id FROM nodes WHERE graph_id = ? AND type = 'verify'
     AND id IN (SELECT id FROM after_integrate) AND id NOT IN (SELECT id FROM after_final)"""
@@ -146,7 +146,8 @@ def scaffold_in_transaction(g: Graph, cfg: dict[str, Any], at: str) -> dict[str,
         final = singleton(g, "final_verify")
     else:
         final_linked = _link(g, final["id"],
-                             f"{_DOWNSTREAM} SELECT ? AS id WHERE ? NOT IN "
+                             f"{_DOWNSTREAM} SELECT CAST(? AS TEXT) AS id "
+                             "WHERE CAST(? AS TEXT) NOT IN "
                              "(SELECT id FROM down)",
                              (final["id"], g.id, integrate["id"], integrate["id"]))
     final_linked += _link(g, final["id"], _VERIFY_AFTER_INTEGRATE,

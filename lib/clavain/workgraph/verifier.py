@@ -35,14 +35,15 @@ from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import write_json_atomic
-from clavain.store.db import transaction
+from clavain.store.db import connect, transaction
+from clavain.store.graph_db import dialect
 from clavain.workgraph import kv
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.leases import claim_node, heartbeat
 from clavain.workgraph.nodes import release_claim, require_node
 from clavain.workgraph.results import apply_result, check_applicable
-from clavain.workgraph.runner_env import current_run_id, runner_env
+from clavain.workgraph.runner_env import current_run_id, fence_from_env, runner_env
 from clavain.workgraph.shell import CommandOutcome, Interrupted, SignalGuard, run_commands
 
 # Node types whose outcome a shell verification may decide; a task's own `verify` list can be
@@ -118,7 +119,9 @@ class TestRunBudget:
     def __init__(self, g: Graph) -> None:
         from clavain.guards import gate
 
-        self.conn = g.conn
+        # Budgets are this machine's, in the project's SQLite file, wherever the graph is.
+        self.local = g.conn if dialect(g.conn) == "sqlite" else None
+        self.db_path = g.state.db
         self.config_path = str(g.state.config)
         self.session = os.environ.get(SESSION_VARIABLE) or None
         context = gate.run_context(str(g.state.root), self.session)
@@ -138,10 +141,16 @@ class TestRunBudget:
                                self.config_path)
         if not call["tests"]:
             return True
-        decided = budget.check(self.conn, run_key=self.context["run_key"],
-                               session_id=self.session,
-                               call={**call, "tool": "verify", "kind": "verify"},
-                               limits=self.context["limits"], problems=self.context["problems"])
+        conn = self.local or connect(self.db_path)
+        try:
+            decided = budget.check(conn, run_key=self.context["run_key"],
+                                   session_id=self.session,
+                                   call={**call, "tool": "verify", "kind": "verify"},
+                                   limits=self.context["limits"],
+                                   problems=self.context["problems"])
+        finally:
+            if conn is not self.local:
+                conn.close()
         if decided["decision"] == "deny":
             self.denied = decided["reason"]
             return False
@@ -194,10 +203,10 @@ def _claim_for_verify(g: Graph, node: dict[str, Any], run_id: str) -> None:
                            + (f" (retry backoff until {until})" if until else ""))
 
 
-def _give_back(g: Graph, node_id: str, run_id: str, why: str) -> None:
+def _give_back(g: Graph, node_id: str, run_id: str, why: str, fence: int | None) -> None:
     """Release this run's claim without spending an attempt (a person stopped it)."""
     with transaction(g.conn):
-        release_claim(g, node_id, run_id, at=now_iso(), why=f"verifier {why}")
+        release_claim(g, node_id, run_id, at=now_iso(), why=f"verifier {why}", fence=fence)
 
 
 def run_verify(g: Graph, node_id: str, *, apply: bool = True, timeout: float | None = None,
@@ -231,13 +240,14 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
                            "`bash -c`")
     renew = None
     lease = float(config_mod.get(cfg, "defaults.lockLeaseSeconds", 3600))
+    fence = fence_from_env(node_id)  # a supervisor's claim, handed to this verify
     if apply:
         _claim_for_verify(g, node, run_id)
         after_commit(g, cfg)
 
         def renew() -> None:  # a long verify is alive: its claim must not look stale
-            with contextlib.suppress(ClavainError):
-                heartbeat(g, node_id, run_id=run_id, snapshot=True)
+            with contextlib.suppress(Exception):  # a store briefly away costs one renewal
+                heartbeat(g, node_id, run_id=run_id, snapshot=True, fence=fence)
     # The tree the commands ran on, and the one they left: a sprint ships only when the final
     # gate ran on the tree as it is now.
     tree_before = fingerprint(state.project, state_root=state.root)
@@ -253,7 +263,7 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
         guard.hold()
         if apply:
             _give_back(g, node_id, run_id, str(exc) if isinstance(exc, Interrupted)
-                       else f"stopped by {type(exc).__name__}")
+                       else f"stopped by {type(exc).__name__}", fence)
             after_commit(g, cfg)
         raise
     tree_after = fingerprint(state.project, state_root=state.root)
@@ -284,6 +294,6 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
     if apply:
         report["apply"] = apply_result(g, node_id, result, run_id=run_id, stdout_path=log,
                                        result_path=str(result_path), extra_kv=extra,
-                                       by_verifier=True)
+                                       by_verifier=True, fence=fence)
         report["applied"] = True
     return report

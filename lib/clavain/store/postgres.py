@@ -1,0 +1,305 @@
+"""The PostgreSQL side of the workgraph store: a connection that takes the statements the
+workgraph library writes once (`?` and `:name` parameters, rows read by name or position) and
+runs them on a shared server through psycopg 3.
+
+Why an adapter and not a second copy of the library: scheduling, results, leases, escalation and
+KV are one code path on both backends; what differs per dialect is small and named in the
+library where it occurs (`graph_db.dialect`). Writers behave as under SQLite's BEGIN IMMEDIATE
+(one writer at a time, here per database through a transaction-scoped advisory lock), except
+claims, which lock only the row they take (`FOR UPDATE SKIP LOCKED`) so supervisors on several
+machines claim in parallel.
+
+A lost connection (a server restart, a dropped socket) is reopened before the next statement
+that starts a transaction or runs on its own; a statement inside a transaction that lost its
+connection fails, and since the server rolled that transaction back, nothing of it was applied.
+psycopg is imported here only: the default SQLite install never loads it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any
+
+from clavain.errors import ClavainError
+
+DIALECT = "postgresql"
+MIGRATIONS_PACKAGE_DIR = "migrations_postgresql"
+# Every writer holds this transaction-scoped lock, like SQLite's one write lock per file: the
+# library's read-then-write transactions (results, escalation, scaffolding) stay serialised.
+# Claims hold it shared: many at once, none beside an exclusive writer.
+WRITER_LOCK_KEY = 0x636C6176  # "clav"
+NOTIFY_CHANNEL = "clavain_wake"
+RECONNECT_SECONDS = 30.0
+# Server time in the stored form (`clock.now_iso`): with several machines, the server's clock
+# decides when a lease ran out or a backoff ended.
+SERVER_NOW_SQL = ("SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', "
+                  "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
+
+# SQLite pragmas the library issues inside transactions, and what they mean here.
+_PRAGMAS = {
+    "PRAGMA defer_foreign_keys = ON": "SET CONSTRAINTS ALL DEFERRED",
+}
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise ClavainError("the workgraph is on PostgreSQL but the driver is not installed: "
+                           "pip install 'clavain[postgres]' (psycopg 3)") from None
+    return psycopg
+
+
+class Row(tuple):
+    """A result row read by position or by column name, like `sqlite3.Row`."""
+
+    def __new__(cls, values: Any, names: dict[str, int]) -> Row:
+        row = super().__new__(cls, values)
+        row._names = names
+        return row
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            try:
+                return tuple.__getitem__(self, self._names[key])
+            except KeyError:
+                raise IndexError(f"no such column: {key}") from None
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> list[str]:
+        return list(self._names)
+
+
+def _row_factory(cursor: Any) -> Any:
+    names = {column.name: index for index, column in enumerate(cursor.description or ())}
+    return lambda values: Row(values, names)
+
+
+_translated: dict[str, str] = {}
+
+
+def translate(sql: str) -> str:
+    """`?` → `%s`, `:name` → `%(name)s`, a literal `%` → `%%`; quoted text and `::` casts kept.
+    Cached: the library's statements are a fixed set."""
+    done = _translated.get(sql)
+    if done is not None:
+        return done
+    out, i, n = [], 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in "'\"":
+            end = sql.find(c, i + 1)
+            while end != -1 and end + 1 < n and sql[end + 1] == c:  # doubled quote
+                end = sql.find(c, end + 2)
+            end = n - 1 if end == -1 else end
+            out.append(sql[i:end + 1].replace("%", "%%"))
+            i = end + 1
+        elif c == "?":
+            out.append("%s")
+            i += 1
+        elif c == ":" and i + 1 < n and sql[i + 1] == ":":
+            out.append("::")
+            i += 2
+        elif c == ":" and i + 1 < n and (sql[i + 1].isalpha() or sql[i + 1] == "_"):
+            j = i + 1
+            while j < n and (sql[j].isalnum() or sql[j] == "_"):
+                j += 1
+            out.append(f"%({sql[i + 1:j]})s")
+            i = j
+        elif c == "%":
+            out.append("%%")
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    done = "".join(out)
+    _translated[sql] = done
+    return done
+
+
+class PgConnection:
+    """What the workgraph library needs of a connection, on PostgreSQL: `execute` returning a
+    cursor, `in_transaction`, `begin`, `close`; plus the server clock and ready notifications."""
+
+    dialect = DIALECT
+
+    def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
+        self.url = url
+        self.connect_timeout = connect_timeout
+        self._listening = False
+        self._raw = self._open()
+
+    # ------------------------------------------------------------ connection
+
+    def _open(self) -> Any:
+        psycopg = _psycopg()
+        try:
+            raw = psycopg.connect(self.url, autocommit=True, row_factory=_row_factory,
+                                  connect_timeout=max(1, int(self.connect_timeout)),
+                                  application_name="clavain")
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(describe_connect_error(self.url, exc)) from None
+        except psycopg.ProgrammingError as exc:  # a URL psycopg cannot parse
+            raise ClavainError(f"store URL {redact(self.url)} is not a PostgreSQL URL "
+                               f"({exc}); expected postgresql://user@host:port/dbname") from None
+        _numbers_as_python(raw, psycopg)
+        if self._listening:
+            raw.execute(f"LISTEN {NOTIFY_CHANNEL}")
+        return raw
+
+    def _reopen(self) -> None:
+        """A fresh connection after the server went away, retried for RECONNECT_SECONDS."""
+        with contextlib.suppress(Exception):  # it is broken already
+            self._raw.close()
+        deadline = time.monotonic() + RECONNECT_SECONDS
+        delay = 0.1
+        while True:
+            try:
+                self._raw = self._open()
+                return
+            except StoreUnavailable:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+    def _broken(self) -> bool:
+        return bool(self._raw.closed or self._raw.broken)
+
+    @property
+    def in_transaction(self) -> bool:
+        if self._broken():
+            return False  # the server rolled it back when the connection went
+        psycopg = _psycopg()
+        return self._raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def lost(self, exc: BaseException) -> bool:
+        """Whether `exc` is this connection going away (a server restart, a dropped socket):
+        whatever transaction was open was rolled back, so the work may be done again."""
+        return isinstance(exc, _psycopg().OperationalError) and self._broken()
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        statement = _PRAGMAS.get(sql.strip()) or translate(sql)
+        if not self.in_transaction and self._broken():
+            self._reopen()
+        try:
+            return self._raw.execute(statement, params if params else None)
+        except _psycopg().OperationalError:
+            if self.in_transaction or not self._broken():
+                raise
+            # The statement ran on its own (autocommit) on a connection that was gone: the
+            # server never saw it, so it runs once on a new one.
+            self._reopen()
+            return self._raw.execute(statement, params if params else None)
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        with self._raw.cursor() as cursor:
+            cursor.executemany(translate(sql), list(rows))
+
+    def begin(self, *, exclusive: bool) -> None:
+        """BEGIN, then the writer lock: exclusive, like SQLite's BEGIN IMMEDIATE, or shared for
+        claims and heartbeats, which run side by side (each locks only its own row) but never
+        beside an exclusive writer's read-then-write. A connection lost before it is reopened
+        here: no work is lost."""
+        for attempt in (1, 2):
+            if self._broken():
+                self._reopen()
+            try:
+                self._raw.execute("BEGIN")
+                lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
+                self._raw.execute(f"SELECT {lock}(%s)", (WRITER_LOCK_KEY,))
+                return
+            except _psycopg().OperationalError:
+                if attempt == 2 or not self._broken():
+                    raise
+
+    def close(self) -> None:
+        self._raw.close()
+
+    def raw_script(self, script: str) -> None:
+        """A migration file as it is (no parameter translation: it has none)."""
+        self._raw.execute(script.encode())
+
+    def commit_or_rollback(self, commit: bool) -> None:
+        self._raw.execute("COMMIT" if commit else "ROLLBACK")
+
+    # ------------------------------------------------------------ server facts
+
+    def server_now(self) -> str:
+        return self.execute(SERVER_NOW_SQL).fetchone()[0]
+
+    def server_version(self) -> str:
+        return str(self.execute("SHOW server_version").fetchone()[0])
+
+    # ------------------------------------------------------------ ready notifications
+
+    def listen(self) -> None:
+        if not self._listening:
+            self.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            self._listening = True
+
+    def wait_for_ready(self, graph_id: str, timeout: float) -> bool:
+        """Block until a node of `graph_id` may have become ready or finished (a NOTIFY from
+        the server's trigger) or `timeout` passes. True when woken by a notification."""
+        self.listen()
+        deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                for note in self._raw.notifies(timeout=left, stop_after=1):
+                    if note.payload in (graph_id, ""):
+                        return True
+            except _psycopg().OperationalError:
+                if not self._broken():
+                    raise
+                self._reopen()  # listens again; a wake lost meanwhile is what the poll is for
+                return False
+
+
+class StoreUnavailable(ClavainError):
+    """The shared store cannot be reached (refused, unknown host, bad login)."""
+
+
+def redact(url: str) -> str:
+    """The URL with any password replaced, for messages and `doctor`."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    creds, _, host = rest.rpartition("@")
+    user = creds.split(":", 1)[0]
+    return f"{scheme}://{user}{':***' if ':' in creds else ''}@{host}"
+
+
+def describe_connect_error(url: str, exc: Exception) -> str:
+    text = " ".join(str(exc).split())
+    if "does not exist" in text and "database" in text:
+        fix = "create it (createdb) or fix the database name in the URL"
+    elif "password" in text or "authentication" in text:
+        fix = "check the user and password in the URL (or ~/.pgpass)"
+    elif "refused" in text or "could not connect" in text or "timeout" in text:
+        fix = "start the server or fix host and port in the URL"
+    else:
+        fix = "check the URL: postgresql://user@host:port/dbname"
+    return f"cannot reach the workgraph store {redact(url)}: {text[:300]} — {fix}"
+
+
+def _numbers_as_python(raw: Any, psycopg: Any) -> None:
+    """numeric (sum, avg) as int or float, not Decimal; json as its text, which the library
+    parses where it needs to, exactly as with SQLite."""
+    from psycopg.adapt import Loader
+
+    class NumberLoader(Loader):
+        def load(self, data: Any) -> Any:
+            text = bytes(data).decode()
+            return int(text) if text.lstrip("-").isdigit() else float(text)
+
+    class TextLoader(Loader):
+        def load(self, data: Any) -> Any:
+            return bytes(data).decode()
+
+    raw.adapters.register_loader("numeric", NumberLoader)
+    raw.adapters.register_loader("json", TextLoader)
+    raw.adapters.register_loader("jsonb", TextLoader)
