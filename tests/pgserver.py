@@ -44,8 +44,8 @@ def free_port() -> int:
 class Cluster:
     """One server; `url(dbname)`; `new_schema_url()` for an isolated namespace per test."""
 
-    def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="clavain-pg-"))
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or Path(tempfile.mkdtemp(prefix="clavain-pg-"))
         self.data = self.root / "data"
         self.port = free_port()
         self.as_postgres = os.geteuid() == 0
@@ -111,3 +111,29 @@ class Cluster:
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f"CREATE SCHEMA {name}")
         return f"{self.url()}?options=-csearch_path%3D{name}"
+
+
+def main(argv: list[str]) -> int:
+    """`python3 tests/pgserver.py start` prints {"url", "root"} of a new server left running;
+    `python3 tests/pgserver.py stop ROOT` stops and deletes it (scripts/teams.sh uses both)."""
+    import json
+
+    if argv[:1] == ["start"]:
+        reason = missing_reason()
+        if reason:
+            print(reason, file=__import__("sys").stderr)
+            return 1
+        cluster = Cluster().start()
+        print(json.dumps({"url": cluster.url(), "root": str(cluster.root)}))
+        return 0
+    if len(argv) == 2 and argv[0] == "stop":
+        Cluster(Path(argv[1])).destroy()
+        return 0
+    print("usage: pgserver.py start | stop ROOT", file=__import__("sys").stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -11,25 +10,39 @@ import pytest
 
 from tests.conftest import BIN, subprocess_env
 
+# Every test here on both workgraph backends (tests/conftest.py `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
+
+def _state(project: Path):
+    from clavain import locate
+    from clavain.paths import StatePaths
+
+    return StatePaths(project / ".clavain", store_url=locate.store_url())
+
 
 def _db_counts(project: Path) -> tuple[int, ...]:
-    db = project / ".clavain" / "state.sqlite"
-    if not db.exists():
+    from clavain.store.graph_db import graph_store_exists, open_graph_db
+
+    state = _state(project)
+    if not graph_store_exists(state):
         return (0, 0, 0)
-    with sqlite3.connect(db) as conn:
+    conn = open_graph_db(state)
+    try:
         return tuple(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
                      for t in ("nodes", "deps", "events"))
+    finally:
+        conn.close()
 
 
 def _seed(project: Path) -> None:
     """In-process (cheaper than one more subprocess per case) but the same library call."""
-    from clavain.paths import StatePaths
-    from clavain.store import db
+    from clavain.store.graph_db import open_graph_db
     from clavain.workgraph import edits
     from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 
-    state = StatePaths(project / ".clavain")
-    conn = db.connect(state.db)
+    state = _state(project)
+    conn = open_graph_db(state)
     edits.add_nodes(Graph(conn, DEFAULT_GRAPH, state), [{"id": "seed", "type": "task"}])
     conn.close()
 
@@ -215,7 +228,9 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(run_cli, cli_json, proj
     (("graph", "import", "-"), 2, "node 'x': type:"),
 ])
 def test_reads_and_refusals_never_create_the_state_folder(run_cli, project, args, code,
-                                                          out) -> None:
+                                                          out, backend) -> None:
+    if backend and out == "no workgraph yet":
+        code, out = 2, "unknown node 'ghost'"  # a shared store always has its graph
     stdin = ('{"status":"success","summary":"s"}' if "apply" in args
              else json.dumps({"nodes": [{"id": "x", "type": "bogus"}]}))
     result = run_cli(*args, input=stdin)
@@ -381,14 +396,14 @@ def test_a_closed_graph_refuses_new_nodes_in_one_line(run_cli, cli_json, project
         assert run_cli("sprint", "abandon").returncode == 0
     else:
         from clavain.clock import now_iso
-        from clavain.paths import StatePaths
         from clavain.store import db
+        from clavain.store.graph_db import open_graph_db
         from clavain.workgraph import graphs
 
         closed = "shipped-run"
         cli_json("graph", "add", "--id", "t1", "--type", "task", "--graph", closed)
-        state = StatePaths(project / ".clavain")
-        conn = db.connect(state.db)
+        state = _state(project)
+        conn = open_graph_db(state)
         with db.transaction(conn):
             graphs.close(graphs.Graph(conn, closed, state), "shipped", at=now_iso(), note="test")
         conn.close()

@@ -12,7 +12,8 @@ import pytest
 from clavain.loop.driver import Loop, LoopOptions
 from tests.supervisor import kit
 
-pytestmark = pytest.mark.slow
+# Both workgraph backends (tests/conftest.py `backend`).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("backend")]
 
 STATUS = """---CLAVAIN_STATUS---
 TASK_COMPLETED: {task}
@@ -244,11 +245,11 @@ def test_work_left_in_the_graph_is_never_done(tmp_path) -> None:
     state = _project(tmp_path, runner, checks=[])
     kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}],
             scaffold=False)
-    from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db
     from clavain.workgraph.graphs import Graph
     from clavain.workgraph.leases import claim_node
 
-    conn = connect(state.db)  # another run holds the only node
+    conn = open_graph_db(state)  # another run holds the only node
     claim_node(Graph(conn, "default", state), "task-a", run_id="someone-else")
     conn.close()
     result = _run(state)

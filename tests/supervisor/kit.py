@@ -12,8 +12,9 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from clavain import locate
 from clavain.paths import StatePaths
-from clavain.store.db import connect
+from clavain.store.graph_db import open_graph_db
 from clavain.supervisor.supervise import RunOptions, supervise
 from clavain.workgraph.edits import add_nodes
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
@@ -39,7 +40,8 @@ def make_project(root: Path, config: dict[str, Any] | None = None) -> StatePaths
     (root / ".gitignore").write_text(".clavain/\n")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "start")
-    state = StatePaths(root / ".clavain", project=root)
+    # The backend the test runs on: CLAVAIN_DB=postgresql://… (the `backend` fixture) or SQLite.
+    state = StatePaths(root / ".clavain", project=root, store_url=locate.store_url())
     state.root.mkdir()
     settings = {"defaults": {"snapshotMaxLagSeconds": 0, "retryBackoffSeconds": 0}}
     _merge(settings, config or {})
@@ -63,7 +65,7 @@ def script(path: Path, body: str) -> Path:
 
 
 def add(state: StatePaths, specs: list[dict[str, Any]], *, scaffold: bool = True) -> None:
-    conn = connect(state.db)
+    conn = open_graph_db(state)
     try:
         g = Graph(conn, DEFAULT_GRAPH, state)
         add_nodes(g, specs)
@@ -74,7 +76,7 @@ def add(state: StatePaths, specs: list[dict[str, Any]], *, scaffold: bool = True
 
 
 def nodes(state: StatePaths) -> dict[str, dict[str, Any]]:
-    conn = connect(state.db)
+    conn = open_graph_db(state)
     try:
         return {n["id"]: n for n in list_nodes(Graph(conn, DEFAULT_GRAPH, state))}
     finally:
@@ -82,7 +84,7 @@ def nodes(state: StatePaths) -> dict[str, dict[str, Any]]:
 
 
 def node(state: StatePaths, node_id: str) -> dict[str, Any]:
-    conn = connect(state.db)
+    conn = open_graph_db(state)
     try:
         found = get_node(Graph(conn, DEFAULT_GRAPH, state), node_id)
         assert found is not None

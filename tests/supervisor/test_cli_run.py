@@ -66,11 +66,11 @@ def test_nothing_to_run_says_why(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p")
     kit.add(state, [{"id": "q", "type": "task", "title": "q", "verify": ["true"]}],
             scaffold=False)
-    from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db
     from clavain.workgraph.graphs import Graph
     from clavain.workgraph.results import apply_result
 
-    conn = connect(state.db)
+    conn = open_graph_db(state)
     apply_result(Graph(conn, "default", state), "q",
                  {"status": "checkpoint", "summary": "which colour?", "question": "red or blue?"})
     conn.close()

@@ -18,7 +18,8 @@ from clavain.supervisor.metrics import peak_concurrency
 from clavain.workgraph.ownership import ownership_overlaps
 from tests.supervisor import kit
 
-pytestmark = pytest.mark.slow
+# Both workgraph backends (tests/conftest.py `backend`).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("backend")]
 
 
 def _tasks(*specs: tuple[str, list[str], list[str]]) -> list[dict]:
@@ -54,11 +55,11 @@ def test_a_failing_command_is_a_failed_attempt_with_its_reason(tmp_path: Path) -
     report = kit.run(state, runner="shell")
     assert report["status"] == "blocked"
     assert kit.node(state, "task-a")["status"] == "failed"
-    from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db
     from clavain.workgraph import kv
     from clavain.workgraph.graphs import Graph
 
-    conn = connect(state.db)
+    conn = open_graph_db(state)
     summary = kv.get(Graph(conn, "default", state), "task-a", "err.summary")["value"]
     conn.close()
     assert "exited 3" in summary and "echo nope" in summary
@@ -87,11 +88,11 @@ def test_the_last_result_block_decides(tmp_path: Path, output: str, status: str,
     assert node["status"] == status
     if reason:
         assert node["attempts"] == 1
-        from clavain.store.db import connect
+        from clavain.store.graph_db import open_graph_db
         from clavain.workgraph import kv
         from clavain.workgraph.graphs import Graph
 
-        conn = connect(state.db)
+        conn = open_graph_db(state)
         assert reason in kv.get(Graph(conn, "default", state), "task-a", "err.summary")["value"]
         conn.close()
 
@@ -356,14 +357,14 @@ def test_a_long_runner_keeps_its_lease_alive(tmp_path: Path) -> None:
     kit.add(state, _tasks(("task-a", [], ["true"])), scaffold=False)
     import threading
 
-    from clavain.store.db import connect
+    from clavain.store.graph_db import open_graph_db
     from clavain.workgraph.graphs import Graph
     from clavain.workgraph.schedule import next_node
 
     released: list[list[str]] = []
 
     def meddle() -> None:  # a second scheduler looks for stale locks while the runner works
-        conn = connect(state.db)
+        conn = open_graph_db(state)
         for _ in range(6):
             time.sleep(0.5)
             released.append(next_node(Graph(conn, "default", state))["released"])

@@ -14,6 +14,9 @@ from clavain.sprint import checkpoint, lifecycle
 from clavain.supervisor.supervise import RunOptions, supervise
 from tests.supervisor import kit
 
+# Both workgraph backends (tests/conftest.py `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 PLAN = """# Plan: two files
 
 ```json

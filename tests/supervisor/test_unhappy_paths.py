@@ -16,6 +16,9 @@ from clavain.supervisor import run_record
 from tests.supervisor import kit
 from tests.supervisor.test_run import _alive, _tasks, _wait_for
 
+# Both workgraph backends (tests/conftest.py `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 pytestmark = pytest.mark.slow
 
 
@@ -77,9 +80,9 @@ def test_recovery_never_kills_a_process_that_reused_a_runners_pid(tmp_path: Path
             "run_id": "run-old", "graph_id": "default", "pid": 999_999_999,
             "host": run_record.this_host(), "status": "running",
             "runners": {"task-a": {"pid": bystander.pid, "identity": "another-boot:1"}}}))
-        from clavain.store.db import connect
+        from clavain.store.graph_db import open_graph_db
 
-        conn = connect(state.db)
+        conn = open_graph_db(state)
         recovered = run_record.recover(state, conn)
         conn.close()
         assert recovered[0]["stopped_runners"] == []

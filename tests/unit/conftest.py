@@ -22,6 +22,7 @@ def state(tmp_path: Path, backend: str | None) -> StatePaths:
 
 @pytest.fixture
 def conn(state: StatePaths) -> Iterator[sqlite3.Connection]:
+    state.root.mkdir(parents=True, exist_ok=True)  # as for a real project (snapshot, config)
     connection = open_graph_db(state)
     yield connection
     connection.close()

@@ -291,7 +291,7 @@ def test_an_interrupted_copy_leaves_the_target_as_it_was(tmp_path: Path, pg_url:
     real = transfer._insert
     calls = []
 
-    def dies_halfway(source, target, graph_id):  # noqa: ANN001, ANN202
+    def dies_halfway(source, target, graph_id):
         real(source, target, graph_id)
         calls.append(graph_id)
         raise KeyboardInterrupt  # Ctrl-C after the rows went in, before the commit
@@ -309,9 +309,8 @@ def test_an_interrupted_copy_leaves_the_target_as_it_was(tmp_path: Path, pg_url:
 
 def test_a_store_that_cannot_be_reached_is_one_line_with_the_fix(tmp_path: Path,
                                                                  pg_cluster) -> None:
-    from tests.pgserver import free_port
-
     from clavain import doctor
+    from tests.pgserver import free_port
 
     closed = f"postgresql://someone:pw@127.0.0.1:{free_port()}/nowhere"
     state = StatePaths(tmp_path / ".clavain", store_url=closed)

@@ -170,3 +170,32 @@ def test_the_property_catches_a_broken_trigger(conn, mutant: str) -> None:
         # counterexample is never replayed against the real schema's test.
         _check_every_sequence(conn, max_examples=500, derandomize=True, database=None,
                               phases=[Phase.generate])
+
+
+def test_unmet_deps_matches_a_recount_on_the_server(pg_url: str) -> None:
+    """The same property on the PostgreSQL schema's PL/pgSQL triggers (which also skip the
+    dependents of a change that moves no count)."""
+    from clavain.store.graph_db import migrate_postgresql
+    from clavain.store.postgres import PgConnection
+
+    server = PgConnection(pg_url)
+    migrate_postgresql(server)
+    try:
+        _check_every_sequence(server, max_examples=60)
+    finally:
+        server.close()
+
+
+def test_the_server_property_catches_a_missing_trigger(pg_url: str) -> None:
+    from clavain.store.graph_db import migrate_postgresql
+    from clavain.store.postgres import PgConnection
+
+    server = PgConnection(pg_url)
+    migrate_postgresql(server)
+    server.execute("DROP TRIGGER deps_count_status ON nodes")
+    try:
+        with pytest.raises(AssertionError, match="after step"):
+            _check_every_sequence(server, max_examples=200, derandomize=True, database=None,
+                                  phases=[Phase.generate])
+    finally:
+        server.close()

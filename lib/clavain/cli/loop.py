@@ -81,7 +81,9 @@ def _iterate(args: argparse.Namespace) -> int:
     automation = args.automation or config_mod.get(config_mod.load(state.config),
                                                    "loop.automation")
     graph = None
-    if state.db.exists():
+    from clavain.store.graph_db import graph_store_exists
+
+    if graph_store_exists(state):
         from clavain.current_graph import resolve
 
         graph = resolve(state, args.graph)

@@ -25,7 +25,9 @@ FINISHED = ("all_done", "empty")
 
 def current_graph(state: StatePaths, explicit: str | None) -> str | None:
     """The graph now (one may be created while the loop runs); None without a database."""
-    if not state.db.exists():
+    from clavain.store.graph_db import graph_store_exists
+
+    if not graph_store_exists(state):
         return None
     from clavain import current_graph as resolver
 

@@ -38,7 +38,7 @@ RULES = {
 
 _RUNNABLE = """SELECT id, type, title, verify_json, ownership_json FROM nodes
   WHERE graph_id = ? AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL
-    AND (blocked_until IS NULL OR blocked_until <= strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))
+    AND (blocked_until IS NULL OR blocked_until <= ?)
   ORDER BY rank, id"""
 
 
@@ -46,7 +46,10 @@ def runnable_nodes(g: Graph) -> list[dict[str, Any]]:
     import json
 
     items = []
-    for row in g.conn.execute(_RUNNABLE, (g.id,)):
+    from clavain.clock import now_iso
+    from clavain.store.graph_db import store_now
+
+    for row in g.conn.execute(_RUNNABLE, (g.id, now_iso(store_now(g.conn)))):
         items.append({"id": row["id"], "kind": "node", "type": row["type"],
                       "priority": NODE_PRIORITY.get(row["type"], "medium"),
                       "title": row["title"] or row["type"],

@@ -79,7 +79,9 @@ def start(state: Any, session_id: object, task: str = "", *, max_iterations: int
             raise ClavainError(f"check {check['id']!r} may run {check['timeout']}s, more than "
                                f"the Stop hook may take ({STOP_HOOK_SECONDS}s less 60)")
     graph_id = None
-    if state.db.exists():
+    from clavain.store.graph_db import graph_store_exists
+
+    if graph_store_exists(state):
         from clavain.current_graph import resolve
 
         graph_id = resolve(state, graph)

@@ -285,7 +285,9 @@ def abandon(state: StatePaths) -> dict[str, Any]:
         except store.DamagedCheckpoint as exc:
             set_aside = store.set_aside(state)
             orphans: list[str] = []
-            if state.db.exists():  # the damaged sprint's graph: nothing of it runs any more
+            from clavain.store.graph_db import graph_store_exists
+
+            if graph_store_exists(state):  # the damaged sprint's graph: nothing of it runs any more
                 conn = _connect(state)
                 try:
                     orphans = _close_orphans(conn, state, now_iso())

@@ -57,7 +57,6 @@ def open_graph_db(state: StatePaths, *, migrate_schema: bool = True) -> Any:
         return connect(state.db, migrate_schema=migrate_schema)
     from clavain.store.postgres import PgConnection
 
-    os.makedirs(state.root, exist_ok=True)  # the snapshot and artifacts still live here
     conn = PgConnection(url)
     if migrate_schema:
         migrate_postgresql(conn)
@@ -74,8 +73,7 @@ def store_now(conn: Any) -> datetime:
     lease must not), this machine's for SQLite."""
     if dialect(conn) == "sqlite":
         return datetime.now(timezone.utc)
-    text = conn.server_now()
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return conn.server_now()
 
 
 def wait_for_ready(conn: Any, graph_id: str, timeout: float) -> bool:

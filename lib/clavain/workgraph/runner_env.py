@@ -24,6 +24,7 @@ RUNNER_ENV_VARS = (
     "CLAVAIN_STATE_DIR",
     "CLAVAIN_PROJECT_DIR",
     "CLAVAIN_BIN",
+    "CLAVAIN_PYTHON",
     "PATH",
 )
 
@@ -82,6 +83,9 @@ def run_env(state: StatePaths, run_id: str, graph_id: str) -> dict[str, str]:
         "CLAVAIN_STATE_DIR": str(state.root.resolve()),
         "CLAVAIN_PROJECT_DIR": str(state.project.resolve()),
         "CLAVAIN_BIN": executable,
+        # The launcher's interpreter for the runner's `clavain` calls: this one, which has what
+        # this process has (psycopg for a shared store), not whatever python3 is on PATH.
+        "CLAVAIN_PYTHON": os.environ.get("CLAVAIN_PYTHON") or sys.executable,
         # Packets say `clavain …`, as in a Claude Code session.
         "PATH": os.pathsep.join([os.path.dirname(executable), os.environ.get("PATH", "")]),
     }

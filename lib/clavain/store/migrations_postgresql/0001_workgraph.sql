@@ -163,19 +163,23 @@ END $$;
 CREATE TRIGGER nodes_delete_edges BEFORE DELETE ON nodes
   FOR EACH ROW EXECUTE FUNCTION clavain_nodes_delete_edges();
 
+-- Only a change into or out of done/failed can satisfy or unsatisfy an edge, and only the
+-- dependents whose count moves are written: a claim (open -> in_progress) touches no other row,
+-- so claimers never wait on each other's dependents.
 CREATE FUNCTION clavain_deps_count_status() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-  UPDATE nodes SET unmet_deps = unmet_deps + (
-      SELECT (OLD.status = 'done' OR (e.kind = 'settled' AND OLD.status = 'failed'))::int
-           - (NEW.status = 'done' OR (e.kind = 'settled' AND NEW.status = 'failed'))::int
-      FROM deps e WHERE e.graph_id = NEW.graph_id AND e.depends_on_id = NEW.id
-        AND e.node_id = nodes.id)
-  WHERE graph_id = NEW.graph_id
-    AND id IN (SELECT node_id FROM deps WHERE graph_id = NEW.graph_id AND depends_on_id = NEW.id);
+  UPDATE nodes n SET unmet_deps = n.unmet_deps + d.delta
+  FROM (SELECT e.node_id,
+               (OLD.status = 'done' OR (e.kind = 'settled' AND OLD.status = 'failed'))::int
+             - (NEW.status = 'done' OR (e.kind = 'settled' AND NEW.status = 'failed'))::int
+               AS delta
+        FROM deps e WHERE e.graph_id = NEW.graph_id AND e.depends_on_id = NEW.id) d
+  WHERE n.graph_id = NEW.graph_id AND n.id = d.node_id AND d.delta <> 0;
   RETURN NULL;
 END $$;
 CREATE TRIGGER deps_count_status AFTER UPDATE OF status ON nodes
-  FOR EACH ROW WHEN (OLD.status <> NEW.status)
+  FOR EACH ROW WHEN (OLD.status <> NEW.status
+                     AND (OLD.status IN ('done', 'failed') OR NEW.status IN ('done', 'failed')))
   EXECUTE FUNCTION clavain_deps_count_status();
 
 -- Wake idle supervisors (LISTEN clavain_wake) when a node becomes ready to claim (added ready,
