@@ -113,3 +113,12 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     url = request.getfixturevalue("pg_url")
     monkeypatch.setenv("CLAVAIN_DB", url)
     return url
+
+
+def open_project_graph(project: Path):
+    """`project`'s workgraph connection on the backend the test runs on (`backend`)."""
+    from clavain import locate
+    from clavain.paths import StatePaths
+    from clavain.store.graph_db import open_graph_db
+
+    return open_graph_db(StatePaths(project / ".clavain", store_url=locate.store_url()))

@@ -133,7 +133,8 @@ def _store(state: StatePaths) -> dict[str, Any]:
     except ClavainError as exc:
         return _row("store", FAIL, str(exc), backend="postgresql")
     if facts["backend"] == "sqlite":
-        return _row("store", OK, f"sqlite: {facts['where']} (the default)", **facts)
+        chosen = "the default" if facts["default"] else "CLAVAIN_DB"
+        return _row("store", OK, f"sqlite: {facts['where']} ({chosen})", **facts)
     have, latest = facts["schema_version"], facts["latest"]
     status, note = OK, ""
     if have < latest:

@@ -56,16 +56,25 @@ def state_dir(project: str, env: os._Environ[str] | dict[str, str] | None = None
 URL_SCHEMES = ("postgresql://", "postgres://")
 
 
+def looks_like_url(value: str) -> bool:
+    """`scheme:…` (two letters or more: `C:` is a drive): a URL, right or mistyped, never a
+    file name to create."""
+    head, sep, _ = value.partition(":")
+    return bool(sep) and len(head) > 1 and head[0].isalpha() and all(
+        c.isalnum() or c in "+.-" for c in head)
+
+
 def db_file(root: str, env: os._Environ[str] | dict[str, str] | None = None) -> str:
     env = os.environ if env is None else env
     explicit = env.get("CLAVAIN_DB")
-    if not explicit or explicit.startswith(URL_SCHEMES):
+    if not explicit or looks_like_url(explicit):  # a URL (or a mistyped one) is no file
         return os.path.join(root, DB_NAME)
     return os.path.abspath(explicit)
 
 
 def store_url(env: os._Environ[str] | dict[str, str] | None = None) -> str | None:
-    """CLAVAIN_DB when it names a PostgreSQL server (the team's shared workgraph)."""
+    """CLAVAIN_DB when it names a server (the team's shared workgraph): a PostgreSQL URL, or
+    anything else shaped like a URL, which the store refuses with its reason."""
     env = os.environ if env is None else env
     explicit = env.get("CLAVAIN_DB") or ""
-    return explicit if explicit.startswith(URL_SCHEMES) else None
+    return explicit if looks_like_url(explicit) else None

@@ -1,10 +1,14 @@
 import hashlib
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import open_project_graph
+
+# Every test here on both workgraph backends (tests/conftest.py `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
 
 NODES = {"nodes": [{"id": "task-a", "type": "task"}, {"id": "task-b", "type": "task"}]}
 
@@ -13,11 +17,11 @@ NODES = {"nodes": [{"id": "task-a", "type": "task"}, {"id": "task-b", "type": "t
 def graph(run_cli, project: Path) -> Path:
     result = run_cli("graph", "import", "-", input=json.dumps(NODES))
     assert result.returncode == 0, result.stderr
-    return project / ".clavain" / "state.sqlite"
+    return project
 
 
-def _kv_rows(db: Path) -> int:
-    conn = sqlite3.connect(db)
+def _kv_rows(project: Path) -> int:
+    conn = open_project_graph(project)
     try:
         return conn.execute("SELECT COUNT(*) FROM kv_history").fetchone()[0]
     finally:
@@ -102,7 +106,9 @@ def test_bad_key_and_missing_target(graph, run_cli) -> None:
     assert _kv_rows(graph) == 0
 
 
-def test_no_workgraph_yet(run_cli, project: Path) -> None:
+def test_no_workgraph_yet(run_cli, project: Path, backend) -> None:
+    if backend:
+        pytest.skip("a shared store always has its graphs")
     result = run_cli("kv", "put", "--run", "--key", "ctx.x", "--value", "v")
     assert result.returncode == 2 and "no workgraph yet" in result.stderr
     assert not (project / ".clavain" / "state.sqlite").exists()
@@ -164,10 +170,9 @@ def test_get_refuses_a_row_pointing_at_any_file(graph, run_cli, project: Path) -
     _large_value_config(project)
     assert run_cli("kv", "put", "--node", "task-a", "--key", "out.log",
                    "--value", "v" * 50).returncode == 0
-    conn = sqlite3.connect(graph)
-    with conn:
-        conn.execute("UPDATE kv_latest SET artifact_path = '/etc/passwd', artifact_sha256 = ?",
-                     (hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest(),))
+    conn = open_project_graph(graph)
+    conn.execute("UPDATE kv_latest SET artifact_path = '/etc/passwd', artifact_sha256 = ?",
+                 (hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest(),))
     conn.close()
     result = run_cli("kv", "get", "--node", "task-a", "--key", "out.log")
     assert result.returncode == 2 and result.stdout == ""

@@ -3,6 +3,9 @@ from pathlib import Path
 
 import pytest
 
+# Every test here on both workgraph backends (tests/conftest.py `backend`).
+pytestmark = pytest.mark.usefixtures("backend")
+
 NODES = {"nodes": [
     {"id": "task-a", "type": "task", "title": "the task"},
     {"id": "verify-ok", "type": "verify", "dependsOn": ["task-a"],

@@ -229,3 +229,15 @@ def test_a_lease_too_long_to_date_means_no_lock_ever_expires(g) -> None:
     leases.claim_node(g, "a", run_id="r1", pid=os.getpid())
     assert leases.release_stale_locks(g, cfg=_lease(1e12)) == []
     assert nodes.get_node(g, "a")["lock_run_id"] == "r1"
+
+
+def test_idle_is_never_all_done_while_a_node_can_still_run(g) -> None:
+    """A node given back by another runner between a claim that found nothing and the look at
+    why: "look again", never "all done" (a supervisor would exit while work is left)."""
+    from clavain.workgraph import edits, schedule
+
+    edits.add_nodes(g, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"}])
+    g.conn.execute("UPDATE nodes SET status = 'done' WHERE id = 'a'")
+    assert schedule.idle_reason(g)["reason"] == "ready"
+    g.conn.execute("UPDATE nodes SET status = 'done' WHERE id = 'b'")
+    assert schedule.idle_reason(g)["reason"] == "all_done"

@@ -325,3 +325,88 @@ def test_a_store_that_cannot_be_reached_is_one_line_with_the_fix(tmp_path: Path,
     row = doctor._store(StatePaths(tmp_path / ".clavain", store_url=fresh))
     assert row["status"] == "ok" and "schema version 0 of 1" in row["detail"]
     assert "`clavain db migrate` creates the schema" in row["detail"]
+
+
+def test_a_connection_lost_inside_a_transaction_applies_none_of_it(tmp_path: Path,
+                                                                   pg_url: str) -> None:
+    """The server drops the connection between two statements of one transaction: the next
+    statement fails (never runs on its own on a new connection), nothing of the transaction is
+    applied, and running the whole transaction again works."""
+    from clavain.store.db import transaction
+
+    g = _pg_graph(tmp_path, pg_url)
+    edits.add_nodes(g, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"}])
+    killer = PgConnection(pg_url)
+    pid = g.conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    attempts = []
+
+    def both_titles() -> None:
+        attempts.append(1)
+        with transaction(g.conn):
+            g.conn.execute("UPDATE nodes SET title = 'one' WHERE id = 'a'")
+            if len(attempts) == 1:
+                killer.execute("SELECT pg_terminate_backend(?)", (pid,))
+            g.conn.execute("UPDATE nodes SET title = 'two' WHERE id = 'b'")
+
+    with pytest.raises(Exception) as lost:
+        both_titles()
+    assert g.conn.lost(lost.value) and not g.conn.in_transaction
+    titles = dict(killer.execute("SELECT id, title FROM nodes").fetchall())
+    assert titles == {"a": "", "b": ""}  # neither half went in
+    graph_db.reconnecting(g.conn, both_titles)
+    assert dict(killer.execute("SELECT id, title FROM nodes").fetchall()) == {"a": "one",
+                                                                             "b": "two"}
+    killer.close()
+
+
+def test_a_claim_skips_a_node_another_claimer_is_taking_instead_of_waiting(
+        tmp_path: Path, pg_url: str) -> None:
+    """Holding the ownership lock, a claimer never waits on a row another claimer holds (that
+    wait closes a deadlock with a claimer waiting for the ownership lock): it takes the next
+    clear node, or nothing."""
+    g = _pg_graph(tmp_path, pg_url)
+    edits.add_nodes(g, [{"id": "r", "type": "task", "ownership": ["src/a/**"]},
+                        {"id": "y", "type": "task", "ownership": ["src/a/x.py"]},
+                        {"id": "z", "type": "task", "ownership": ["src/b/**"]},
+                        {"id": "zz", "type": "task", "ownership": ["src/c/**"]}])
+    assert leases.claim_node(g, "r", run_id="first")["id"] == "r"
+    other = PgConnection(pg_url)
+    other.execute("BEGIN")
+    other.execute("SELECT id FROM nodes WHERE id = 'z' FOR UPDATE")  # another claimer's row
+    got: list = []
+    thread = threading.Thread(target=lambda: got.append(leases.claim_next(g, run_id="second")))
+    thread.start()
+    thread.join(10)
+    assert not thread.is_alive(), "the claim waited on a row another claimer holds"
+    assert got[0]["id"] == "zz"  # y overlaps r, z is being taken: the next clear one
+    other.execute("ROLLBACK")
+    other.close()
+
+
+def test_a_mistyped_store_url_is_refused_not_made_into_a_file(tmp_path: Path) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-m", "clavain", "graph", "add", "--id", "a", "--type", "task"],
+        capture_output=True, text=True, cwd=project,
+        env=_env(CLAVAIN_DB="postgresq://me@127.0.0.1:5432/work",
+                 CLAVAIN_PROJECT_DIR=str(project)))
+    assert done.returncode == 2
+    assert "looks like a URL but not a PostgreSQL one" in done.stderr
+    assert not any(path.name.startswith("postgresq") for path in project.rglob("*"))
+
+
+def test_an_empty_graph_never_blocks_joining_a_shared_store(tmp_path: Path,
+                                                            pg_url: str) -> None:
+    """A second project (its default graph empty) copies up what it has; the team's graph of
+    the same name is left alone."""
+    first = StatePaths(tmp_path / "one" / ".clavain")
+    conn = connect(first.db)
+    edits.add_nodes(Graph(conn, DEFAULT_GRAPH, first), [{"id": "a", "type": "task"}])
+    transfer.migrate(first, pg_url)
+    second = StatePaths(tmp_path / "two" / ".clavain")
+    connect(second.db).close()
+    report = transfer.migrate(second, pg_url)
+    assert [row["action"] for row in report["graphs"]] == ["skipped"]
+    team = _pg_graph(tmp_path, pg_url, "team")
+    assert [n["id"] for n in nodes.list_nodes(team)] == ["a"]

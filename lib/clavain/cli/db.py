@@ -30,12 +30,17 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _migrate(args: argparse.Namespace) -> int:
+    from clavain.errors import ClavainError
     from clavain.paths import StatePaths
     from clavain.project import ensure_state
-    from clavain.store.transfer import migrate
+    from clavain.store.transfer import GraphConflict, migrate
 
-    report = migrate(ensure_state(StatePaths.discover()), args.to, only=args.graph,
-                     replace=args.replace)
+    try:
+        report = migrate(ensure_state(StatePaths.discover()), args.to, only=args.graph,
+                         replace=args.replace)
+    except GraphConflict as exc:
+        raise ClavainError(f"{exc}. Copy the other graphs with --graph ID, or overwrite it "
+                           "with --replace") from None
     if args.json:
         emit_json(report)
         return 0
@@ -49,5 +54,8 @@ def _migrate(args: argparse.Namespace) -> int:
     print_table([{"graph": g["graph_id"], "action": g["action"], **g["counts"]}
                  for g in report["graphs"]],
                 ["graph", "action", "nodes", "deps", "kv_latest", "kv_history", "events"])
-    print("every copied table matches the source (row counts and sha256)")
+    if all(g["action"] in ("unchanged", "skipped") for g in report["graphs"]):
+        print("nothing to copy: the target already holds these graphs as they are here")
+    else:
+        print("every copied table matches the source (row counts and sha256)")
     return 0

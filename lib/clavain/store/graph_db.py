@@ -36,6 +36,7 @@ def store_url(state: StatePaths) -> str | None:
     """The shared store's URL, or None for the project's SQLite file: CLAVAIN_DB when it is a
     URL (read by `StatePaths.discover`), else `store.url` in the config."""
     if state.store_url:
+        check_url(state.store_url, "CLAVAIN_DB")
         return state.store_url
     from clavain import config as config_mod
 
@@ -45,6 +46,13 @@ def store_url(state: StatePaths) -> str | None:
                            "(postgresql://user@host:port/dbname); remove it to keep the "
                            "workgraph in the project's SQLite file")
     return configured or None
+
+
+def check_url(value: str, source: str) -> None:
+    if not is_url(value):
+        raise ClavainError(f"{source} {value!r} looks like a URL but not a PostgreSQL one "
+                           "(postgresql://user@host:port/dbname); a file path names an SQLite "
+                           "file instead")
 
 
 def open_graph_db(state: StatePaths, *, migrate_schema: bool = True) -> Any:
@@ -163,7 +171,8 @@ def describe(state: StatePaths) -> dict[str, Any]:
     Raises ClavainError (one line with the fix) when the store cannot be reached."""
     url = store_url(state)
     if url is None:
-        return {"backend": "sqlite", "where": str(state.db)}
+        return {"backend": "sqlite", "where": str(state.db),
+                "default": state.db == state.root / "state.sqlite"}
     from clavain.store.postgres import PgConnection, redact
 
     conn = PgConnection(url, connect_timeout=5)
@@ -184,7 +193,10 @@ def graph_store_exists(state: StatePaths) -> bool:
 def open_store(target: str) -> Any:
     """A workgraph store named by the person: a PostgreSQL URL, else an SQLite file path (made
     and migrated when missing)."""
-    if is_url(target):
+    from clavain.locate import looks_like_url
+
+    if looks_like_url(target):
+        check_url(target, "the target")
         from clavain.store.postgres import PgConnection
 
         conn = PgConnection(target)

@@ -11,7 +11,9 @@ machines claim in parallel.
 
 A lost connection (a server restart, a dropped socket) is reopened before the next statement
 that starts a transaction or runs on its own; a statement inside a transaction that lost its
-connection fails, and since the server rolled that transaction back, nothing of it was applied.
+connection fails (the adapter keeps its own record of the open transaction: it never lets the
+rest of one run piecemeal on a new connection), and since the server rolled that transaction
+back, nothing of it was applied. `graph_db.reconnecting` then runs the whole transaction again.
 psycopg is imported here only: the default SQLite install never loads it.
 """
 
@@ -33,6 +35,14 @@ WRITER_LOCK_KEY = 0x636C6176  # "clav"
 NOTIFY_CHANNEL = "clavain_wake"
 RECONNECT_SECONDS = 30.0
 CLOCK_SYNC_SECONDS = 10.0
+IDLE_IN_TRANSACTION = "60s"
+# A peer that vanished (no FIN: a machine asleep, a cable out) is noticed in about 30 s rather
+# than after the kernel's two hours.
+DEAD_PEER_SETTINGS = {"keepalives": 1, "keepalives_idle": 15, "keepalives_interval": 5,
+                      "keepalives_count": 3, "tcp_user_timeout": 30_000}
+# Deadlock detected, serialization failure: the server rolled the transaction back and says
+# running it again is the cure.
+RETRY_SQLSTATES = ("40P01", "40001")
 # Server time in the stored form (`clock.now_iso`): with several machines, the server's clock
 # decides when a lease ran out or a backoff ended.
 SERVER_NOW_SQL = ("SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', "
@@ -49,8 +59,9 @@ def _psycopg() -> Any:
         import psycopg
     except ImportError:
         raise ClavainError("the workgraph is on PostgreSQL but its driver is not installed: "
-                           "pip install 'clavain[postgres]' (psycopg 3) into the Python that "
-                           "runs Clavain") from None
+                           "pip install 'clavain[postgres]' (from a checkout: pip install -e "
+                           "'.[postgres]'; psycopg 3) into the Python that runs Clavain"
+                           ) from None
     return psycopg
 
 
@@ -91,7 +102,12 @@ def translate(sql: str) -> str:
     out, i, n = [], 0, len(sql)
     while i < n:
         c = sql[i]
-        if c in "'\"":
+        if c == "-" and sql.startswith("--", i):  # a comment, kept as it is
+            end = sql.find("\n", i)
+            end = n if end == -1 else end
+            out.append(sql[i:end].replace("%", "%%"))
+            i = end
+        elif c in "'\"":
             end = sql.find(c, i + 1)
             while end != -1 and end + 1 < n and sql[end + 1] == c:  # doubled quote
                 end = sql.find(c, end + 2)
@@ -132,6 +148,7 @@ class PgConnection:
         self.connect_timeout = connect_timeout
         self._listening = False
         self._clock: tuple[float, datetime] | None = None  # (monotonic, server time) read
+        self._in_transaction = False  # ours, not the socket's: a lost one stays lost
         self._raw = self._open()
 
     # ------------------------------------------------------------ connection
@@ -141,13 +158,16 @@ class PgConnection:
         try:
             raw = psycopg.connect(self.url, autocommit=True, row_factory=_row_factory,
                                   connect_timeout=max(1, int(self.connect_timeout)),
-                                  application_name="clavain")
+                                  application_name="clavain", **DEAD_PEER_SETTINGS)
         except psycopg.OperationalError as exc:
             raise StoreUnavailable(describe_connect_error(self.url, exc)) from None
         except psycopg.ProgrammingError as exc:  # a URL psycopg cannot parse
             raise ClavainError(f"store URL {redact(self.url)} is not a PostgreSQL URL "
                                f"({exc}); expected postgresql://user@host:port/dbname") from None
         _numbers_as_python(raw, psycopg)
+        # A client that stops mid-transaction (a laptop closed) must not hold the writer lock
+        # for the whole team: the server ends its transaction after this long.
+        raw.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_IN_TRANSACTION}'")
         if self._listening:
             raw.execute(f"LISTEN {NOTIFY_CHANNEL}")
         return raw
@@ -173,31 +193,56 @@ class PgConnection:
 
     @property
     def in_transaction(self) -> bool:
-        if self._broken():
-            return False  # the server rolled it back when the connection went
-        psycopg = _psycopg()
-        return self._raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+        return self._in_transaction
 
     def lost(self, exc: BaseException) -> bool:
-        """Whether `exc` is this connection going away (a server restart, a dropped socket):
-        whatever transaction was open was rolled back, so the work may be done again."""
-        return isinstance(exc, _psycopg().OperationalError) and self._broken()
+        """Whether `exc` means the transaction it cut off may simply run again: the connection
+        went away (a server restart, a dropped socket), or the server ended it as a deadlock
+        victim or a serialization failure. Either way nothing of it was applied."""
+        psycopg = _psycopg()
+        if isinstance(exc, psycopg.OperationalError) and self._broken():
+            return True
+        return isinstance(exc, psycopg.Error) and getattr(exc, "sqlstate", None) in \
+            RETRY_SQLSTATES
 
     def execute(self, sql: str, params: Any = ()) -> Any:
         statement = _PRAGMAS.get(sql.strip()) or translate(sql)
-        if not self.in_transaction and self._broken():
-            self._reopen()
+        word = statement.lstrip()[:8].upper()
+        if word.startswith("BEGIN"):
+            self._start()
+            self._in_transaction = True
+            return self._raw.execute(statement)
+        if word.startswith(("COMMIT", "ROLLBACK")):
+            self._in_transaction = False  # ended, or lost with the connection: either way
+            if word.startswith("ROLLBACK") and self._broken():
+                return None  # the server already rolled it back
+            return self._raw.execute(statement)
+        if self._in_transaction:
+            if self._broken():
+                self._in_transaction = False
+                raise _psycopg().OperationalError("the connection to the workgraph store was "
+                                                  "lost inside a transaction")
+            return self._raw.execute(statement, params if params else None)
+        self._start()
         try:
             return self._raw.execute(statement, params if params else None)
         except _psycopg().OperationalError:
-            if self.in_transaction or not self._broken():
+            if not self._broken():
                 raise
-            # The statement ran on its own (autocommit) on a connection that was gone: the
-            # server never saw it, so it runs once on a new one.
+            # A statement on its own (autocommit) on a connection that was gone: the server
+            # never ran it, so it runs once on a new one.
             self._reopen()
             return self._raw.execute(statement, params if params else None)
 
+    def _start(self) -> None:
+        if self._broken():
+            self._reopen()
+
     def executemany(self, sql: str, rows: Any) -> None:
+        if self._in_transaction and self._broken():
+            self._in_transaction = False
+            raise _psycopg().OperationalError("the connection to the workgraph store was lost "
+                                              "inside a transaction")
         with self._raw.cursor() as cursor:
             cursor.executemany(translate(sql), list(rows))
 
@@ -206,16 +251,22 @@ class PgConnection:
         claims and heartbeats, which run side by side (each locks only its own row) but never
         beside an exclusive writer's read-then-write. A connection lost before it is reopened
         here: no work is lost."""
+        lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
         for attempt in (1, 2):
-            if self._broken():
-                self._reopen()
+            self._start()
             try:
-                lock = "pg_advisory_xact_lock" if exclusive else "pg_advisory_xact_lock_shared"
                 # One round trip (two statements, no parameters: the simple protocol).
                 self._raw.execute(f"BEGIN; SELECT {lock}({WRITER_LOCK_KEY})".encode())
+                self._in_transaction = True
                 return
-            except _psycopg().OperationalError:
-                if attempt == 2 or not self._broken():
+            except _psycopg().Error:
+                if not self._broken():
+                    # Refused without losing the connection (a lock or statement timeout, a
+                    # cancel): end the aborted transaction so the connection stays usable.
+                    with contextlib.suppress(_psycopg().Error):
+                        self._raw.execute("ROLLBACK")
+                    raise
+                if attempt == 2:
                     raise
 
     def close(self) -> None:
@@ -226,7 +277,7 @@ class PgConnection:
         self._raw.execute(script.encode())
 
     def commit_or_rollback(self, commit: bool) -> None:
-        self._raw.execute("COMMIT" if commit else "ROLLBACK")
+        self.execute("COMMIT" if commit else "ROLLBACK")
 
     # ------------------------------------------------------------ server facts
 

@@ -68,11 +68,33 @@ def _is_empty(fp: dict[str, dict[str, Any]]) -> bool:
     return all(part["rows"] == 0 for table, part in fp.items() if table != "graphs")
 
 
+class GraphConflict(ClavainError):
+    """The target holds a graph of the same id with other content: overwriting it could lose
+    someone's work, so it takes an explicit choice."""
+
+    def __init__(self, graph_id: str, there: int, here: int) -> None:
+        super().__init__(f"graph {graph_id!r} is already in the target store with other "
+                         f"content ({there} nodes there, {here} here); nothing was copied")
+        self.graph_id = graph_id
+
+
+def _action(graph_id: str, have: dict[str, Any], there: dict[str, Any], replace: bool) -> str:
+    if there == have:
+        return "unchanged"
+    if there["graphs"]["rows"] == 0 or _is_empty(there):
+        return "copied"
+    if replace:
+        return "replaced"
+    raise GraphConflict(graph_id, there["nodes"]["rows"], have["nodes"]["rows"])
+
+
 def copy_graphs(source: Any, target: Any, *, only: list[str] | None = None,
                 replace: bool = False) -> dict[str, Any]:
     """Copy every graph of `source` (or those in `only`) into `target`; returns per graph what
-    happened ("copied", "unchanged", "replaced") with its counts. Refuses, before writing
-    anything, a graph the target already holds with other content unless `replace`."""
+    happened ("copied", "unchanged", "replaced", "skipped": an empty graph not asked for) with
+    its counts. Refuses a graph the target already holds with other content unless
+    `replace`, deciding again inside the copy's transaction (nothing written meanwhile is
+    overwritten unseen)."""
     wanted = only or graph_ids(source)
     known = set(graph_ids(source))
     missing = [graph_id for graph_id in wanted if graph_id not in known]
@@ -81,20 +103,17 @@ def copy_graphs(source: Any, target: Any, *, only: list[str] | None = None,
     plan: list[tuple[str, str, dict[str, Any]]] = []
     for graph_id in wanted:
         have = fingerprint(source, graph_id)
-        there = fingerprint(target, graph_id)
-        if there == have:
-            plan.append((graph_id, "unchanged", have))
-        elif there["graphs"]["rows"] == 0 or _is_empty(there):
-            plan.append((graph_id, "copied", have))
-        elif replace:
-            plan.append((graph_id, "replaced", have))
-        else:
-            raise ClavainError(
-                f"graph {graph_id!r} is already in the target store with other content "
-                f"({there['nodes']['rows']} nodes there, {have['nodes']['rows']} here); "
-                "nothing was copied. Copy the other graphs only, or replace it on purpose")
+        if only is None and _is_empty(have):
+            plan.append((graph_id, "skipped", have))  # nothing to share: never blocks
+            continue
+        plan.append((graph_id, _action(graph_id, have, fingerprint(target, graph_id),
+                                       replace), have))
     with transaction(target):
-        for graph_id, action, have in plan:
+        for index, (graph_id, action, have) in enumerate(plan):
+            if action == "skipped":
+                continue
+            action = _action(graph_id, have, fingerprint(target, graph_id), replace)
+            plan[index] = (graph_id, action, have)
             if action == "unchanged":
                 continue
             _delete(target, graph_id)

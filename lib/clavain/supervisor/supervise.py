@@ -48,6 +48,7 @@ WAIT_POLL_SECONDS = 0.25
 OTHERS_POLL_SECONDS = 2.0
 # On a shared server the wake is the server's notification; the poll is only a fallback.
 OTHERS_POLL_SECONDS_SHARED = 15.0
+READY_RETRY_SECONDS = 0.2
 PROGRESS_EVERY_SECONDS = 15.0
 # How a run ended → the command's exit code.
 EXIT_CODES = {"complete": 0, "stopped_at_limit": 0, "blocked": 1, "budget": 3,
@@ -247,6 +248,9 @@ class Supervisor:
         reason = envelope["reason"]
         if reason == "running" and self.active:
             return None  # ours: wait for them
+        if reason == "ready":  # given back elsewhere a moment ago: claim again
+            return {"wait": "others", "until": time.time() + READY_RETRY_SECONDS,
+                    "message": envelope["message"]}
         if reason == "running":
             poll = (OTHERS_POLL_SECONDS if dialect(self.conn) == "sqlite"
                     else OTHERS_POLL_SECONDS_SHARED)

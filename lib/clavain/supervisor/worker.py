@@ -175,6 +175,9 @@ def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
     result = outcome.result or failure("the runner gave no result")
     conflicts: list[str] = []
     if tree is not None and result["status"] == "success":
+        lost = _claim_lost(g, node, ctx.run_id)
+        if lost is not None:  # its lease ran out and the node went to another runner
+            return {**usage, "outcome": "not_recorded", "summary": lost}
         merged = _merge(ctx, node, tree)
         if merged.dirty:  # a person is editing: merging could tangle their work with the run's
             why = (f"{merged.message}; the run stops so they are not merged over (branch "
@@ -256,11 +259,23 @@ def _settle_verify(g: Graph, node: dict[str, Any], run_id: str,
         + (" (timed out)" if process.timed_out else "") + f"; see {process.stderr_path}")
     crashed = failure(f"shell verifier: {why}", str(why))
     try:
-        applied = apply_result(g, node["id"], crashed, run_id=run_id, by_verifier=True)
+        applied = apply_result(g, node["id"], crashed, run_id=run_id, by_verifier=True,
+                               fence=node.get("lock_generation"))
     except ClavainError as exc:
         return {**free, "outcome": "not_recorded", "summary": f"{why}; {exc}"}
     return {**free, "outcome": OUTCOME_BY_STATUS.get(applied["to"], applied["to"]),
             "summary": crashed["summary"]}
+
+
+def _claim_lost(g: Graph, node: dict[str, Any], run_id: str) -> str | None:
+    """Why this worker's claim is not the node's any more (nothing of its work may be merged
+    or recorded), or None while it still holds it."""
+    try:
+        reconnecting(g.conn, lambda: heartbeat(g, node["id"], run_id=run_id,
+                                               fence=node.get("lock_generation")))
+    except ClavainError as exc:
+        return f"{exc}; its work was not merged"
+    return None
 
 
 def _give_back(g: Graph, node: dict[str, Any], run_id: str, why: str) -> None:

@@ -143,9 +143,11 @@ def _start_deferred_writer(state: StatePaths, *, due: float) -> None:
     lib = str(Path(__file__).resolve().parents[2])
     code = ("import sys; sys.path.insert(0, sys.argv[1]); "
             "from clavain.workgraph.export import deferred_write; deferred_write(sys.argv[2:])")
+    # The store URL may hold a password: in the environment, never on a command line (`ps`).
+    env = {**os.environ, "CLAVAIN_SNAPSHOT_STORE": state.store_url or ""}
     subprocess.Popen(
         [sys.executable, "-I", "-c", code, lib, str(state.root), str(state.project),
-         str(state.db), state.store_url or "", f"{due:.3f}"],
+         str(state.db), f"{due:.3f}"], env=env,
         cwd=state.root, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True)
 
@@ -156,8 +158,9 @@ def deferred_write(args: list[str]) -> None:
     starts its own writer or writes itself), then write."""
     from clavain.store.graph_db import open_graph_db
 
-    root, project, db, store_url, due = args
-    state = StatePaths(root, project=project, db=db, store_url=store_url or None)
+    root, project, db, due = args
+    state = StatePaths(root, project=project, db=db,
+                       store_url=os.environ.get("CLAVAIN_SNAPSHOT_STORE") or None)
     try:
         with _file_lock(state, _PENDING_NAME, blocking=False):
             time.sleep(max(0.0, float(due) - time.time() - WRITE_SECONDS))

@@ -56,8 +56,9 @@ _LOCK_SET = """SET status = 'in_progress', lock_run_id = :run_id, lock_started_a
       lock_generation = lock_generation + 1"""
 
 
-def _claim_sql(next_id: str) -> dict[str, str]:
-    """The claim statements around one way of picking the next ready node."""
+def _claim_sql(next_id: str, this_id: str) -> dict[str, str]:
+    """The claim statements around one way of picking the next ready node and of taking a
+    named one."""
     return {
         # Under BEGIN IMMEDIATE no other writer runs between the pick and the write; the
         # repeated conditions keep it safe even if called outside one.
@@ -71,25 +72,39 @@ def _claim_sql(next_id: str) -> dict[str, str]:
     AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL AND ownership_json = '[]'
   RETURNING id""",
         "one": f"""UPDATE nodes {_LOCK_SET}
-  WHERE graph_id = :graph AND id = :id AND status = 'open' AND unmet_deps = 0
+  WHERE graph_id = :graph AND id = {this_id} AND status = 'open' AND unmet_deps = 0
     AND lock_run_id IS NULL AND (blocked_until IS NULL OR blocked_until <= :now)
   RETURNING id""",
     }
 
 
 _CLAIM_SQL = {
-    "sqlite": _claim_sql(_NEXT_ID_SQL),
+    "sqlite": _claim_sql(_NEXT_ID_SQL, ":id"),
     # Claimers on several machines run at once: each takes the first ready row nobody else is
-    # taking (FOR UPDATE SKIP LOCKED) instead of queueing behind one write lock.
+    # taking (FOR UPDATE SKIP LOCKED) instead of queueing behind one write lock. A named node
+    # another claimer is locking is skipped too, never waited for: a claimer holding the
+    # ownership lock must not wait on a row another claimer holds (a deadlock).
     "postgresql": _claim_sql(f"SELECT id FROM nodes {_READY_WHERE} LIMIT 1 "
-                             "FOR UPDATE SKIP LOCKED"),
+                             "FOR UPDATE SKIP LOCKED",
+                             "(SELECT id FROM nodes WHERE graph_id = :graph AND id = :id "
+                             "FOR UPDATE SKIP LOCKED)"),
 }
 _READY_OWNERSHIP = {"sqlite": _READY_OWNERSHIP_SQL,
                     "postgresql": f"SELECT id, ownership_json FROM nodes {_READY_WHERE}"}
 
 
-def this_host() -> str:
-    return socket.gethostname()
+def this_host(conn: Any = None) -> str:
+    """Who holds a lock, for telling a dead local holder by its pid: the host name, and on a
+    shared store also the boot id, so two machines with one host name (cloned VMs) never take
+    each other's live pids for dead ones."""
+    name = socket.gethostname()
+    if conn is None or dialect(conn) == "sqlite":
+        return name
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return f"{name}/{handle.read().strip()[:8]}"
+    except OSError:
+        return name
 
 
 def select_next(g: Graph, *, now: datetime | None = None) -> str | None:
@@ -125,7 +140,7 @@ def _claim(g: Graph, lock: _Lock, extra: dict[str, Any], *, run_id: str, pid: in
         raise ClavainError("a claim needs a run id")
     at = now_iso(now or store_now(g.conn))
     params = {"graph": g.id, "run_id": run_id, "now": at, "pid": pid,
-              "host": host or this_host(), **extra}
+              "host": host or this_host(g.conn), **extra}
     with transaction(g.conn, exclusive=False):
         node_id = lock(g, params)
         if node_id is None:
@@ -144,8 +159,11 @@ def _lock_next(g: Graph, params: dict[str, Any]) -> str | None:
     running = running_ownership(g)
     if not running:
         return _locked(g, sql["next"], params)
-    node_id = _first_clear(g, running, params["now"])
-    return None if node_id is None else _locked(g, sql["one"], {**params, "id": node_id})
+    for node_id in _clear_nodes(g, running, params["now"]):
+        locked = _locked(g, sql["one"], {**params, "id": node_id})
+        if locked is not None:  # else another claimer is taking it: the next clear one
+            return locked
+    return None
 
 
 def _lock_one(g: Graph, params: dict[str, Any]) -> str | None:
@@ -207,6 +225,18 @@ def _first_clear(g: Graph, running: dict[str, list[str]], at: str) -> str | None
         return None
     finally:
         cursor.close()
+
+
+def _clear_nodes(g: Graph, running: dict[str, list[str]], at: str) -> list[str]:
+    """The first clear node (`_first_clear`); on a shared server every clear node in claim
+    order, since another machine may be taking the first one."""
+    if dialect(g.conn) == "sqlite":  # one writer: the first is the one
+        first = _first_clear(g, running, at)
+        return [] if first is None else [first]
+    busy = _every_glob(running)
+    rows = g.conn.execute(_READY_OWNERSHIP[dialect(g.conn)], {"graph": g.id, "now": at})
+    return [node_id for node_id, text in rows.fetchall()
+            if not ownership_overlaps(_globs(text), busy)]
 
 
 def ownership_waits(g: Graph, *, now: datetime | None = None
@@ -315,7 +345,7 @@ def stale_locks(g: Graph, *, lease_seconds: float, now: datetime | None = None,
         cutoff = now_iso(at_dt - timedelta(seconds=lease_seconds))
     except OverflowError:  # a lease longer than the calendar: no lease ever expires
         cutoff = ""
-    host = host or this_host()
+    host = host or this_host(g.conn)
     found = []
     for row in g.conn.execute(_LOCKED, (g.id,)).fetchall():
         reason = _stale_reason(row, cutoff, host)

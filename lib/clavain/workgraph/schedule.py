@@ -14,6 +14,7 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
+from clavain.store.graph_db import store_now
 from clavain.workgraph import deadlock, leases
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
@@ -21,7 +22,7 @@ from clavain.workgraph.nodes import get_node
 from clavain.workgraph.runner_env import current_run_id
 
 # Why nothing is runnable, most actionable first (`idle_reason`).
-REASONS = ("empty", "running", "backoff", "needs_human", "deadlock", "all_done")
+REASONS = ("empty", "running", "ready", "backoff", "needs_human", "deadlock", "all_done")
 SHOWN = 5
 
 
@@ -31,6 +32,7 @@ def next_node(g: Graph, *, claim: bool = False, run_id: str | None = None,
     """One scheduling step (module docstring). `run_id` follows the one rule: explicit, else
     $CLAVAIN_RUN_ID, else a new id; it is only used (and returned) when claiming."""
     cfg = cfg if cfg is not None else config_mod.load(g.state.config)
+    now = now or store_now(g.conn)  # the server's clock on a shared store
     released = leases.release_stale_locks(g, cfg=cfg, now=now)
     run_id = current_run_id(run_id) if claim else None
 
@@ -59,7 +61,7 @@ def next_node(g: Graph, *, claim: bool = False, run_id: str | None = None,
 def idle_reason(g: Graph, *, cfg: dict[str, Any] | None = None,
                 now: datetime | None = None) -> dict[str, Any]:
     """Why no node is runnable now: {"reason": one of REASONS, "message": one line, ...}."""
-    at = now_iso(now)
+    at = now_iso(now or store_now(g.conn))
     conn = g.conn
     counts = dict(conn.execute("SELECT status, count(*) FROM nodes WHERE graph_id = ? "
                                "GROUP BY status", (g.id,)).fetchall())
@@ -88,6 +90,15 @@ def idle_reason(g: Graph, *, cfg: dict[str, Any] | None = None,
                 "message": f"{first['id']} waits for its retry backoff until "
                            f"{first['blocked_until']}"
                            + (f" ({len(waiting) - 1} more waiting)" if len(waiting) > 1 else "")}
+    ready = conn.execute(
+        "SELECT id FROM nodes WHERE graph_id = ? AND status = 'open' AND unmet_deps = 0 "
+        "AND lock_run_id IS NULL AND (blocked_until IS NULL OR blocked_until <= ?) "
+        "ORDER BY rank, id LIMIT 1", (g.id, at)).fetchone()
+    if ready is not None:
+        # Given back by another runner (another machine) since the claim that found nothing:
+        # never "all done" while a node can run.
+        return {"reason": "ready", "node_id": ready["id"],
+                "message": f"{ready['id']} became ready a moment ago; look again"}
     report = deadlock.detect(g, cfg)
     humans = conn.execute("SELECT id, json_extract(human_question_json, '$.question') AS q "
                           "FROM nodes WHERE graph_id = ? AND status = 'needs_human' ORDER BY id",
@@ -102,6 +113,12 @@ def idle_reason(g: Graph, *, cfg: dict[str, Any] | None = None,
                            f"(clavain graph answer {first['id']} --answer TEXT)"}
     if report is not None:
         return {"reason": "deadlock", "deadlock": report, "message": deadlock.describe(report)}
+    unfinished = conn.execute("SELECT id FROM nodes WHERE graph_id = ? "
+                              "AND status IN ('open', 'in_progress') LIMIT 1",
+                              (g.id,)).fetchone()
+    if unfinished is not None:  # claimed or given back elsewhere while this looked: not done
+        return {"reason": "ready", "node_id": unfinished["id"],
+                "message": f"{unfinished['id']} changed a moment ago; look again"}
     return {"reason": "all_done", "message": f"all {sum(counts.values())} node(s) are finished"}
 
 

@@ -185,14 +185,19 @@ def _timeout_for(cfg: dict[str, Any], timeout: float | None) -> float:
     return timeout
 
 
-def _claim_for_verify(g: Graph, node: dict[str, Any], run_id: str) -> None:
-    """Hold the node for this run like any runner: refused unless it may take a result."""
+def _claim_for_verify(g: Graph, node: dict[str, Any], run_id: str,
+                      fence: int | None) -> None:
+    """Hold the node for this run like any runner: refused unless it may take a result. With
+    `fence` (a supervisor claimed it for this verify) the claim must be that one: never a new
+    claim, whose generation would fence out the supervisor's own bookkeeping."""
     node_id = node["id"]
     if node["type"] not in VERIFY_TYPES:
         raise ClavainError(
             f"node {node_id!r} is a {node['type']} node; the shell verifier decides only verify "
             "and final_verify nodes (run its commands without recording instead)")
-    check_applicable(g, node, run_id)
+    check_applicable(g, node, run_id, fence)
+    if fence is not None:
+        return
     if node["lock_run_id"] == run_id:
         return  # already claimed by this run (`graph next --claim`, then `verify`)
     if claim_node(g, node_id, run_id=run_id, pid=os.getpid()) is None:
@@ -242,7 +247,7 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
     lease = float(config_mod.get(cfg, "defaults.lockLeaseSeconds", 3600))
     fence = fence_from_env(node_id)  # a supervisor's claim, handed to this verify
     if apply:
-        _claim_for_verify(g, node, run_id)
+        _claim_for_verify(g, node, run_id, fence)
         after_commit(g, cfg)
 
         def renew() -> None:  # a long verify is alive: its claim must not look stale

@@ -184,15 +184,15 @@ CREATE TRIGGER deps_count_status AFTER UPDATE OF status ON nodes
 
 -- Wake idle supervisors (LISTEN clavain_wake) when a node becomes ready to claim (added ready,
 -- its last dependency done, its claim released, reopened, its backoff changed) or finishes (what
--- a supervisor waiting on other machines' nodes needs to see). The payload is the graph id; the
--- server sends one notification per graph per transaction.
+-- a supervisor waiting on other machines' nodes needs to see); a claim wakes nobody. The payload
+-- is the graph id; the server sends one notification per graph per transaction.
 CREATE FUNCTION clavain_notify_ready() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF (NEW.status = 'open' AND NEW.unmet_deps = 0 AND NEW.lock_run_id IS NULL
       AND (TG_OP = 'INSERT' OR OLD.status <> 'open' OR OLD.unmet_deps <> 0
            OR OLD.lock_run_id IS NOT NULL
            OR OLD.blocked_until IS DISTINCT FROM NEW.blocked_until))
-     OR (TG_OP = 'UPDATE' AND OLD.status <> NEW.status) THEN
+     OR (TG_OP = 'UPDATE' AND OLD.status <> NEW.status AND NEW.status <> 'in_progress') THEN
     PERFORM pg_notify('clavain_wake', NEW.graph_id);
   END IF;
   RETURN NULL;
