@@ -410,3 +410,65 @@ def test_an_empty_graph_never_blocks_joining_a_shared_store(tmp_path: Path,
     assert [row["action"] for row in report["graphs"]] == ["skipped"]
     team = _pg_graph(tmp_path, pg_url, "team")
     assert [n["id"] for n in nodes.list_nodes(team)] == ["a"]
+
+
+def test_a_fenced_out_runner_writes_no_kv(g: Graph) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])
+    first, second = _expire_and_reclaim(g, "run-1")
+    with pytest.raises(nodes.FenceError):
+        kv.put(g, "a", "out.notes", "late", writer_node="a", fence=first["lock_generation"])
+    assert kv.get(g, "a", "out.notes") is None
+    kv.put(g, "a", "out.notes", "current", writer_node="a", fence=second["lock_generation"])
+    assert kv.get(g, "a", "out.notes")["value"] == "current"
+
+
+_OWNER = """
+import json, os, sys, time
+from pathlib import Path
+from clavain.paths import StatePaths
+from clavain.store.graph_db import open_graph_db
+from clavain.workgraph import leases, results
+from clavain.workgraph.graphs import Graph
+folder, url, worker, go = Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
+state = StatePaths(folder / ".clavain", store_url=url)
+g = Graph(open_graph_db(state), "default", state)
+while not go.exists():
+    time.sleep(0.005)
+most, done, idle = 0, 0, 0
+while idle < 200:
+    node = leases.claim_next(g, run_id=worker)
+    if node is None:
+        idle += 1
+        time.sleep(0.01)
+        continue
+    idle = 0
+    together = g.conn.execute("SELECT count(*) FROM nodes WHERE status = 'in_progress' "
+                              "AND ownership_json = ?", (json.dumps(node["ownership"]),)
+                              ).fetchone()[0]
+    most = max(most, together)
+    time.sleep(0.005)
+    results.apply_result(g, node["id"], {"status": "success", "summary": "ok"}, run_id=worker,
+                         fence=node["lock_generation"])
+    done += 1
+print(json.dumps({"most": most, "done": done}))
+"""
+
+
+def test_ownership_holds_across_machines(tmp_path: Path, pg_url: str) -> None:
+    """Eight processes in separate folders: two nodes owning one glob never run at once."""
+    g = _pg_graph(tmp_path, pg_url)
+    edits.add_nodes(g, [{"id": f"n{i:03d}", "type": "task", "ownership": [f"src/m{i % 4}/**"]}
+                        for i in range(80)])
+    go = tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", _OWNER, str(tmp_path / f"m{i}"), pg_url,
+                               f"w{i}", str(go)], stdout=subprocess.PIPE, text=True, env=_env())
+             for i in range(8)]
+    go.write_text("go")
+    reports = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0
+        reports.append(json.loads(out))
+    assert sum(r["done"] for r in reports) == 80
+    assert max(r["most"] for r in reports) == 1
+    assert sum(1 for r in reports if r["done"]) >= 2

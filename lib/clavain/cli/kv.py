@@ -104,6 +104,7 @@ def _read_value(args: argparse.Namespace) -> str:
 def _put(args: argparse.Namespace) -> int:
     from clavain.errors import ClavainError
     from clavain.workgraph import kv
+    from clavain.workgraph.runner_env import fence_from_env
 
     node_id = _target(args, required=True)
     writer = _env("CLAVAIN_NODE_ID")
@@ -117,7 +118,8 @@ def _put(args: argparse.Namespace) -> int:
     g = existing_graph(args.graph)
     with closing(g.conn):
         entry = kv.put(g, node_id, args.key, value, writer_node=writer,
-                       allow_cross_node=args.allow_cross_node_write, run_id=_env("CLAVAIN_RUN_ID"))
+                       allow_cross_node=args.allow_cross_node_write, run_id=_env("CLAVAIN_RUN_ID"),
+                       fence=fence_from_env(node_id))
     if args.json:
         emit_json({k: v for k, v in entry.items() if k != "value"})
     else:

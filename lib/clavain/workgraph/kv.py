@@ -28,7 +28,7 @@ from clavain.fsutil import UnsafePathError, real_folder, write_atomic
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.nodes import require_node
+from clavain.workgraph.nodes import FenceError, require_node
 
 RUN_NAMESPACE = "__run__"
 HISTORY_KEEP = 5
@@ -184,8 +184,10 @@ def put(
     run_id: str | None = None,
     attempt: int | None = None,
     fingerprint: Any = None,
+    fence: int | None = None,
 ) -> dict[str, Any]:
-    """Check the write rule and the node, then `write` in its own transaction."""
+    """Check the write rule and the node, then `write` in its own transaction. `fence`: the
+    writer's claim generation; a runner whose claim was taken again writes nothing."""
     check_write_allowed(node_id, writer_node, allow_cross_node)
     check_key(key)
     if key in VERIFIER_KEYS:
@@ -193,6 +195,10 @@ def put(
                            "files a check ran on)")
     with transaction(g.conn):
         require_owner(g, node_id)
+        if fence is not None and node_id != RUN_NAMESPACE:
+            node = require_node(g, node_id)
+            if node["status"] != "in_progress" or node["lock_generation"] != fence:
+                raise FenceError(node_id, fence, node["lock_generation"])
         return write(g, node_id, key, value, run_id=run_id, attempt=attempt,
                      fingerprint=fingerprint)
 
