@@ -389,10 +389,11 @@ def test_a_mistyped_store_url_is_refused_not_made_into_a_file(tmp_path: Path) ->
     done = subprocess.run(
         [sys.executable, "-m", "clavain", "graph", "add", "--id", "a", "--type", "task"],
         capture_output=True, text=True, cwd=project,
-        env=_env(CLAVAIN_DB="postgresq://me@127.0.0.1:5432/work",
+        env=_env(CLAVAIN_DB="postgresq://me:secret@127.0.0.1:5432/work",
                  CLAVAIN_PROJECT_DIR=str(project)))
     assert done.returncode == 2
     assert "looks like a URL but not a PostgreSQL one" in done.stderr
+    assert "secret" not in done.stderr
     assert not any(path.name.startswith("postgresq") for path in project.rglob("*"))
 
 

@@ -16,10 +16,10 @@ from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from clavain.errors import ClavainError
+from clavain.locate import URL_SCHEMES
 from clavain.paths import StatePaths
 
 T = TypeVar("T")
-URL_SCHEMES = ("postgresql://", "postgres://")
 PG_MIGRATIONS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                  "migrations_postgresql")
 # Bookkeeping on the server, like SQLite's `PRAGMA user_version`: one row per applied file.
@@ -42,7 +42,7 @@ def store_url(state: StatePaths) -> str | None:
 
     configured = config_mod.get(config_mod.load(state.config), "store.url")
     if configured and not is_url(configured):
-        raise ClavainError(f"store.url {configured!r} in {state.config} is not a PostgreSQL URL "
+        raise ClavainError(f"store.url in {state.config} is not a PostgreSQL URL "
                            "(postgresql://user@host:port/dbname); remove it to keep the "
                            "workgraph in the project's SQLite file")
     return configured or None
@@ -50,7 +50,9 @@ def store_url(state: StatePaths) -> str | None:
 
 def check_url(value: str, source: str) -> None:
     if not is_url(value):
-        raise ClavainError(f"{source} {value!r} looks like a URL but not a PostgreSQL one "
+        from clavain.store.postgres import redact
+
+        raise ClavainError(f"{source} {redact(value)!r} looks like a URL but not a PostgreSQL one "
                            "(postgresql://user@host:port/dbname); a file path names an SQLite "
                            "file instead")
 

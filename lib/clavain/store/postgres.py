@@ -229,8 +229,9 @@ class PgConnection:
         except _psycopg().OperationalError:
             if not self._broken():
                 raise
-            # A statement on its own (autocommit) on a connection that was gone: the server
-            # never ran it, so it runs once on a new one.
+            # A statement on its own (autocommit) on a connection that was gone: the library
+            # writes inside transactions, so this is a read, safe to run once more on a new
+            # connection.
             self._reopen()
             return self._raw.execute(statement, params if params else None)
 
