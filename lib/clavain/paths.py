@@ -3,8 +3,7 @@
 Stdlib only: hooks import this on every call. Environment overrides, each for one root:
 CLAVAIN_PROJECT_DIR (the project; else CLAUDE_PROJECT_DIR and a search), CLAVAIN_STATE_DIR
 (the state folder), CLAVAIN_DB (the database file; a PostgreSQL URL puts the workgraph on that
-server instead). They are read once, by
-`StatePaths.discover`.
+server instead). They are read once, by `StatePaths.discover`.
 """
 
 from __future__ import annotations
