@@ -31,6 +31,7 @@ from clavain.store.db import transaction
 from clavain.store.graph_db import dialect, store_now
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
+from clavain.workgraph.node_view import NODE_JSON_POSTGRESQL
 from clavain.workgraph.nodes import FenceError, fence_condition, get_node, record_event
 from clavain.workgraph.ownership import first_conflict, ownership_overlaps
 from clavain.workgraph.results import record_result, runner_died
@@ -92,6 +93,16 @@ _CLAIM_SQL = {
 _READY_OWNERSHIP = {"sqlite": _READY_OWNERSHIP_SQL,
                     "postgresql": f"SELECT id, ownership_json FROM nodes {_READY_WHERE}"}
 
+# The common claim on a server in one round trip instead of three: lock the next unowned ready
+# node, record the claim's event and return the node's JSON in one statement (PostgreSQL runs
+# data-changing CTEs; SQLite takes the same steps one by one under its one write lock).
+_PG_CLAIM_NEXT_UNOWNED = (
+    "WITH claimed AS ("
+    + _CLAIM_SQL["postgresql"]["next_unowned"].replace("RETURNING id", "RETURNING *")
+    + "), noted AS (INSERT INTO events (graph_id, node_id, from_status, to_status, run_id, "
+      "at, note) SELECT graph_id, id, 'open', 'in_progress', :run_id, :now, 'claimed' "
+      f"FROM claimed) SELECT {NODE_JSON_POSTGRESQL} FROM claimed n")
+
 
 def this_host(conn: Any = None) -> str:
     """Who holds a lock, for telling a dead local holder by its pid: the host name, and on a
@@ -100,11 +111,21 @@ def this_host(conn: Any = None) -> str:
     name = socket.gethostname()
     if conn is None or dialect(conn) == "sqlite":
         return name
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-            return f"{name}/{handle.read().strip()[:8]}"
-    except OSError:
-        return name
+    return f"{name}/{_boot_id()}" if _boot_id() else name
+
+
+_BOOT_ID: list[str] = []
+
+
+def _boot_id() -> str:
+    """This kernel's boot id (first 8 characters), read once per process."""
+    if not _BOOT_ID:
+        try:
+            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+                _BOOT_ID.append(handle.read().strip()[:8])
+        except OSError:
+            _BOOT_ID.append("")
+    return _BOOT_ID[0]
 
 
 def select_next(g: Graph, *, now: datetime | None = None) -> str | None:
@@ -142,6 +163,11 @@ def _claim(g: Graph, lock: _Lock, extra: dict[str, Any], *, run_id: str, pid: in
     params = {"graph": g.id, "run_id": run_id, "now": at, "pid": pid,
               "host": host or this_host(g.conn), **extra}
     with transaction(g.conn, exclusive=False):
+        if lock is _lock_next and dialect(g.conn) == "postgresql":
+            row = g.conn.execute(_PG_CLAIM_NEXT_UNOWNED, params).fetchone()
+            if row is not None:
+                return json.loads(row[0])
+            lock = _lock_next_owned  # the next ready node owns something
         node_id = lock(g, params)
         if node_id is None:
             return None
@@ -151,10 +177,13 @@ def _claim(g: Graph, lock: _Lock, extra: dict[str, Any], *, run_id: str, pid: in
 
 def _lock_next(g: Graph, params: dict[str, Any]) -> str | None:
     """Lock the first ready node clear of every running node's ownership. SQL only."""
+    node_id = _locked(g, _CLAIM_SQL[dialect(g.conn)]["next_unowned"], params)
+    return node_id if node_id is not None else _lock_next_owned(g, params)
+
+
+def _lock_next_owned(g: Graph, params: dict[str, Any]) -> str | None:
+    """`_lock_next` once the next ready node owns something. SQL only."""
     sql = _CLAIM_SQL[dialect(g.conn)]
-    node_id = _locked(g, sql["next_unowned"], params)
-    if node_id is not None:
-        return node_id
     _hold_ownership(g)
     running = running_ownership(g)
     if not running:
