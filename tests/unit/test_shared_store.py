@@ -112,18 +112,26 @@ def test_a_result_for_a_node_no_longer_claimed_is_refused_by_its_fence(g: Graph)
 
 # ---------------------------------------------------------------- PostgreSQL only
 
-_CLAIMER = """
+# What every "machine" below starts with: its own project folder (argv 1) on the shared
+# server (argv 2), and the default graph there as `g`.
+_MACHINE = """
 import json, os, sys, time
 from pathlib import Path
 from clavain.paths import StatePaths
 from clavain.store.graph_db import open_graph_db
-from clavain.workgraph import leases
+from clavain.workgraph import leases, results
 from clavain.workgraph.graphs import Graph
-folder, url, worker, go = Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
-state = StatePaths(folder / ".clavain", store_url=url)
+state = StatePaths(Path(sys.argv[1]) / ".clavain", store_url=sys.argv[2])
 g = Graph(open_graph_db(state), "default", state)
+"""
+# ... then waits for the start signal (argv 4) and works as run `worker` (argv 3).
+_WAIT_FOR_GO = """
+worker, go = sys.argv[3], Path(sys.argv[4])
 while not go.exists():
     time.sleep(0.005)
+"""
+
+_CLAIMER = _MACHINE + _WAIT_FOR_GO + """
 got = []
 while True:
     node = leases.claim_next(g, run_id=worker, pid=os.getpid())
@@ -160,15 +168,7 @@ def test_sixteen_processes_in_separate_folders_claim_every_node_once(tmp_path: P
     assert events == total
 
 
-_RUNNER = """
-import json, os, sys, time
-from pathlib import Path
-from clavain.paths import StatePaths
-from clavain.store.graph_db import open_graph_db
-from clavain.workgraph import leases
-from clavain.workgraph.graphs import Graph
-state = StatePaths(Path(sys.argv[1]) / ".clavain", store_url=sys.argv[2])
-g = Graph(open_graph_db(state), "default", state)
+_RUNNER = _MACHINE + """
 node = leases.claim_next(g, run_id="team-run", pid=os.getpid())
 print(json.dumps({"id": node["id"], "fence": node["lock_generation"]}), flush=True)
 time.sleep(600)  # the runner at work, until it is killed
@@ -196,13 +196,23 @@ def test_a_killed_runners_node_is_claimed_again_after_its_lease_and_its_late_app
     assert leases.release_stale_locks(machine_b) == ["a"]
     again = leases.claim_next(machine_b, run_id="team-run")
     assert again["id"] == "a" and again["lock_generation"] == claim["fence"] + 1
-    late = subprocess.run(
-        [sys.executable, "-m", "clavain", "graph", "apply", "a", "--run-id", "team-run",
-         "--fence", str(claim["fence"]), "--result", "-"],
-        input=json.dumps(OK), capture_output=True, text=True, cwd=tmp_path,
-        env=_env(CLAVAIN_DB=pg_url, CLAVAIN_PROJECT_DIR=str(tmp_path / "machine-a")))
-    assert late.returncode == 2, late.stdout  # refused, like every other refusal
-    assert "claimed again" in late.stderr
+    def late(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "clavain", "graph", *args, "a", "--run-id", "team-run",
+             *(["--result", "-"] if args[0] == "apply" else [])],
+            input=json.dumps(OK), capture_output=True, text=True, cwd=tmp_path,
+            env=_env(CLAVAIN_DB=pg_url, CLAVAIN_PROJECT_DIR=str(tmp_path / "machine-a"),
+                     **env))
+
+    # The shortcuts a hurried runner would take: its own (old) fence named, or inherited from
+    # its environment, a heartbeat to look alive, or the variable blanked. All refused.
+    runner_env = {"CLAVAIN_NODE_ID": "a", "CLAVAIN_FENCE": str(claim["fence"])}
+    for attempt in (late("apply", "--fence", str(claim["fence"])), late("apply", **runner_env),
+                    late("heartbeat", **runner_env)):
+        assert attempt.returncode == 2, attempt.stdout  # refused, like every other refusal
+        assert "claimed again" in attempt.stderr
+    blanked = late("apply", CLAVAIN_NODE_ID="a", CLAVAIN_FENCE="")
+    assert blanked.returncode == 2 and "is not the claim generation" in blanked.stderr
     node = nodes.get_node(machine_b, "a")
     assert node["status"] == "in_progress" and node["lock_generation"] == claim["fence"] + 1
     assert results.apply_result(machine_b, "a", OK, run_id="team-run",
@@ -220,7 +230,7 @@ def test_an_idle_supervisor_is_woken_by_the_server_when_work_becomes_ready(
 
     def wait() -> None:
         started = time.monotonic()
-        if graph_db.wait_for_ready(waiter.conn, DEFAULT_GRAPH, 20):
+        if waiter.conn.wait_for_ready(DEFAULT_GRAPH, 20):
             woke.append(time.monotonic() - started)
 
     thread = threading.Thread(target=wait)
@@ -423,18 +433,7 @@ def test_a_fenced_out_runner_writes_no_kv(g: Graph) -> None:
     assert kv.get(g, "a", "out.notes")["value"] == "current"
 
 
-_OWNER = """
-import json, os, sys, time
-from pathlib import Path
-from clavain.paths import StatePaths
-from clavain.store.graph_db import open_graph_db
-from clavain.workgraph import leases, results
-from clavain.workgraph.graphs import Graph
-folder, url, worker, go = Path(sys.argv[1]), sys.argv[2], sys.argv[3], Path(sys.argv[4])
-state = StatePaths(folder / ".clavain", store_url=url)
-g = Graph(open_graph_db(state), "default", state)
-while not go.exists():
-    time.sleep(0.005)
+_OWNER = _MACHINE + _WAIT_FOR_GO + """
 most, done, idle = 0, 0, 0
 while idle < 200:
     node = leases.claim_next(g, run_id=worker)

@@ -86,16 +86,6 @@ def store_now(conn: Any) -> datetime:
     return conn.server_now()
 
 
-def wait_for_ready(conn: Any, graph_id: str, timeout: float) -> bool:
-    """Sleep until a node of the graph may have become ready, at most `timeout` seconds: woken
-    by the server's notification on PostgreSQL, a plain sleep on SQLite (one machine: the
-    caller's own poll is the wake). True when woken early."""
-    if dialect(conn) == "sqlite":
-        time.sleep(max(0.0, timeout))
-        return False
-    return bool(conn.wait_for_ready(graph_id, timeout))
-
-
 RECONNECT_ATTEMPTS = 6
 
 
@@ -168,22 +158,24 @@ def migrate_postgresql(conn: Any) -> int:
     return current
 
 
-def describe(state: StatePaths) -> dict[str, Any]:
-    """What `clavain doctor` says about the store: backend, where, server and schema versions.
-    Raises ClavainError (one line with the fix) when the store cannot be reached."""
+def describe(state: StatePaths, conn: Any = None) -> dict[str, Any]:
+    """What `clavain doctor` says about the store: backend, where, server and schema versions
+    (on `conn` when one is open). Raises ClavainError (one line with the fix) when the store
+    cannot be reached."""
     url = store_url(state)
     if url is None:
         return {"backend": "sqlite", "where": str(state.db),
                 "default": state.db == state.root / "state.sqlite"}
     from clavain.store.postgres import PgConnection, redact
 
-    conn = PgConnection(url, connect_timeout=5)
+    server = conn or PgConnection(url, connect_timeout=5)
     try:
         return {"backend": "postgresql", "where": redact(url),
-                "server_version": conn.server_version(),
-                "schema_version": pg_schema_version(conn), "latest": pg_latest_version()}
+                "server_version": server.server_version(),
+                "schema_version": pg_schema_version(server), "latest": pg_latest_version()}
     finally:
-        conn.close()
+        if conn is None:
+            server.close()
 
 
 def graph_store_exists(state: StatePaths) -> bool:

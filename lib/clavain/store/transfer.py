@@ -164,7 +164,7 @@ def migrate(state: Any, to: str | None, *, only: list[str] | None = None,
     source = graph_db.open_graph_db(state)
     try:
         if to is None:
-            return {"store": graph_db.describe(state), "graphs": []}
+            return {"store": graph_db.describe(state, source), "graphs": []}
         target = graph_db.open_store(to)
         try:
             if graph_db.same_store(source, target):
@@ -175,5 +175,5 @@ def migrate(state: Any, to: str | None, *, only: list[str] | None = None,
             target.close()
     finally:
         source.close()
-    return {"from": graph_db.describe(state)["where"], "to": graph_db.redact_target(to),
-            **report}
+    return {"from": graph_db.redact_target(graph_db.store_url(state) or str(state.db)),
+            "to": graph_db.redact_target(to), **report}

@@ -30,7 +30,6 @@ from clavain.store.graph_db import (
     graph_store_exists,
     open_graph_db,
     reconnecting,
-    wait_for_ready,
 )
 from clavain.supervisor import run_record, worktrees
 from clavain.supervisor.metrics import METRICS_NAME, RunMetrics
@@ -291,7 +290,7 @@ class Supervisor:
                              "message": ending.get("message")})
             if ending["wait"] == "rate_limit" or dialect(self.conn) == "sqlite":
                 self.stop.wait(min(1.0, left))
-            elif wait_for_ready(self.conn, self.g.id, min(1.0, left)):
+            elif self.conn.wait_for_ready(self.g.id, min(1.0, left)):
                 break  # the graph changed on the server: look again now
         if ending["wait"] == "rate_limit":
             self.rate_limited_until = None

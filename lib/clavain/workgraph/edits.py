@@ -16,6 +16,7 @@ from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
+from clavain.store.graph_db import dialect
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import CLOSED, Graph
 from clavain.workgraph.graphs import get as get_graph
@@ -64,7 +65,7 @@ BULK_ROWS = 1000
 
 
 def refresh_statistics(g: Graph) -> None:
-    if getattr(g.conn, "dialect", "sqlite") != "sqlite":
+    if dialect(g.conn) != "sqlite":
         g.conn.execute("ANALYZE nodes")
         g.conn.execute("ANALYZE deps")
 

@@ -32,6 +32,7 @@ from clavain import notices
 from clavain.clock import now_iso
 from clavain.fsutil import open_inside, write_atomic
 from clavain.paths import StatePaths
+from clavain.store.graph_db import dialect
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.node_view import NODE_JSON, NODE_JSON_POSTGRESQL
 
@@ -64,7 +65,7 @@ def snapshot_text(conn: sqlite3.Connection, graph_id: str | None = None) -> str:
     """`{version, exported_at, graphs: [...], nodes: [{graph_id, …, depends_on}]}` as compact
     JSON text: every active graph, or only `graph_id`."""
     at = now_iso()
-    if getattr(conn, "dialect", "sqlite") != "sqlite":
+    if dialect(conn) != "sqlite":
         graphs = conn.execute(_PG_GRAPHS_SQL, {"graph": graph_id}).fetchone()[0]
         nodes = [row[0] for row in conn.execute(_PG_NODES_SQL, {"graph": graph_id})]
         body = "".join("\n" + node + ("," if i < len(nodes) - 1 else "")

@@ -16,6 +16,7 @@ run out): a runner that crashes every time must not retry forever.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -114,18 +115,14 @@ def this_host(conn: Any = None) -> str:
     return f"{name}/{_boot_id()}" if _boot_id() else name
 
 
-_BOOT_ID: list[str] = []
-
-
+@functools.cache
 def _boot_id() -> str:
     """This kernel's boot id (first 8 characters), read once per process."""
-    if not _BOOT_ID:
-        try:
-            with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-                _BOOT_ID.append(handle.read().strip()[:8])
-        except OSError:
-            _BOOT_ID.append("")
-    return _BOOT_ID[0]
+    try:
+        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
+            return handle.read().strip()[:8]
+    except OSError:
+        return ""
 
 
 def select_next(g: Graph, *, now: datetime | None = None) -> str | None:
@@ -188,7 +185,9 @@ def _lock_next_owned(g: Graph, params: dict[str, Any]) -> str | None:
     running = running_ownership(g)
     if not running:
         return _locked(g, sql["next"], params)
-    for node_id in _clear_nodes(g, running, params["now"]):
+    # One writer at a time on SQLite: the first clear node is the one.
+    for node_id in _clear_nodes(g, running, params["now"],
+                                first_only=dialect(g.conn) == "sqlite"):
         locked = _locked(g, sql["one"], {**params, "id": node_id})
         if locked is not None:  # else another claimer is taking it: the next clear one
             return locked
@@ -245,27 +244,26 @@ def _owned_by(g: Graph, node_id: str) -> list[str]:
 
 def _first_clear(g: Graph, running: dict[str, list[str]], at: str) -> str | None:
     """The first ready node, in claim order, whose ownership overlaps no running node's."""
+    found = _clear_nodes(g, running, at, first_only=True)
+    return found[0] if found else None
+
+
+def _clear_nodes(g: Graph, running: dict[str, list[str]], at: str, *,
+                 first_only: bool) -> list[str]:
+    """Ready nodes, in claim order, whose ownership overlaps no running node's: the first only,
+    or (a claimer on a shared server, where another machine may be taking the first) all."""
     busy = _every_glob(running)
     cursor = g.conn.execute(_READY_OWNERSHIP[dialect(g.conn)], {"graph": g.id, "now": at})
+    found = []
     try:  # read lazily, and close before the caller writes
         for node_id, text in cursor:
             if not ownership_overlaps(_globs(text), busy):
-                return node_id
-        return None
+                found.append(node_id)
+                if first_only:
+                    break
+        return found
     finally:
         cursor.close()
-
-
-def _clear_nodes(g: Graph, running: dict[str, list[str]], at: str) -> list[str]:
-    """The first clear node (`_first_clear`); on a shared server every clear node in claim
-    order, since another machine may be taking the first one."""
-    if dialect(g.conn) == "sqlite":  # one writer: the first is the one
-        first = _first_clear(g, running, at)
-        return [] if first is None else [first]
-    busy = _every_glob(running)
-    rows = g.conn.execute(_READY_OWNERSHIP[dialect(g.conn)], {"graph": g.id, "now": at})
-    return [node_id for node_id, text in rows.fetchall()
-            if not ownership_overlaps(_globs(text), busy)]
 
 
 def ownership_waits(g: Graph, *, now: datetime | None = None

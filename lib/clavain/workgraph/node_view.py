@@ -38,4 +38,6 @@ NODE_JSON_POSTGRESQL = ("json_build_object(" + re.sub(r"\((n\.\w+_json)\)", r"\1
 
 def node_json(conn: Any) -> str:
     """The node-object expression for this connection's dialect (alias `n` for nodes)."""
-    return NODE_JSON if getattr(conn, "dialect", "sqlite") == "sqlite" else NODE_JSON_POSTGRESQL
+    from clavain.store.graph_db import dialect
+
+    return NODE_JSON if dialect(conn) == "sqlite" else NODE_JSON_POSTGRESQL

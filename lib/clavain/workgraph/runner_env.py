@@ -104,10 +104,13 @@ def runner_env(state: StatePaths, node: dict[str, Any], run_id: str,
 
 
 def fence_from_env(node_id: str) -> int | None:
-    """The claim generation a runner was given for `node_id` (none for another node)."""
-    if os.environ.get("CLAVAIN_NODE_ID") != node_id:
+    """The claim generation a runner was given for `node_id` (none for another node, or for a
+    runner given none). A value blanked or bent on the way is refused, never read as "no
+    fence": that would let a runner whose claim ran out write anyway."""
+    if os.environ.get("CLAVAIN_NODE_ID") != node_id or "CLAVAIN_FENCE" not in os.environ:
         return None
     try:
         return int(os.environ["CLAVAIN_FENCE"])
-    except (KeyError, ValueError):
-        return None
+    except ValueError:
+        raise ClavainError(f"CLAVAIN_FENCE {os.environ['CLAVAIN_FENCE']!r} is not the claim "
+                           f"generation of node {node_id!r}; nothing was written") from None
