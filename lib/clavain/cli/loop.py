@@ -80,14 +80,9 @@ def _iterate(args: argparse.Namespace) -> int:
     state = StatePaths.discover()
     automation = args.automation or config_mod.get(config_mod.load(state.config),
                                                    "loop.automation")
-    graph = None
-    from clavain.store.graph_db import graph_store_exists
+    from clavain.loop.decide import current_graph
 
-    if graph_store_exists(state):
-        from clavain.current_graph import resolve
-
-        graph = resolve(state, args.graph)
-    found = iterate(state, graph_id=graph, automation=automation)
+    found = iterate(state, graph_id=current_graph(state, args.graph), automation=automation)
     if args.json:
         emit_json({key: found[key] for key in ("actionable", "items", "checks", "automation",
                                                 "prompt", "prompt_tokens_estimate")})

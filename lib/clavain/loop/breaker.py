@@ -16,7 +16,6 @@ a fresh CLOSED breaker, never a crash. One loop writes it at a time (the loop's 
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from typing import Any
 
 from clavain.errors import ClavainError
 from clavain.fsutil import read_json_object, write_json_atomic
+from clavain.loop.rate_limit import is_time
 
 CLOSED, HALF_OPEN, OPEN = "CLOSED", "HALF_OPEN", "OPEN"
 STATES = (CLOSED, HALF_OPEN, OPEN)
@@ -77,11 +77,6 @@ def _is_count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _is_time(value: Any) -> bool:
-    return (isinstance(value, (int, float)) and not isinstance(value, bool)
-            and math.isfinite(value))
-
-
 def _fresh() -> dict[str, Any]:
     return {"version": FORMAT_VERSION, "state": CLOSED, "counts": dict.fromkeys(COUNTS, 0),
             "error_digest": None, "error_excerpt": None, "probing": False, "opened_at": None,
@@ -89,7 +84,7 @@ def _fresh() -> dict[str, Any]:
 
 
 def _valid_history_entry(entry: Any) -> bool:
-    return (isinstance(entry, dict) and _is_time(entry.get("at"))
+    return (isinstance(entry, dict) and is_time(entry.get("at"))
             and entry.get("from") in STATES and entry.get("to") in STATES
             and isinstance(entry.get("reason"), str))
 
@@ -103,7 +98,7 @@ def _valid(data: dict[str, Any]) -> bool:
             and isinstance(data.get("error_digest"), (str, type(None)))
             and isinstance(data.get("error_excerpt"), (str, type(None)))
             and isinstance(data.get("probing"), bool)
-            and (_is_time(data.get("opened_at")) or
+            and (is_time(data.get("opened_at")) or
                  (data.get("opened_at") is None and data.get("state") != OPEN))
             and isinstance(data.get("reason"), (str, type(None)))
             and isinstance(data.get("history"), list)
@@ -139,7 +134,7 @@ class CircuitBreaker:
                            "same_error": _threshold("same_error", same_error),
                            "permission_denials": _threshold("permission_denials",
                                                             permission_denials)}
-        if not _is_time(cooldown_seconds) or cooldown_seconds < 0:
+        if not is_time(cooldown_seconds) or cooldown_seconds < 0:
             raise ClavainError(f"breaker cooldown_seconds must be a number ≥ 0, "
                                f"got {cooldown_seconds!r}")
         self.cooldown_seconds = float(cooldown_seconds)

@@ -25,6 +25,7 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
+from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
 from clavain.loop import decide, records
 from clavain.loop.decide import EXIT_CODES
 from clavain.loop.iterate import RULES, iterate
@@ -33,7 +34,7 @@ from clavain.loop.rate_limit import CallRate
 from clavain.paths import StatePaths
 from clavain.supervisor import claude_output
 from clavain.supervisor.invocation import claude_argv, configured_argv, runner_process_env
-from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, limit_wait_seconds
+from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, api_unavailable, limit_wait_seconds
 from clavain.supervisor.process import ProcessOutcome, run_process
 from clavain.supervisor.routes import CLAUDE, SHELL, SHELL_VERIFY
 from clavain.supervisor.run_budget import RunBudget
@@ -232,8 +233,6 @@ class Loop:
     def _status(self, turn: Turn) -> tuple[dict[str, Any] | None, str | None]:
         from clavain.loop.status_block import parse
 
-        if turn.limit is not None:
-            return None, None
         try:
             return parse(turn.text), None
         except ClavainError as exc:
@@ -244,7 +243,7 @@ class Loop:
     def _call(self, prompt: str, log_dir: Any) -> Turn:
         env = runner_process_env(self.cfg, {
             **run_env(self.state, self.run_id, self.graph_id or "default"),
-            "CLAVAIN_BUDGET_RUN": self.budget.key})
+            SUPERVISED_RUN_VARIABLE: self.budget.key})
         argv, timeout = self._argv()
         process = run_process(argv, stdin_text=prompt, cwd=self.state.project, env=env,
                               log_dir=log_dir, timeout=timeout, stop=self.stop)
@@ -270,9 +269,9 @@ class Loop:
             return Turn(text=process.stdout, limit=limit,
                         error=f"runner exited {process.exit_code}" if failed else None)
         report = claude_output.parse(process.stdout, process.stderr, process.exit_code)
-        if report.is_error and report.terminal_reason == "api_error" and \
-                report.rate_limit is None and report.api_error_status not in (500, 502, 503,
-                                                                              504, 529):
+        # A usage limit or an API outage: waited out like the supervisor waits, never counted.
+        limit = report.rate_limit or api_unavailable(report)
+        if report.is_error and report.terminal_reason == "api_error" and limit is None:
             return Turn(tokens=report.tokens, cost_usd=report.cost_usd,
                         unusable=f"claude could not use the API: "
                                  f"{report.result_text[:300] or report.api_error}")
@@ -280,11 +279,10 @@ class Loop:
         if error is None and report.is_error:  # its subtype says "success" on API errors
             reason = report.terminal_reason or report.subtype or "error"
             error = f"claude: {reason}: {report.result_text[:200]}".rstrip(": ")
-        if report.rate_limit is not None:
-            error = f"rate limited: {report.rate_limit.message}"
+        if limit is not None:
+            error = f"rate limited: {limit.message}"
         return Turn(text=report.result_text, tokens=report.tokens, cost_usd=report.cost_usd,
-                    permission_denials=report.permission_denials, limit=report.rate_limit,
-                    error=error)
+                    permission_denials=report.permission_denials, limit=limit, error=error)
 
     # ------------------------------------------------------------ waiting
 

@@ -16,6 +16,7 @@ from clavain import config as config_mod
 from clavain.loop.checks import run_checks
 from clavain.paths import StatePaths
 from clavain.workgraph.graphs import Graph
+from clavain.workgraph.leases import READY_WHERE
 
 EXIT_BEGIN = "---CLAVAIN_ITERATE---"
 EXIT_END = "---END_CLAVAIN_ITERATE---"
@@ -36,10 +37,7 @@ RULES = {
              "and report STATUS: IN_PROGRESS."],
 }
 
-_RUNNABLE = """SELECT id, type, title, verify_json, ownership_json FROM nodes
-  WHERE graph_id = ? AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL
-    AND (blocked_until IS NULL OR blocked_until <= ?)
-  ORDER BY rank, id"""
+_RUNNABLE = f"SELECT id, type, title, verify_json, ownership_json FROM nodes {READY_WHERE}"
 
 
 def runnable_nodes(g: Graph) -> list[dict[str, Any]]:
@@ -49,7 +47,7 @@ def runnable_nodes(g: Graph) -> list[dict[str, Any]]:
     from clavain.clock import now_iso
     from clavain.store.graph_db import store_now
 
-    for row in g.conn.execute(_RUNNABLE, (g.id, now_iso(store_now(g.conn)))):
+    for row in g.conn.execute(_RUNNABLE, {"graph": g.id, "now": now_iso(store_now(g.conn))}):
         items.append({"id": row["id"], "kind": "node", "type": row["type"],
                       "priority": NODE_PRIORITY.get(row["type"], "medium"),
                       "title": row["title"] or row["type"],

@@ -5,11 +5,11 @@ FILES_MODIFIED, which counts even when the change was later reverted."""
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from typing import Any
 
 from clavain.paths import StatePaths
+from clavain.sprint.checkpoint import git_head
 from clavain.tree import fingerprint
 
 
@@ -18,16 +18,6 @@ class Snapshot:
     head: str | None
     tree: str | None
     done_nodes: int
-
-
-def _head(state: StatePaths) -> str | None:
-    try:
-        done = subprocess.run(["git", "rev-parse", "--verify", "-q", "HEAD"],
-                              cwd=state.project, capture_output=True, text=True, timeout=60,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
 
 
 def _done_nodes(state: StatePaths, graph_id: str | None) -> int:
@@ -44,7 +34,7 @@ def _done_nodes(state: StatePaths, graph_id: str | None) -> int:
 
 
 def snapshot(state: StatePaths, graph_id: str | None) -> Snapshot:
-    return Snapshot(_head(state), fingerprint(state.project, state_root=state.root),
+    return Snapshot(git_head(state.project), fingerprint(state.project, state_root=state.root),
                     _done_nodes(state, graph_id))
 
 

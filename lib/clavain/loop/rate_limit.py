@@ -22,7 +22,8 @@ WINDOW_SECONDS = 3600.0
 FORMAT_VERSION = 1
 
 
-def _is_time(value: Any) -> bool:
+def is_time(value: Any) -> bool:
+    """A finite number of seconds (JSON may hold true, NaN or text where a time belongs)."""
     return (isinstance(value, (int, float)) and not isinstance(value, bool)
             and math.isfinite(value))
 
@@ -33,7 +34,7 @@ def _load(path: Path) -> list[float]:
     data = read_json_object(path)
     calls = data.get("calls") if data is not None else None
     if (data is None or data.get("version") != FORMAT_VERSION or not isinstance(calls, list)
-            or not all(_is_time(at) for at in calls)):
+            or not all(is_time(at) for at in calls)):
         return []
     return sorted(float(at) for at in calls)
 

@@ -62,7 +62,7 @@ def start(state: Any, session_id: object, task: str = "", *, max_iterations: int
     from clavain import config as config_mod
     from clavain.clock import now_iso
     from clavain.errors import ClavainError
-    from clavain.loop import records
+    from clavain.loop import decide, records
     from clavain.loop.iterate import RULES, iterate
     from clavain.workgraph.runner_env import new_run_id
 
@@ -78,13 +78,7 @@ def start(state: Any, session_id: object, task: str = "", *, max_iterations: int
         if float(check.get("timeout") or 120) > STOP_HOOK_SECONDS - 60:
             raise ClavainError(f"check {check['id']!r} may run {check['timeout']}s, more than "
                                f"the Stop hook may take ({STOP_HOOK_SECONDS}s less 60)")
-    graph_id = None
-    from clavain.store.graph_db import graph_store_exists
-
-    if graph_store_exists(state):
-        from clavain.current_graph import resolve
-
-        graph_id = resolve(state, graph)
+    graph_id = decide.current_graph(state, graph)
     run_id = new_run_id("loop")
     folder = records.loop_dir(state, run_id)
     folder.mkdir(parents=True, exist_ok=True)

@@ -9,9 +9,7 @@ the slash command, the SessionStart and PreCompact hooks) calls these functions.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
-from datetime import datetime, timezone
 from typing import Any
 
 from clavain import hints
@@ -24,8 +22,9 @@ from clavain.sprint.route import STEPS, check_complexity, check_step, plan_route
 
 
 def new_sprint_id() -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return f"sprint-{stamp}-{secrets.token_hex(3)}"
+    from clavain.workgraph.runner_env import new_run_id
+
+    return new_run_id("sprint")
 
 
 PERSON_ONLY = "{what} is a person's decision, not an agent's: {how}"

@@ -57,7 +57,6 @@ class Invocation:
     argv: list[str]
     stdin_text: str
     timeout: float
-    packet_chars: int = 0
 
 
 def claude_argv(cfg: dict[str, Any], model: str | None) -> list[str]:
@@ -101,6 +100,6 @@ def build(g: Graph, cfg: dict[str, Any], node: dict[str, Any], route: Route, *, 
     packet = _packet(g, cfg, node, packet_mode)
     if route.runner == CLAUDE:
         timeout = float(config_mod.get(cfg, "supervisor.claude.timeoutSeconds", 1800))
-        return Invocation(claude_argv(cfg, route.model), packet, timeout, len(packet))
+        return Invocation(claude_argv(cfg, route.model), packet, timeout)
     argv, timeout = configured_argv(cfg, route.runner)
-    return Invocation(argv, packet, timeout, len(packet))
+    return Invocation(argv, packet, timeout)

@@ -16,6 +16,7 @@ from typing import Any
 
 from clavain.clock import now_iso
 from clavain.fsutil import read_json_object, write_json_atomic
+from clavain.supervisor.routes import CHECK_ROLES
 
 METRICS_NAME = "metrics.json"
 
@@ -52,10 +53,6 @@ class RunMetrics:
             self.timeline.append(entry)
             self._write_locked()
 
-    def snapshot(self) -> dict[str, Any]:
-        with self._lock:
-            return self._summary()
-
     def write(self, **extra: Any) -> dict[str, Any]:
         with self._lock:
             self.data.update(extra)
@@ -74,7 +71,7 @@ class RunMetrics:
             "llm_invocations": len(llm),
             "llm_invocations_by_role": dict(Counter(entry["role"] for entry in llm)),
             "verify_without_llm": sum(1 for entry in self.timeline
-                                      if entry["role"] in ("verifier", "final-verifier")
+                                      if entry["role"] in CHECK_ROLES
                                       and not entry["llm"]),
             "tokens": sum(int(entry.get("tokens") or 0) for entry in self.timeline),
             "cost_usd": round(sum(float(entry.get("cost_usd") or 0)

@@ -92,7 +92,9 @@ def _reply(name: str, process: Any) -> tuple[str, dict[str, Any]]:
 
 def _charge(state: StatePaths, usage: dict[str, Any]) -> None:
     """Inside a supervised run (a runner asked), the call is the run's to pay for."""
-    supervised = os.environ.get("CLAVAIN_BUDGET_RUN", "")
+    from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
+
+    supervised = os.environ.get(SUPERVISED_RUN_VARIABLE, "")
     if not supervised.startswith("run:") or not (usage["tokens"] or usage["cost_usd"]):
         return
     from clavain.supervisor.run_budget import RunBudget

@@ -103,16 +103,26 @@ def _rate_limited(report: Any) -> Outcome:
                    note=limit.message or "rate limited", details=report.as_dict())
 
 
+def api_unavailable(report: Any) -> claude_output.RateLimit | None:
+    """An API outage (500/502/503/504/529) as a wait like a limit's: nobody's failure, for the
+    supervisor and the loop alike."""
+    if report.api_error_status not in UNAVAILABLE_STATUSES:
+        return None
+    return claude_output.RateLimit(
+        None, UNAVAILABLE_WAIT_SECONDS,
+        f"the API is unavailable ({report.api_error_status}): {report.result_text[:200]}")
+
+
 def _from_claude(process: ProcessOutcome) -> Outcome:
     report = claude_output.parse(process.stdout, process.stderr, process.exit_code)
     if report.rate_limit is not None:
         return _rate_limited(report)
     details = report.as_dict()
-    if report.api_error_status in UNAVAILABLE_STATUSES:
+    outage = api_unavailable(report)
+    if outage is not None:
         return Outcome("rate_limited", tokens=report.tokens, cost_usd=report.cost_usd,
-                       retry_after_seconds=UNAVAILABLE_WAIT_SECONDS, details=details,
-                       note=f"the API is unavailable ({report.api_error_status}): "
-                            f"{report.result_text[:200]}")
+                       retry_after_seconds=outage.retry_after_seconds, details=details,
+                       note=outage.message)
     usage = {"tokens": report.tokens, "cost_usd": report.cost_usd, "details": details}
     if report.is_error and report.terminal_reason == "api_error" and \
             "<result>" not in report.result_text:

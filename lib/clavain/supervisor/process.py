@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 TERM_GRACE_SECONDS = 5.0
 POLL_SECONDS = 0.2
@@ -34,11 +33,6 @@ class ProcessOutcome:
     stderr: str
     stdout_path: Path
     stderr_path: Path
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"exit_code": self.exit_code, "timed_out": self.timed_out,
-                "stopped": self.stopped, "seconds": round(self.seconds, 3),
-                "stdout_path": str(self.stdout_path), "stderr_path": str(self.stderr_path)}
 
 
 def stop_group(pgid: int, *, grace: float = TERM_GRACE_SECONDS,

@@ -19,7 +19,7 @@ from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.graph_db import graph_store_exists, open_graph_db
 from clavain.supervisor.metrics import METRICS_NAME, load
-from clavain.supervisor.routes import check_override, route_for
+from clavain.supervisor.routes import CHECK_ROLES, check_override, route_for
 from clavain.supervisor.run_budget import RunBudget
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import list_nodes
@@ -64,7 +64,7 @@ def project(state: StatePaths, graph_id: str, *, runner_override: str | None = N
               "tokens": round(sum(r["tokens"] for r in rows)),
               "cost_usd": round(sum(r["cost_usd"] for r in rows), 4),
               "verify_without_llm": sum(1 for r in rows
-                                        if r["role"] in ("verifier", "final-verifier")),
+                                        if r["role"] in CHECK_ROLES),
               "planners": sum(1 for r in rows if r["role"] in ("planner", "escalation"))}
     over = [key for key, limit in (("tokens", limits["maxTokens"]),
                                    ("cost_usd", limits["maxCostUsd"]))

@@ -68,8 +68,3 @@ class RunBudget:
                 return (f"{label} budget spent: {amount(used[column])} of "
                         f"{amount(self.limits[key])} ({key})")
         return None
-
-    def left(self) -> dict[str, Any]:
-        used = self.used()
-        return {key: {"used": used[column], "limit": self.limits[key]}
-                for column, key, _ in BUDGETS}

@@ -18,7 +18,7 @@ from clavain.paths import StatePaths
 from clavain.store.db import transaction
 from clavain.supervisor.process import group_alive, stop_group
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.leases import pid_alive, this_host
+from clavain.workgraph.leases import boot_id, pid_alive, this_host
 from clavain.workgraph.nodes import release_claim
 from clavain.workgraph.verifier import safe_path_part
 
@@ -28,12 +28,13 @@ RECORD_NAME = "supervisor.json"
 def process_identity(pid: int) -> str | None:
     """Which process `pid` is: boot id and start time (Linux `/proc`), so a pid the system
     gave to another process since it was recorded is never taken for it. None elsewhere."""
+    boot = boot_id()
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
             stat = handle.read()
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-            boot = handle.read().strip()
     except OSError:
+        return None
+    if not boot:
         return None
     fields = stat[stat.rfind(")") + 2:].split()  # the name may hold spaces and parentheses
     return f"{boot}:{fields[19]}" if len(fields) > 19 else None

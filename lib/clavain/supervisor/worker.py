@@ -17,6 +17,8 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
+from clavain.fsutil import write_json_atomic
+from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
 from clavain.store.graph_db import open_graph_db, reconnecting
@@ -70,7 +72,7 @@ def _log_dir(ctx: RunContext, node: dict[str, Any]) -> Path:
 def _env(ctx: RunContext, node: dict[str, Any], cwd: Path) -> dict[str, str]:
     return runner_process_env(ctx.cfg, {
         **runner_env(ctx.state, node, ctx.run_id, ctx.graph_id),
-        "CLAVAIN_BUDGET_RUN": ctx.budget.key, "CLAVAIN_WORKDIR": str(cwd)})
+        SUPERVISED_RUN_VARIABLE: ctx.budget.key, "CLAVAIN_WORKDIR": str(cwd)})
 
 
 class _GiveBack(Exception):
@@ -191,7 +193,7 @@ def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
                              f"nothing of it was merged (branch {tree.branch} keeps it)",
                              f"merge conflict in {files}: {merged.message}")
     result_path = log_dir / "result.json"
-    result_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_json_atomic(result_path, result, inside=ctx.state.root)
     return {**usage, "conflicts": conflicts,
             **_record(g, node, ctx.run_id, result, str(process.stdout_path),
                       str(result_path))}

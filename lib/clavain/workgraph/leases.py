@@ -37,11 +37,12 @@ from clavain.workgraph.nodes import FenceError, fence_condition, get_node, recor
 from clavain.workgraph.ownership import first_conflict, ownership_overlaps
 from clavain.workgraph.results import record_result, runner_died
 
-# The ready predicate must match the partial index `nodes_ready` word for word.
-_READY_WHERE = """WHERE graph_id = :graph AND status = 'open' AND unmet_deps = 0
+# The ready predicate (parameters :graph, :now) must match the partial index `nodes_ready` word
+# for word; the loop offers nodes by it too.
+READY_WHERE = """WHERE graph_id = :graph AND status = 'open' AND unmet_deps = 0
     AND lock_run_id IS NULL AND (blocked_until IS NULL OR blocked_until <= :now)
   ORDER BY rank, id"""
-_READY = f"FROM nodes INDEXED BY nodes_ready\n  {_READY_WHERE}"
+_READY = f"FROM nodes INDEXED BY nodes_ready\n  {READY_WHERE}"
 _NEXT_ID_SQL = f"SELECT id {_READY} LIMIT 1"
 _READY_OWNERSHIP_SQL = f"SELECT id, ownership_json {_READY}"
 
@@ -86,13 +87,13 @@ _CLAIM_SQL = {
     # taking (FOR UPDATE SKIP LOCKED) instead of queueing behind one write lock. A named node
     # another claimer is locking is skipped too, never waited for: a claimer holding the
     # ownership lock must not wait on a row another claimer holds (a deadlock).
-    "postgresql": _claim_sql(f"SELECT id FROM nodes {_READY_WHERE} LIMIT 1 "
+    "postgresql": _claim_sql(f"SELECT id FROM nodes {READY_WHERE} LIMIT 1 "
                              "FOR UPDATE SKIP LOCKED",
                              "(SELECT id FROM nodes WHERE graph_id = :graph AND id = :id "
                              "FOR UPDATE SKIP LOCKED)"),
 }
 _READY_OWNERSHIP = {"sqlite": _READY_OWNERSHIP_SQL,
-                    "postgresql": f"SELECT id, ownership_json FROM nodes {_READY_WHERE}"}
+                    "postgresql": f"SELECT id, ownership_json FROM nodes {READY_WHERE}"}
 
 # The common claim on a server in one round trip instead of three: lock the next unowned ready
 # node, record the claim's event and return the node's JSON in one statement (PostgreSQL runs
@@ -112,15 +113,15 @@ def this_host(conn: Any = None) -> str:
     name = socket.gethostname()
     if conn is None or dialect(conn) == "sqlite":
         return name
-    return f"{name}/{_boot_id()}" if _boot_id() else name
+    return f"{name}/{boot_id()[:8]}" if boot_id() else name
 
 
 @functools.cache
-def _boot_id() -> str:
-    """This kernel's boot id (first 8 characters), read once per process."""
+def boot_id() -> str:
+    """This kernel's boot id ("" where there is none), read once per process."""
     try:
         with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-            return handle.read().strip()[:8]
+            return handle.read().strip()
     except OSError:
         return ""
 
