@@ -83,11 +83,14 @@ def _git(project: Path, *args: str) -> str:
 
 
 def test_a_plan_runs_headless_with_three_parallel_claude_executors(
-        claude_runner: ClaudeRunner, claude_bin: Path) -> None:
+        claude_runner: ClaudeRunner, claude_bin: Path, backend: str | None) -> None:
+    """On both workgraph backends: with a shared PostgreSQL store (`backend`), the real
+    runners' own `clavain` calls reach the server while their hooks count locally."""
     project = claude_runner.project
     env = claude_runner.env({"CLAVAIN_CLAUDE_BIN": str(claude_bin),
                              "CLAVAIN_PYTHON": sys.executable,
-                             "CLAVAIN_PROJECT_DIR": str(project)})
+                             "CLAVAIN_PROJECT_DIR": str(project),
+                             **({"CLAVAIN_DB": backend} if backend else {})})
     init = _clavain(env, project, "init", "--json")
     assert init.returncode == 0, init.stderr
     config = {"defaults": {"snapshotMaxLagSeconds": 0, "retryBackoffSeconds": 0},
