@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -50,27 +49,21 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "lib")]
 
 from tests.e2e.conftest import ClaudeRunner  # noqa: E402
-from tests.e2e.scripted_model import (  # noqa: E402
-    ScriptedModel,
-    assistant_turns,
-    bash,
-    text,
-    tool_results,
+from tests.e2e.scripted_model import ScriptedModel, assistant_turns, bash, text  # noqa: E402
+from tests.e2e.three_tasks import (  # noqa: E402
+    PLAN_RESULT,
+    TASKS,
+    executor_reply,
+    packet_block,
 )
 
 from clavain.claude_bin import find_claude  # noqa: E402
 
-TASKS = ("one", "two", "three")
 PROFILES = {"full+shell": "full", "thin+shell": "thin"}
 COUNTERFACTUAL = "full+LLM verify*"
 CTOK_VERSION = "4.7"
-PACKET_HEADER = re.compile(r"# Clavain ([a-z][a-z -]*?)(?: — node (\S+))?\n")
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.invalid",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.invalid"}
-PLAN_RESULT = {"status": "success", "summary": "3 tasks", "next": {"addNodes": [
-    {"id": f"task-{name}", "type": "task", "title": f"write {name}.txt",
-     "ownership": [f"{name}.txt"], "verify": [f"grep -qx {name} {name}.txt"]}
-    for name in TASKS]}}
 CONFIG = {"defaults": {"snapshotMaxLagSeconds": 0, "retryBackoffSeconds": 0},
           "supervisor": {"claude": {"maxTurns": 8,
                                     "allowedTools": ["Bash", "Read", "Write", "Edit"],
@@ -78,23 +71,6 @@ CONFIG = {"defaults": {"snapshotMaxLagSeconds": 0, "retryBackoffSeconds": 0},
 
 
 # ------------------------------------------------------------------ the scripted model
-
-
-def packet_block(request: dict[str, Any]) -> tuple[str, str, str]:
-    """(role, node, packet text) from the first user message's Clavain packet, else empty."""
-    for message in request.get("messages", ()):
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        texts = [content] if isinstance(content, str) else [
-            block.get("text", "") for block in content or ()
-            if isinstance(block, dict) and block.get("type") == "text"]
-        for chunk in texts:
-            found = PACKET_HEADER.search(chunk + "\n")
-            if found:
-                return found.group(1).strip(), found.group(2) or "", chunk[found.start():]
-        return "", "", ""
-    return "", "", ""
 
 
 # What a planner typically hands over: a design note of a few hundred words, shared by every
@@ -125,12 +101,7 @@ class Script:
             return [text(f"Three independent files.\n\n<result>{json.dumps(PLAN_RESULT)}"
                          "</result>")]
         if role == "executor" and node.startswith("task-"):
-            name = node.removeprefix("task-")
-            if turn == 0:
-                return [bash(f"printf '{name}\\n' > {name}.txt", f"Write {name}.txt")]
-            if tool_results(request):
-                return [text(f"Wrote {name}.txt.\n\n<result>"
-                             f'{{"status":"success","summary":"wrote {name}.txt"}}</result>')]
+            return executor_reply(request, node, turn)
         return None
 
 

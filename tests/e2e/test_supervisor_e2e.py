@@ -6,7 +6,6 @@ sees exactly four sessions (one planner, three executors) and never a verifier's
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 import threading
@@ -17,42 +16,20 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import REPO, ClaudeRunner
-from tests.e2e.scripted_model import assistant_turns, bash, text, tool_results
+from tests.e2e.scripted_model import assistant_turns, text
+from tests.e2e.three_tasks import PLAN_RESULT, TASKS, executor_reply, packet_block
 
 pytestmark = pytest.mark.e2e
 
-TASKS = ("one", "two", "three")
-PACKET_HEADER = re.compile(r"# Clavain ([a-z][a-z -]*?)(?: — node (\S+))?\n")
 GIT_ENV = {"GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
            "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.invalid"}
-
-
-def packet_of(request: dict[str, Any]) -> tuple[str, str]:
-    """(role, node) from the packet header in the conversation's first user message, e.g.
-    ("executor", "task-one"); ("", "") when it holds no Clavain packet."""
-    for message in request.get("messages", ()):
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        texts = [content] if isinstance(content, str) else [
-            block.get("text", "") for block in content or ()
-            if isinstance(block, dict) and block.get("type") == "text"]
-        found = PACKET_HEADER.search("\n".join(texts) + "\n")
-        return (found.group(1).strip(), found.group(2) or "") if found else ("", "")
-    return "", ""
-
-
-PLAN_RESULT = {"status": "success", "summary": "3 tasks", "next": {"addNodes": [
-    {"id": f"task-{name}", "type": "task", "title": f"write {name}.txt",
-     "ownership": [f"{name}.txt"], "verify": [f"grep -qx {name} {name}.txt"]}
-    for name in TASKS]}}
 
 
 def supervisor_script(seen: list[tuple[str, str, int]]):
     lock = threading.Lock()
 
     def script(request: dict[str, Any]):
-        role, node = packet_of(request)
+        role, node, _packet = packet_block(request)
         turn = assistant_turns(request)
         with lock:
             seen.append((role, node, turn))
@@ -60,12 +37,7 @@ def supervisor_script(seen: list[tuple[str, str, int]]):
             return [text("Three independent files.\n\n"
                          f"<result>{json.dumps(PLAN_RESULT)}</result>")]
         if role == "executor" and node.startswith("task-"):
-            name = node.removeprefix("task-")
-            if turn == 0:
-                return [bash(f"printf '{name}\\n' > {name}.txt", f"Write {name}.txt")]
-            if tool_results(request):
-                return [text(f"Wrote {name}.txt.\n\n<result>"
-                             f'{{"status":"success","summary":"wrote {name}.txt"}}</result>')]
+            return executor_reply(request, node, turn)
         return None
 
     return script
