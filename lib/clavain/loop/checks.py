@@ -7,7 +7,6 @@ fails with the reason — a broken check is never silently "passing".
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import os
 import signal
 import threading
@@ -15,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clavain.workgraph.shell import SignalGuard, run_command
+from clavain.workgraph.shell import SignalGuard, kill_group, run_command
 from clavain.workgraph.verifier import log_tail, safe_path_part
 
 MAX_PARALLEL = 8
@@ -37,8 +36,7 @@ def run_checks(checks: list[dict[str, Any]], *, project: Path, state_root: Path,
         while stop is not None and not all(future.done() for future in futures):
             if stop.wait(0.2):
                 for pgid in list(running.pgids):
-                    with contextlib.suppress(ProcessLookupError, PermissionError):
-                        os.killpg(pgid, signal.SIGKILL)
+                    kill_group(pgid, signal.SIGKILL)
         return [future.result() for future in futures]
 
 

@@ -10,7 +10,6 @@ commands) stop those themselves on SIGTERM.
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import subprocess
 import threading
@@ -19,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-TERM_GRACE_SECONDS = 5.0
+from clavain.workgraph.shell import kill_group, stop_group
+
 POLL_SECONDS = 0.2
 
 
@@ -33,35 +33,6 @@ class ProcessOutcome:
     stderr: str
     stdout_path: Path
     stderr_path: Path
-
-
-def stop_group(pgid: int, *, grace: float = TERM_GRACE_SECONDS,
-               proc: subprocess.Popen[bytes] | None = None) -> None:
-    """SIGTERM to the group, then SIGKILL once `grace` has passed (or at once when the leader
-    is gone, for whatever it left behind)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            break
-        if proc is None and not group_alive(pgid):
-            return
-        time.sleep(0.05)
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-    if proc is not None:
-        proc.wait()
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
@@ -103,8 +74,7 @@ def run_process(argv: list[str], *, stdin_text: str, cwd: Path, env: dict[str, s
         if timed_out or stopped:
             stop_group(proc.pid, proc=proc)
         # Background leftovers of a finished runner would hold files and ports.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid, signal.SIGKILL)
         feeder.join(timeout=1)
     return ProcessOutcome(None if (timed_out or stopped) else proc.returncode, timed_out,
                           stopped, time.monotonic() - started, _read(stdout_path),

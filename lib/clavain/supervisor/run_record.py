@@ -16,10 +16,10 @@ from clavain.clock import now_iso
 from clavain.fsutil import read_json_object, write_json_atomic
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
-from clavain.supervisor.process import group_alive, stop_group
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.leases import boot_id, pid_alive, this_host
 from clavain.workgraph.nodes import release_claim
+from clavain.workgraph.shell import group_alive, stop_group
 from clavain.workgraph.verifier import safe_path_part
 
 RECORD_NAME = "supervisor.json"

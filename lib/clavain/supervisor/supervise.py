@@ -34,7 +34,6 @@ from clavain.store.graph_db import (
 from clavain.supervisor import run_record, worktrees
 from clavain.supervisor.metrics import METRICS_NAME, RunMetrics
 from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, limit_wait_seconds
-from clavain.supervisor.process import TERM_GRACE_SECONDS
 from clavain.supervisor.routes import check_override, role_of
 from clavain.supervisor.run_budget import RunBudget
 from clavain.supervisor.worker import RunContext, run_node
@@ -42,6 +41,7 @@ from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import list_nodes, release_claim
 from clavain.workgraph.runner_env import new_run_id
 from clavain.workgraph.schedule import next_node
+from clavain.workgraph.shell import TERM_GRACE_SECONDS
 
 WAIT_POLL_SECONDS = 0.25
 OTHERS_POLL_SECONDS = 2.0

@@ -211,7 +211,8 @@ def _merge(ctx: RunContext, node: dict[str, Any], tree: worktrees.Worktree
     """Commit a successful runner's work and merge it into the run's branch."""
     worktrees.commit_all(tree, f"clavain: {node['id']} {node.get('title') or ''}".strip())
     return worktrees.merge(ctx.state.project, tree,
-                           lock_path=ctx.state.root / "worktrees" / ".merge.lock")
+                           lock_path=ctx.state.root / worktrees.WORKTREES_DIR
+                           / worktrees.MERGE_LOCK)
 
 
 def _record(g: Graph, node: dict[str, Any], run_id: str, result: dict[str, Any],

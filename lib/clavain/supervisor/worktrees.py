@@ -37,6 +37,7 @@ BRANCH_PREFIX = "clavain"
 STATE_DIR = ".clavain"  # Clavain's own state in the project: never the person's work
 WORKTREES_DIR = "worktrees"
 ADMIN_LOCK = ".admin.lock"
+MERGE_LOCK = ".merge.lock"  # beside it: one merge into the project at a time
 CONFIG = ("-c", "commit.gpgsign=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
           "-c", "core.quotepath=false")
 # Set by git for hooks and by some shells; they would point our calls at another repository.
@@ -122,12 +123,14 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
     """Hold an exclusive flock on `lock_path`: one holder across threads and processes (each
     open() is its own lock owner), released when the file closes, even if the holder dies."""
     lock_path.parent.mkdir(parents=True, exist_ok=True)
-    with lock_path.open("a+") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+    # Never through a symlink planted in .clavain/ (as `fsutil.open_inside` writes).
+    fd = os.open(lock_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND
+                 | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _project_head(project: Path) -> str:

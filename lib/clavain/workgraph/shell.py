@@ -22,7 +22,7 @@ from typing import Any
 
 from clavain.fsutil import open_inside
 
-TERM_GRACE_SECONDS = 5
+TERM_GRACE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,37 @@ class CommandOutcome:
                 "timed_out": self.timed_out, "log": str(self.log_path)}
 
 
-def _kill_group(pgid: int, sig: int) -> None:
+def kill_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_group(pgid: int, *, grace: float = TERM_GRACE_SECONDS,
+               proc: subprocess.Popen[bytes] | None = None) -> None:
+    """SIGTERM to the group, then SIGKILL once `grace` has passed (or at once when the leader
+    is gone, for whatever it left behind). For a verify command, a runner, a recovered
+    orphan: `bash -c "make test"` leaves the real work in grandchildren."""
+    kill_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            break
+        if proc is None and not group_alive(pgid):
+            return
+        time.sleep(0.05)
+    kill_group(pgid, signal.SIGKILL)
+    if proc is not None:
+        proc.wait()
 
 
 class Interrupted(Exception):
@@ -81,7 +109,7 @@ class SignalGuard:
 
     def _on_signal(self, signum: int, _frame: object) -> None:
         for pgid in self.pgids:
-            _kill_group(pgid, signal.SIGKILL)
+            kill_group(pgid, signal.SIGKILL)
         if self.interruptible:
             raise Interrupted(signum)
         self.pending = self.pending or signum
@@ -114,15 +142,9 @@ def run_command(index: int, command: str, *, cwd: Path, log_path: Path, timeout:
         pgids.append(proc.pid)
         timed_out = _wait(proc, timeout, renew, renew_every)
         if timed_out:
-            # The whole group: `bash -c "make test"` leaves the real work in grandchildren.
-            _kill_group(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=TERM_GRACE_SECONDS)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop_group(proc.pid, proc=proc)
         # Background leftovers of a finished command would hold ports and this log open.
-        _kill_group(proc.pid, signal.SIGKILL)
+        kill_group(proc.pid, signal.SIGKILL)
         pgids.remove(proc.pid)
         footer = (f"[timed out after {timeout:g}s; process group killed]" if timed_out
                   else f"[exit {proc.returncode}]")
