@@ -33,10 +33,10 @@ from clavain.loop.progress import progress_between, snapshot
 from clavain.loop.rate_limit import CallRate
 from clavain.paths import StatePaths
 from clavain.supervisor import claude_output
-from clavain.supervisor.invocation import claude_argv, configured_argv, runner_process_env
+from clavain.supervisor.invocation import prompt_argv, runner_process_env
 from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, api_unavailable, limit_wait_seconds
 from clavain.supervisor.process import ProcessOutcome, run_process
-from clavain.supervisor.routes import CLAUDE, SHELL, SHELL_VERIFY
+from clavain.supervisor.routes import CLAUDE
 from clavain.supervisor.run_budget import RunBudget
 from clavain.workgraph.runner_env import new_run_id, run_env
 
@@ -81,14 +81,7 @@ class Loop:
             raise ClavainError(f"automation {self.automation!r} is not one of "
                                f"{', '.join(RULES)}")
         self.runner = options.runner or CLAUDE
-        if self.runner in (SHELL, SHELL_VERIFY):
-            raise ClavainError(f"runner {self.runner!r} runs commands, not prompts; a loop "
-                               "needs claude or a configured runner")
-        if self.runner != CLAUDE and not isinstance(setting(self.cfg, f"runners.{self.runner}"),
-                                                    dict):
-            raise ClavainError(f"unknown runner {self.runner!r} (configure it under `runners` "
-                               f"in {state.config}, or use claude)")
-        self._argv()  # a missing claude binary is bad setup: say so before anything runs
+        self._argv()  # a bad runner or a missing claude binary: say so before anything runs
         self.run_id = options.run_id or new_run_id("loop")
         self.graph_id = decide.current_graph(state, options.graph)
         folder = records.loop_dir(state, self.run_id)
@@ -250,11 +243,9 @@ class Loop:
         return self._turn(process, timeout)
 
     def _argv(self) -> tuple[list[str], float]:
-        if self.runner == CLAUDE:
-            model = config_mod.get(self.cfg, "supervisor.roles.executor.model")
-            return claude_argv(self.cfg, model), float(
-                config_mod.get(self.cfg, "supervisor.claude.timeoutSeconds", 1800))
-        return configured_argv(self.cfg, self.runner)
+        return prompt_argv(self.cfg, self.runner,
+                           config_mod.get(self.cfg, "supervisor.roles.executor.model"),
+                           purpose="a loop")
 
     def _turn(self, process: ProcessOutcome, timeout: float) -> Turn:
         if process.stopped:

@@ -45,7 +45,8 @@ def configured_argv(cfg: dict[str, Any], runner: str) -> tuple[list[str], float]
     """A configured runner's argv and time limit."""
     configured = config_mod.get(cfg, f"runners.{runner}")
     if not isinstance(configured, dict):
-        raise ClavainError(f"unknown runner {runner!r}")
+        raise ClavainError(f"unknown runner {runner!r} (configure it under `runners` in "
+                           ".clavain/config.json, or use claude)")
     command = configured["command"]
     argv = ["bash", "-c", command] if isinstance(command, str) else [str(c) for c in command]
     return argv, float(configured.get("timeoutSeconds")
@@ -59,7 +60,21 @@ class Invocation:
     timeout: float
 
 
-def claude_argv(cfg: dict[str, Any], model: str | None) -> list[str]:
+def prompt_argv(cfg: dict[str, Any], runner: str, model: str | None, *, purpose: str,
+                max_turns: int | None = None) -> tuple[list[str], float]:
+    """argv and time limit of a runner that answers a prompt on stdin (claude, or a configured
+    runner) for `purpose` ("a loop", "a microcall"); the command runners are refused."""
+    if runner in (SHELL, SHELL_VERIFY):
+        raise ClavainError(f"runner {runner!r} runs commands, not prompts; {purpose} needs "
+                           "claude or a configured runner")
+    if runner == CLAUDE:
+        return claude_argv(cfg, model, max_turns=max_turns), float(
+            config_mod.get(cfg, "supervisor.claude.timeoutSeconds", 1800))
+    return configured_argv(cfg, runner)
+
+
+def claude_argv(cfg: dict[str, Any], model: str | None, *,
+                max_turns: int | None = None) -> list[str]:
     binary = find_claude()
     if binary is None:
         given = os.environ.get("CLAVAIN_CLAUDE_BIN")
@@ -70,7 +85,7 @@ def claude_argv(cfg: dict[str, Any], model: str | None) -> list[str]:
                            "or set CLAVAIN_CLAUDE_BIN to its path")
     settings = config_mod.get(cfg, "supervisor.claude")
     argv = [str(binary), "-p", "--output-format", "json",
-            "--max-turns", str(settings["maxTurns"]),
+            "--max-turns", str(max_turns or settings["maxTurns"]),
             "--allowedTools", " ".join(settings["allowedTools"])]
     if model:
         argv += ["--model", model]
@@ -97,9 +112,5 @@ def build(g: Graph, cfg: dict[str, Any], node: dict[str, Any], route: Route, *, 
                    "state_root": str(g.state.root), "timeout": shell_timeout}
         return Invocation([sys.executable, "-m", "clavain.supervisor.shell_runner"],
                           json.dumps(request), shell_timeout * max(1, len(request["commands"])))
-    packet = _packet(g, cfg, node, packet_mode)
-    if route.runner == CLAUDE:
-        timeout = float(config_mod.get(cfg, "supervisor.claude.timeoutSeconds", 1800))
-        return Invocation(claude_argv(cfg, route.model), packet, timeout)
-    argv, timeout = configured_argv(cfg, route.runner)
-    return Invocation(argv, packet, timeout)
+    argv, timeout = prompt_argv(cfg, route.runner, route.model, purpose="a node")
+    return Invocation(argv, _packet(g, cfg, node, packet_mode), timeout)

@@ -16,9 +16,9 @@ from clavain import config as config_mod
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.supervisor import claude_output
-from clavain.supervisor.invocation import claude_argv, configured_argv, runner_process_env
+from clavain.supervisor.invocation import prompt_argv, runner_process_env
 from clavain.supervisor.process import run_process
-from clavain.supervisor.routes import CLAUDE, SHELL, SHELL_VERIFY
+from clavain.supervisor.routes import CLAUDE
 from clavain.supervisor.run_record import run_dir
 from clavain.workgraph.packets import read_template, substitute
 from clavain.workgraph.results import extract_result_json
@@ -40,7 +40,8 @@ def microcall(state: StatePaths, prompt: str, *, runner: str | None = None,
     model = route.get("model") if name == CLAUDE else None
     text = substitute(read_template("microcall.md"), {"PROMPT": prompt.strip()},
                       source="microcall.md")
-    argv, timeout = _argv(cfg, name, model)
+    # One turn is the point of a microcall; tools would only spend it.
+    argv, timeout = prompt_argv(cfg, name, model, purpose="a microcall", max_turns=1)
     call_id = new_run_id("microcall")
     log_dir = run_dir(state, call_id)
     process = run_process(argv, stdin_text=text, cwd=state.project,
@@ -61,19 +62,6 @@ def microcall(state: StatePaths, prompt: str, *, runner: str | None = None,
     return {"runner": name, "model": model, "role": role, "value": value, "stored": stored,
             "seconds": round(process.seconds + time.monotonic() - started, 3),
             "log_dir": str(log_dir), **usage}
-
-
-def _argv(cfg: dict[str, Any], name: str, model: str | None) -> tuple[list[str], float]:
-    if name == CLAUDE:
-        settings = config_mod.get(cfg, "supervisor.claude")
-        # One turn is the point of a microcall; tools would only spend it.
-        argv = claude_argv(cfg, model)
-        argv[argv.index("--max-turns") + 1] = "1"
-        return argv, float(settings["timeoutSeconds"])
-    if name in (SHELL, SHELL_VERIFY):
-        raise ClavainError(f"runner {name!r} runs commands, not prompts; a microcall needs "
-                           "claude or a configured runner")
-    return configured_argv(cfg, name)
 
 
 def _reply(name: str, process: Any) -> tuple[str, dict[str, Any]]:
