@@ -9,6 +9,7 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
+from clavain.textio import clip
 from clavain.workgraph import deadlock, leases, schedule
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import get_node
@@ -87,11 +88,6 @@ def _sprint(g: Graph, active: dict[str, Any] | None) -> dict[str, Any] | None:
             "waivers": active.get("waivers", [])}
 
 
-def _clip(text: str, limit: int = 100) -> str:
-    one_line = " ".join(text.split())
-    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
-
-
 def _more(items: list[Any]) -> str:
     return f" (+{len(items) - SHOWN} more)" if len(items) > SHOWN else ""
 
@@ -101,7 +97,7 @@ def render(report: dict[str, Any]) -> str:
     graph, verdicts = report["workgraph"], report["verdicts"]
     lines = _sprint_lines(report["sprint"])
     if report.get("sprint_problem"):
-        lines.append(f"Sprint     {_clip(report['sprint_problem'], 300)}")
+        lines.append(f"Sprint     {clip(report['sprint_problem'], 300)}")
     if graph["nodes"]:
         counts = ", ".join(f"{n} {s.replace('_', ' ')}" for s, n in graph["counts"].items() if n)
         lines.append(f"Workgraph  {graph['graph_id']}: {graph['nodes']} node(s): {counts}")
@@ -124,13 +120,13 @@ def render(report: dict[str, Any]) -> str:
                      f"(clavain graph answer {item['id']} --answer TEXT)")
     for item in graph["blocked"][:SHOWN]:
         if item["status"] == "failed":
-            error = f"; error: {_clip(item['error'])}" if item["error"] else ""
+            error = f"; error: {clip(item['error'], 100)}" if item["error"] else ""
             lines.append(f"Blocked    {item['id']}: {item['reason']}{error} ({item['fix']})")
     upcoming = graph["next"]
     if upcoming["node"]:
         title = f" — {upcoming['title']}" if upcoming["title"] else ""
         retry = (f" (after {upcoming['attempts']} failed attempt(s); last error: "
-                 f"{_clip(upcoming['last_error'] or '?')})" if upcoming["attempts"] else "")
+                 f"{clip(upcoming['last_error'] or '?', 100)})" if upcoming["attempts"] else "")
         lines.append(f"Next       {upcoming['node']}{title}{retry}")
     elif graph["nodes"]:
         lines.append(f"Next       nothing to start: {upcoming['message']}")
@@ -145,17 +141,17 @@ def render(report: dict[str, Any]) -> str:
 def _sprint_lines(sprint: dict[str, Any] | None) -> list[str]:
     if sprint is None:
         return []
-    lines = [f"Sprint     {sprint['sprint_id']}: {_clip(sprint['description'], 80)}"]
+    lines = [f"Sprint     {sprint['sprint_id']}: {clip(sprint['description'], 80)}"]
     if sprint["step"] is None:
         lines.append("Step       every step done")
         return lines
     lines.append(f"Step       {sprint['step']} ({sprint['position']} of {len(sprint['route'])}: "
                  f"{' → '.join(sprint['route'])})")
     for problem in sprint["gate"][:SHOWN]:
-        lines.append(f"Gate       {_clip(problem, 160)}")
+        lines.append(f"Gate       {clip(problem, 160)}")
     if not sprint["gate"]:
         plan = " --plan PATH" if sprint["step"] == "plan" else ""
         lines.append(f"Gate       open: `clavain sprint done {sprint['step']}{plan}` records it")
     for waiver in sprint["waivers"][-SHOWN:]:
-        lines.append(f"Waived     {waiver['step']}: {_clip(waiver['reason'], 100)}")
+        lines.append(f"Waived     {waiver['step']}: {clip(waiver['reason'], 100)}")
     return lines

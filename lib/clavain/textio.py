@@ -61,3 +61,10 @@ def load_json(text: str, where: str) -> object:
         raise BadText(f"{where}: JSON nested too deeply") from None
     except ValueError as exc:
         raise BadText(f"{where}: not valid JSON ({exc})") from None
+
+
+def clip(text: object, limit: int = 120) -> str:
+    """`text` on one line (runs of whitespace made one space), cut to `limit` characters with
+    an ellipsis: how a message, an error or a title is shown inside a line."""
+    one_line = " ".join(str(text).split())
+    return one_line if len(one_line) <= limit else one_line[:limit - 1] + "…"

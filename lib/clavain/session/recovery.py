@@ -18,18 +18,13 @@ from typing import Any
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
+from clavain.textio import clip
 
 NOTE_NAME = "recovery.json"
 SHOWN = 3  # nodes, verdicts, decisions
-CLIP = 120
 TRANSCRIPT_TAIL_BYTES = 512 * 1024
 NOTE_MAX_BYTES = 256 * 1024
 DB_WAIT_MS = 500
-
-
-def clip(text: object, limit: int = CLIP) -> str:
-    one_line = " ".join(str(text).split())
-    return one_line if len(one_line) <= limit else one_line[:limit - 1] + "…"
 
 
 def sprint_lines(active: dict[str, Any]) -> list[str]:

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from clavain.errors import ClavainError
 from clavain.gitstatus import changed_paths
+from clavain.textio import clip
 from clavain.workgraph.verifier import safe_path_part
 
 NAME = "Clavain"
@@ -71,11 +72,6 @@ def git_env() -> dict[str, str]:
     return env
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
-
-
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     try:
         # Its own session: a Ctrl-C in the terminal is the supervisor's to handle, not git's
@@ -89,7 +85,7 @@ def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProce
     except NotADirectoryError as exc:
         raise ClavainError(f"cannot run git in {cwd}: not a directory") from exc
     if check and done.returncode != 0:
-        why = _one_line(done.stderr or done.stdout) or f"exit {done.returncode}"
+        why = clip(done.stderr or done.stdout, 300) or f"exit {done.returncode}"
         raise ClavainError(f"git {' '.join(args)} failed in {cwd}: {why}")
     return done
 
@@ -197,7 +193,7 @@ def commit_all(wt: Worktree, message: str) -> bool:
         return False
     if staged.returncode != 1:
         raise ClavainError(f"git diff --cached failed in {wt.path}: "
-                           f"{_one_line(staged.stderr) or f'exit {staged.returncode}'}")
+                           f"{clip(staged.stderr, 300) or f'exit {staged.returncode}'}")
     _git(wt.path, "commit", "--quiet", "--no-verify", "-m", message.strip() or "clavain: work")
     return True
 
@@ -246,12 +242,12 @@ def _undo_failed_merge(project: Path, wt: Worktree, target: str, before: str,
         aborted = _git(project, "merge", "--abort", check=False)
         if aborted.returncode != 0:
             raise ClavainError(f"git merge --abort failed in {project} after merging "
-                               f"{wt.branch} failed: {_one_line(aborted.stderr)}; the project "
+                               f"{wt.branch} failed: {clip(aborted.stderr, 300)}; the project "
                                "is mid-merge: resolve or abort it by hand")
     if _project_head(project) != before:
         raise ClavainError(f"merging {wt.branch} into {target} moved HEAD although it failed "
                            f"(was {before[:12]}); look at {project} by hand")
-    why = _one_line(done.stderr or done.stdout) or f"git merge exit {done.returncode}"
+    why = clip(done.stderr or done.stdout, 300) or f"git merge exit {done.returncode}"
     if conflicts:
         shown = ", ".join(conflicts[:SHOWN_NAMES]) + (" …" if len(conflicts) > SHOWN_NAMES
                                                       else "")

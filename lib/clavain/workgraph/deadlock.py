@@ -14,6 +14,7 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.store.db import transaction
+from clavain.textio import clip
 from clavain.workgraph.escalation import ESCALATION_PREFIX, PENDING, close_pending
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import CLOSED, Graph
@@ -136,7 +137,7 @@ def describe(report: dict[str, Any]) -> str:
     shown = report["blockers"][:5]
     parts = []
     for blocker in shown:
-        error = f"; error: {_clip(blocker['error'])}" if blocker["error"] else ""
+        error = f"; error: {clip(blocker['error'])}" if blocker["error"] else ""
         parts.append(f"{blocker['id']} ({blocker['reason']}{error})")
     more = len(report["blockers"]) - len(shown)
     line = f"deadlock: blocked by {', '.join(parts)}" + (f" and {more} more" if more > 0 else "")
@@ -146,11 +147,6 @@ def describe(report: dict[str, Any]) -> str:
                  f"{' -> '.join(first['chain'])}")
     fix = next((b["fix"] for b in shown if b["fix"]), None)
     return line + (f"; to unblock: {fix}" if fix else "")
-
-
-def _clip(text: str, limit: int = 120) -> str:
-    one_line = " ".join(str(text).split())
-    return one_line if len(one_line) <= limit else one_line[: limit - 1] + "…"
 
 
 def auto_reset(g: Graph, cfg: dict[str, Any] | None = None) -> list[str]:
