@@ -321,3 +321,45 @@ def test_an_item_the_agent_claimed_and_left_goes_back_unspent(tmp_path) -> None:
     assert result["status"] == "max_iterations", result["message"]
     node = kit.node(state, "task-a")
     assert (node["status"], node["lock_run_id"], node["attempts"]) == ("open", None, 0)
+
+
+def test_an_api_outage_is_waited_out_like_a_limit_not_counted(tmp_path) -> None:
+    """claude answering 529 (overloaded) twice: the loop waits as `clavain run` does, and the
+    outages are neither iterations nor errors against the breaker."""
+    import os
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "claude_output"
+    success = json.loads((fixtures / "success.json").read_text())
+    success["result"] = STATUS.format(task="check:done", status="COMPLETE", files=1,
+                                      exit="true")
+    counter = tmp_path / "claude-calls"
+    fake = kit.script(tmp_path / "claude", f"""
+        import pathlib, sys
+        sys.stdin.read()
+        counter = pathlib.Path({str(counter)!r})
+        calls = int(counter.read_text()) + 1 if counter.exists() else 1
+        counter.write_text(str(calls))
+        if calls <= 2:
+            print(pathlib.Path({str(fixtures / "overloaded_529.json")!r}).read_text())
+            sys.exit(1)
+        pathlib.Path("done.txt").write_text("x")
+        print({json.dumps(success)!r})
+    """)
+    state = _project(tmp_path, fake)
+    now = [3_000_000.0]
+    waits: list[dict] = []
+
+    def sink(event: dict) -> None:
+        if event["event"] == "waiting":
+            waits.append(event)
+            now[0] += event["seconds_left"]
+
+    os.environ["CLAVAIN_CLAUDE_BIN"] = str(fake)
+    try:
+        result = Loop(state, LoopOptions(runner="claude"), sink, clock=lambda: now[0]).run()
+    finally:
+        del os.environ["CLAVAIN_CLAUDE_BIN"]
+    assert result["status"] == "done", result
+    assert len(waits) >= 2 and all("unavailable (529)" in w["why"] for w in waits), waits
+    assert result["summary"]["iterations"] == 1
+    assert result["summary"]["breaker_state"] == "CLOSED"
