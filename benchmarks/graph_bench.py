@@ -48,7 +48,7 @@ while not go.exists():
     time.sleep(0.001)
 n = 0
 for _ in range(int(sys.argv[2])):
-    if leases.claim_next(g, run_id=f"w{os.getpid()}", pid=os.getpid()) is None:
+    if leases.claim_next(g, run_id=f"w{os.getpid()}", pid=os.getpid(), lease_seconds=3600) is None:
         break
     n += 1
 print(json.dumps({"claims": n, "end": time.time()}))
@@ -114,7 +114,7 @@ def claim_latency(g: Graph, samples: int) -> list[float]:
     times = []
     for _ in range(samples):
         start = time.perf_counter()
-        node = leases.claim_next(g, run_id="bench", pid=os.getpid())
+        node = leases.claim_next(g, run_id="bench", pid=os.getpid(), lease_seconds=3600)
         times.append(time.perf_counter() - start)
         if node is None:
             break
@@ -130,7 +130,7 @@ def apply_latency(folder: Path, count: int, samples: int, lag: float) -> list[fl
     g.state.config.write_text(json.dumps({"defaults": {"snapshotMaxLagSeconds": lag}}))
     times = []
     for _ in range(samples):
-        node = leases.claim_next(g, run_id="bench")
+        node = leases.claim_next(g, run_id="bench", lease_seconds=3600)
         if node is None:
             break
         start = time.perf_counter()

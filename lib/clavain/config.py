@@ -20,6 +20,7 @@ DEFAULTS: dict[str, Any] = {
         "retryBackoffSeconds": 30,
         "retryBackoffMaxSeconds": 900,
         "lockLeaseSeconds": 3600,
+        "maxCrashes": 5,
         "autoResetFailedMax": 0,
         "verifyTimeoutSeconds": 600,
         "kvInlineMaxBytes": 2048,
@@ -54,7 +55,7 @@ DEFAULTS: dict[str, Any] = {
     "loop": {"maxIterations": 100, "callsPerHour": 100, "automation": "auto",
              "breaker": {"noProgress": 3, "sameError": 5, "permissionDenials": 2,
                          "cooldownSeconds": 1800}},
-    "store": {"url": None},
+    "store": {"url": None, "outageWaitSeconds": 120},
 }
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

@@ -122,6 +122,49 @@ def _schema(state: StatePaths) -> dict[str, Any]:
                 version=current, latest=latest)
 
 
+def _database(state: StatePaths) -> dict[str, Any]:
+    """The project's SQLite file checked page by page (bounded in time): a damaged file is
+    named with the fix before a run claims anything in it."""
+    if not state.db.exists():
+        return _row("database", OK, "no database yet")
+    status, detail = db.integrity(state.db)
+    if status == "damaged":
+        from clavain.store.faults import damage_message
+
+        return _row("database", FAIL, damage_message(state.db, Exception(detail)).replace(
+            "nothing more was claimed; ", ""), path=str(state.db))
+    return _row("database", OK if status == "ok" else WARN, f"{state.db}: {detail}",
+                path=str(state.db))
+
+
+def _git_leftovers(state: StatePaths) -> dict[str, Any]:
+    """What crashed runs left in git (worktrees, branches): the next `clavain run` removes the
+    worktrees and merged branches; unmerged branches hold work found nowhere else."""
+    from clavain.errors import ClavainError
+    from clavain.supervisor import run_record, worktrees
+
+    try:
+        found = worktrees.leftovers(state.project, state.root,
+                                    live=run_record.live_runs(state),
+                                    kept=run_record.kept_branches(state))
+    except (ClavainError, OSError):
+        return _row("git", OK, "not a git repository (or no git): nothing left by runs")
+    removable = found["worktrees"] + found["branches"]
+    parts = []
+    if removable:
+        parts.append(f"{len(removable)} left by crashed runs ({', '.join(removable[:3])}"
+                     + (" …" if len(removable) > 3 else "") + "): the next `clavain run` "
+                     "removes them")
+    if found["kept"]:
+        parts.append("run branch(es) kept with work found nowhere else (a conflict, a busy "
+                     f"tree): {', '.join(found['kept'][:3])}"
+                     + (" …" if len(found["kept"]) > 3 else "")
+                     + " (merge it, or `git branch -D` it)")
+    status = WARN if removable else OK
+    return _row("git", status, "; ".join(parts) or "no run branches or worktrees left behind",
+                **found)
+
+
 def _store(state: StatePaths) -> dict[str, Any]:
     """Where the workgraph is: the project's SQLite file, or a team's PostgreSQL server with its
     version and schema version; an unreachable server or an old schema is one line with the fix."""
@@ -193,8 +236,15 @@ def _sprint(state: StatePaths) -> dict[str, Any]:
 def run(state: StatePaths | None = None) -> dict[str, Any]:
     state = state or StatePaths.discover()
     checks = [_python(), _venv(), _dependencies(), _claude(), _plugin_root(), _state(state),
-              _config(state), _budgets(state), _schema(state), _store(state), _sprint(state),
-              _hook_cost(state)]
+              _config(state), _budgets(state)]
+    # What reads the project's files: one that fails is its own failed row, never the end of
+    # the report (a damaged database must not hide what else is wrong).
+    for name, check in (("schema", _schema), ("database", _database), ("store", _store),
+                        ("sprint", _sprint), ("git", _git_leftovers), ("hook_cost", _hook_cost)):
+        try:
+            checks.append(check(state))
+        except Exception as exc:
+            checks.append(_row(name, FAIL, f"{type(exc).__name__}: {exc}"))
     healthy = all(row["status"] != FAIL for row in checks)
     return {"version": __version__, "healthy": healthy, "checks": checks}
 

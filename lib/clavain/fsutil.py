@@ -31,16 +31,21 @@ class UnsafePathError(OSError):
     """A path inside the state folder goes through a symlink (or is not a folder)."""
 
 
-def real_folder(root: Path, folder: Path) -> Path:
+def real_folder(root: Path, folder: Path, *, create_root: bool = True) -> Path:
     """Create `folder` and its parents up to `root` as real directories and return it.
 
     Every level strictly below `root` must be a real directory (or missing, then created); a
     symlink or a file there raises UnsafePathError. `root` itself may be anything the user
     chose (a symlinked `.clavain` is their decision, not something planted inside it).
+    `create_root=False`: a missing `root` is FileNotFoundError (a person removed it; a
+    background writer must not make it again).
     """
     relative = folder.relative_to(root)  # ValueError: not inside root, a caller's bug
     current = root
-    root.mkdir(parents=True, exist_ok=True)
+    if create_root:
+        root.mkdir(parents=True, exist_ok=True)
+    elif not root.is_dir():
+        raise FileNotFoundError(f"{root} is gone")
     for part in relative.parts:
         current = current / part
         try:
@@ -55,10 +60,10 @@ def real_folder(root: Path, folder: Path) -> Path:
     return folder
 
 
-def open_inside(root: Path, path: Path, mode: str = "ab") -> Any:
+def open_inside(root: Path, path: Path, mode: str = "ab", *, create_root: bool = True) -> Any:
     """Open `path` (inside `root`) for appending or writing bytes without following a symlink
     at any level below `root`: `mode` is "ab" or "wb"."""
-    real_folder(root, path.parent)
+    real_folder(root, path.parent, create_root=create_root)
     flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     flags |= os.O_APPEND if mode == "ab" else os.O_TRUNC
     try:
@@ -136,7 +141,7 @@ def read_json_object(path: str | Path, max_bytes: int = 1 << 20) -> dict[str, An
 
 
 def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None,
-                 mode: int | None = None) -> None:
+                 mode: int | None = None, create_root: bool = True) -> None:
     """Replace `path` with `data` so a reader sees the old file or the new one, never a torn one.
 
     With `inside` (the state folder), every folder below it must be real (`real_folder`); the
@@ -144,7 +149,7 @@ def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None,
     the new file's permissions (default: the replaced file's, else what `open` would give).
     """
     if inside is not None:
-        real_folder(inside, path.parent)
+        real_folder(inside, path.parent, create_root=create_root)
     else:
         path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data

@@ -12,7 +12,9 @@ from clavain.clock import now_iso
 from clavain.textio import clip
 from clavain.workgraph import deadlock, leases, schedule
 from clavain.workgraph.graphs import Graph
+from clavain.workgraph.leases import lease_of
 from clavain.workgraph.nodes import get_node
+from clavain.workgraph.stale import stale_locks
 
 # `replaced`: failed, then replaced by what its escalation added (it blocks nothing).
 STATUS_ORDER = ("done", "in_progress", "open", "needs_human", "failed", "replaced", "cancelled")
@@ -25,9 +27,8 @@ def _workgraph(g: Graph, cfg: dict[str, Any]) -> dict[str, Any]:
     counts = dict(conn.execute(
         "SELECT CASE WHEN superseded_by IS NOT NULL THEN 'replaced' ELSE status END, count(*) "
         "FROM nodes WHERE graph_id = ? GROUP BY 1", (g.id,)).fetchall())
-    lease = float(config_mod.get(cfg, "defaults.lockLeaseSeconds", 3600))
     stale = {node_id: reason for node_id, _run, reason in
-             leases.stale_locks(g, lease_seconds=lease)}
+             stale_locks(g, lease_seconds=lease_of(cfg))}
     running = [{"id": r["id"], "run_id": r["lock_run_id"], "since": r["lock_started_at"],
                 "stale": stale.get(r["id"])}
                for r in conn.execute("SELECT id, lock_run_id, lock_started_at FROM nodes "

@@ -7,6 +7,10 @@ hook payloads. Stdlib only (hooks use it).
 - Text that came through `surrogateescape` (how Python hands over undecodable argv bytes) is
   refused before anything is stored: one stored lone surrogate breaks every later reader.
 - JSON that nests too deeply for the parser is bad input, not a crash.
+- Text a store must keep whatever it holds (a runner's summary, an event's note) is made
+  storable the same way for SQLite and PostgreSQL (`storable`): PostgreSQL refuses NUL in text,
+  and neither keeps a lone surrogate, so NUL becomes "␀" (U+2400, the symbol for it) and a lone
+  surrogate U+FFFD — visibly, never silently dropped.
 """
 
 from __future__ import annotations
@@ -45,6 +49,39 @@ def scrub(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", errors="replace").decode("utf-8")
     return text
+
+
+NUL_SYMBOL = "\u2400"
+
+
+def storable(text: str) -> str:
+    """`text` as both stores keep it (module docstring)."""
+    if "\x00" in text:
+        text = text.replace("\x00", NUL_SYMBOL)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= char <= "\udfff" else char for char in text)
+    return text
+
+
+def storable_tree(value: object) -> tuple[object, int]:
+    """`value` (JSON-shaped: dicts, lists, text) with every text made `storable`, and how many
+    texts had to change."""
+    if isinstance(value, str):
+        kept = storable(value)
+        return kept, int(kept != value)
+    if isinstance(value, list):
+        pairs = [storable_tree(item) for item in value]
+        return [item for item, _ in pairs], sum(n for _, n in pairs)
+    if isinstance(value, dict):
+        changed, out = 0, {}
+        for key, item in value.items():
+            new_key, key_changed = storable_tree(key) if isinstance(key, str) else (key, 0)
+            out[new_key], item_changed = storable_tree(item)
+            changed += key_changed + item_changed
+        return out, changed
+    return value, 0
 
 
 def load_json(text: str, where: str) -> object:

@@ -80,7 +80,8 @@ def test_doctor_json_reports_every_check(run_cli, extra_env) -> None:
     report = json.loads(result.stdout)
     names = [row["check"] for row in report["checks"]]
     assert names == ["python", "venv", "dependencies", "claude", "plugin_root", "state_dir",
-                     "config", "budgets", "schema", "store", "sprint", "hook_cost"]
+                     "config", "budgets", "schema", "database", "store", "sprint", "git",
+                     "hook_cost"]
     assert report["version"] == __version__
     assert result.returncode == (0 if report["healthy"] else 1)
     deps = next(row for row in report["checks"] if row["check"] == "dependencies")

@@ -132,9 +132,10 @@ def test_a_signal_to_verify_kills_the_commands_process_group(graph, project, sig
     assert (node["status"], node["attempts"], node["lock_run_id"]) == ("open", 0, None)
 
 
-def test_a_verifier_killed_outright_counts_as_a_failed_attempt(graph, project, cli_json) -> None:
-    """kill -9 leaves the lock with a dead pid: the next scheduling step releases it as a
-    failed attempt, so a crash loop reaches maxAttempts."""
+def test_a_verifier_killed_outright_counts_as_a_crash_not_an_attempt(graph, project,
+                                                                     cli_json) -> None:
+    """kill -9 leaves the lock with a dead pid: the next scheduling step gives it back as a
+    crash (no attempt spent; `defaults.maxCrashes` bounds a crash loop)."""
     import os
     import signal
     import subprocess
@@ -158,7 +159,8 @@ def test_a_verifier_killed_outright_counts_as_a_failed_attempt(graph, project, c
     step = cli_json("graph", "next")
     assert "verify-crash" in step["released"]
     after = cli_json("graph", "show", "verify-crash")
-    assert (after["status"], after["attempts"]) == ("open", 1) and after["blocked_until"]
+    assert (after["status"], after["attempts"], after["crashes"]) == ("open", 0, 1)
+    assert after["blocked_until"] is None
 
 
 def test_graph_apply_refuses_a_verify_node(run_cli, project) -> None:

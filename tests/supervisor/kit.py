@@ -143,3 +143,83 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": True,
                   "result": "Not logged in · Please run /login"}))
 sys.exit(1)
 """
+
+
+# A node's work that proves it never ran twice at once: it holds an exclusive flock on a
+# marker named for its node while it works (a second holder logs an overlap instead of
+# waiting), and logs when it starts and ends. argv: the log folder, the node, seconds of work.
+FLOCK_WORK = """
+import fcntl, os, sys, time
+folder, node, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+def log(name, line):
+    with open(os.path.join(folder, name), "a") as handle:
+        handle.write(line + "\\n")
+marker = open(os.path.join(folder, node + ".lock"), "a")
+try:
+    fcntl.flock(marker, fcntl.LOCK_EX | fcntl.LOCK_NB)
+except BlockingIOError:
+    log("overlaps.log", node)
+log("executions.log", f"start {node} {os.getpid()}")
+time.sleep(seconds)
+with open(node + ".txt", "a") as out:
+    out.write(node + "\\n")
+log("executions.log", f"end {node} {os.getpid()}")
+"""
+
+
+def flock_tasks(tmp_path: Path, seconds: dict[str, float]) -> tuple[list[dict[str, Any]], Path]:
+    """Tasks whose work is FLOCK_WORK for `seconds[node]`, and the folder of their logs."""
+    folder = tmp_path / "work-logs"
+    folder.mkdir(exist_ok=True)
+    work = script(tmp_path / "work.py", FLOCK_WORK)
+    specs = [{"id": node, "type": "task", "title": node, "verify": ["true"],
+              "commands": [f"{work} {folder} {node} {secs}"]}
+             for node, secs in seconds.items()]
+    return specs, folder
+
+
+def executions(folder: Path) -> list[tuple[str, str, int]]:
+    """(start|end, node, pid) lines of FLOCK_WORK's log."""
+    path = folder / "executions.log"
+    lines = path.read_text().split("\n") if path.exists() else []
+    return [(kind, node, int(pid)) for kind, node, pid in
+            (line.split() for line in lines if line.strip())]
+
+
+def overlaps(folder: Path) -> list[str]:
+    path = folder / "overlaps.log"
+    return path.read_text().split() if path.exists() else []
+
+
+def wait_until(check: Any, seconds: float = 30.0, what: str = "the condition") -> Any:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"{what} never came true")
+
+
+def run_cli_json(state: StatePaths, *args: str, timeout: float = 120, **extra: str
+                 ) -> tuple[subprocess.CompletedProcess[str], dict[str, Any]]:
+    done = subprocess.run([str(REPO / "bin" / "clavain"), *args, "--json"], cwd=state.project,
+                          env=cli_env(state, **extra), capture_output=True, text=True,
+                          timeout=timeout)
+    try:
+        report = json.loads(done.stdout)
+    except ValueError:
+        report = {}
+    return done, report
+
+
+def branches(state: StatePaths) -> list[str]:
+    return git(state.project, "for-each-ref", "--format=%(refname:short)",
+               "refs/heads/clavain/").split()
+
+
+def worktree_folders(state: StatePaths) -> list[Path]:
+    base = state.root / "worktrees"
+    return sorted(p for p in base.glob("*/*") if p.is_dir()) if base.is_dir() else []

@@ -296,6 +296,9 @@ def test_a_signal_releases_claims_and_kills_runners(tmp_path: Path, signum: int)
     assert node["status"] == "open" and node["lock_run_id"] is None and node["attempts"] == 0
     assert not _alive(runner_pid)
     assert "interrupted" in out
+    final = next(line for line in out.splitlines() if line.startswith("Run "))
+    # Only what happened: the worker gave its node back; nothing was left to release.
+    assert f"stopped by {signal.Signals(signum).name}" in final and "claim" not in final
 
 
 def test_kill_9_then_resume_redoes_nothing_and_stops_the_orphan(tmp_path: Path) -> None:
@@ -377,3 +380,18 @@ def test_a_long_runner_keeps_its_lease_alive(tmp_path: Path) -> None:
     node = kit.node(state, "task-a")
     assert node["status"] == "done" and node["attempts"] == 0
     assert not any(released), released
+
+
+def test_a_node_is_reported_finished_before_what_it_made_ready_starts(tmp_path: Path) -> None:
+    state = kit.make_project(tmp_path / "p")
+    kit.add(state, _tasks(*((f"task-{n}", ["true"], ["true"]) for n in "abcdef")))
+    events: list[dict] = []
+    report = kit.run(state, events, runner="shell", workers=2)
+    assert report["status"] == "complete", report["message"]
+    order = [(e["event"], e["node"]) for e in events if e["event"] in ("started", "finished")]
+    every = kit.nodes(state)
+    for index, (kind, node_id) in enumerate(order):
+        if kind != "started":
+            continue
+        for dep in every[node_id]["depends_on"]:
+            assert ("finished", dep) in order[:index], (node_id, dep, order)

@@ -17,9 +17,7 @@ from tests.supervisor import kit
 from tests.supervisor.test_run import _alive, _tasks, _wait_for
 
 # Both workgraph backends (tests/conftest.py `backend`).
-pytestmark = pytest.mark.usefixtures("backend")
-
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("backend")]
 
 
 def test_a_runner_that_cannot_start_stops_the_run_and_spends_nothing(tmp_path: Path) -> None:
@@ -29,6 +27,7 @@ def test_a_runner_that_cannot_start_stops_the_run_and_spends_nothing(tmp_path: P
     report = kit.run(state, runner="typo")
     assert report["status"] == "blocked" and report["reason"] == "runner_unusable"
     assert "no-such-runner.py" in report["message"]
+    assert report["metrics"]["llm_invocations"] == 0  # no runner started: no LLM call
     for node in kit.nodes(state).values():
         assert (node["status"], node["attempts"], node["lock_run_id"]) == ("open", 0, None)
 

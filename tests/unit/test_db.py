@@ -231,6 +231,9 @@ def test_a_version_3_database_moves_into_the_default_graph(tmp_path: Path) -> No
         if table == "nodes":  # later migrations' columns, at their defaults
             assert {row.pop("commands_json") for row in after} == {"[]"}
             assert {row.pop("lock_generation") for row in after} == {0}
+            assert {row.pop("crashes") for row in after} == {0}
+            for column in ("lock_lease_ms", "lock_runner_pid", "lock_runner_identity"):
+                assert {row.pop(column) for row in after} == {None}
         assert after == rows, table
     assert conn.execute("SELECT value FROM meta WHERE key = 'kept'").fetchone()[0] == "yes"
     assert conn.execute("SELECT commands FROM budget_runs").fetchone()[0] == 7

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from clavain.paths import StatePaths
 from clavain.store import db
-from clavain.workgraph import edits, export, leases
+from clavain.workgraph import edits, export, leases, stale
 from clavain.workgraph.graphs import Graph
 
 LIB = Path(__file__).resolve().parents[2] / "lib"
@@ -126,6 +126,6 @@ def test_sigkill_mid_apply_leaves_a_sound_db_and_snapshot(tmp_path: Path) -> Non
         assert snapshot["version"] == export.SNAPSHOT_VERSION and snapshot["nodes"]
         assert {node["graph_id"] for node in snapshot["nodes"]} == {"default"}
         # The dead writer's lock is stale and released, so work can continue.
-        leases.release_stale_locks(g)
+        stale.release_stale_locks(g)
         assert conn.execute("SELECT count(*) FROM nodes WHERE status = 'in_progress'"
                             ).fetchone()[0] == 0

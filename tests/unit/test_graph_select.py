@@ -16,7 +16,7 @@ from clavain import clock, config
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store import db
-from clavain.workgraph import edits, kv, leases, nodes
+from clavain.workgraph import edits, kv, leases, nodes, stale
 from clavain.workgraph.graphs import Graph
 
 
@@ -90,67 +90,107 @@ def _lease(seconds: float, **defaults: object) -> dict:
     return config.merged({"defaults": {"lockLeaseSeconds": seconds, **defaults}})
 
 
-def test_stale_lock_of_a_dead_pid_on_this_host_is_released(g, conn) -> None:
+def test_stale_lock_of_a_dead_pid_on_this_host_is_given_back_as_a_crash(g, conn) -> None:
     edits.add_nodes(g, [{"id": "dead", "type": "task"}, {"id": "alive", "type": "task"},
                         {"id": "elsewhere", "type": "task"}])
     leases.claim_node(g, "dead", run_id="r1", pid=_dead_pid())
     leases.claim_node(g, "alive", run_id="r2", pid=os.getpid())
     leases.claim_node(g, "elsewhere", run_id="r3", pid=_dead_pid(), host="other-host")
-    assert leases.release_stale_locks(g, cfg=_lease(3600)) == ["dead"]
+    assert stale.release_stale_locks(g, cfg=_lease(3600)) == ["dead"]
     node = nodes.get_node(g, "dead")
     assert node["status"] == "open" and node["lock_run_id"] is None and node["lock_pid"] is None
-    # A runner that died used up an attempt and waits out a backoff, like a failed one.
-    assert node["attempts"] == 1 and node["blocked_until"] is not None
-    assert "stopped without a result" in kv.get(g, "dead", "err.summary")["value"]
+    # Its holder died: not the node's failure. No attempt, no backoff; one crash counted.
+    assert (node["attempts"], node["blocked_until"], node["crashes"]) == (0, None, 1)
+    assert kv.get(g, "dead", "err.summary") is None
     note = conn.execute("SELECT note FROM events WHERE node_id = 'dead' "
                         "ORDER BY id DESC").fetchone()
     assert "stale lock released" in note[0] and "is gone" in note[0]
+    assert "a crash counted" in note[0]
     assert nodes.get_node(g, "alive")["status"] == "in_progress"
     assert nodes.get_node(g, "elsewhere")["status"] == "in_progress"
+    assert leases.claim_next(g, run_id="r4")["id"] == "dead"  # at once: no backoff
 
 
-def test_lock_older_than_the_lease_is_released(g) -> None:
+def test_lock_older_than_its_lease_is_given_back(g) -> None:
     edits.add_nodes(g, [{"id": "a", "type": "task"}])
     start = datetime(2030, 1, 1, tzinfo=timezone.utc)
-    leases.claim_node(g, "a", run_id="r1", pid=os.getpid(), now=start)
+    leases.claim_node(g, "a", run_id="r1", pid=os.getpid(), now=start, lease_seconds=60)
     soon = start + timedelta(seconds=59)
-    assert leases.release_stale_locks(g, cfg=_lease(60), now=soon) == []
+    assert stale.release_stale_locks(g, cfg=_lease(60), now=soon) == []
     later = start + timedelta(seconds=61)
-    assert leases.release_stale_locks(g, cfg=_lease(60), now=later) == ["a"]
-    # Released as a failed attempt: claimable again once the retry backoff (30 s) is over.
-    assert leases.claim_next(g, run_id="r2", now=later) is None
-    assert leases.claim_next(g, run_id="r2", now=later + timedelta(seconds=31))["id"] == "a"
+    assert stale.release_stale_locks(g, cfg=_lease(60), now=later) == ["a"]
+    node = nodes.get_node(g, "a")
+    assert (node["attempts"], node["crashes"]) == (0, 1)
+    assert leases.claim_next(g, run_id="r2", now=later)["id"] == "a"
+
+
+@pytest.mark.parametrize(("claimer", "reader"), [(60, 3600), (3600, 60)])
+def test_the_lease_is_the_claimers_whoever_judges_it(g, claimer: float, reader: float) -> None:
+    """A machine configured with a short lease never takes work from one with a long lease,
+    and a short lease is honoured by a machine whose own is long."""
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])
+    start = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    claim = leases.claim_node(g, "a", run_id="r1", host="elsewhere", now=start,
+                              lease_seconds=claimer)
+    assert claim["lock_lease_ms"] == claimer * 1000
+    before = start + timedelta(seconds=claimer - 1)
+    after = start + timedelta(seconds=claimer + 1)
+    assert stale.release_stale_locks(g, cfg=_lease(reader), now=before) == []
+    assert stale.release_stale_locks(g, cfg=_lease(reader), now=after) == ["a"]
+
+
+def test_a_claim_that_recorded_no_lease_is_judged_by_the_readers(g, conn) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])
+    start = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    leases.claim_node(g, "a", run_id="r1", host="elsewhere", now=start, lease_seconds=5)
+    conn.execute("UPDATE nodes SET lock_lease_ms = NULL WHERE id = 'a'")  # an older claim
+    at = start + timedelta(seconds=30)
+    assert stale.release_stale_locks(g, cfg=_lease(60), now=at) == []
+    assert stale.release_stale_locks(g, cfg=_lease(20), now=at) == ["a"]
 
 
 def test_a_heartbeat_renews_the_lease(g) -> None:
     edits.add_nodes(g, [{"id": "a", "type": "task"}])
     start = datetime(2030, 1, 1, tzinfo=timezone.utc)
-    leases.claim_node(g, "a", run_id="r1", now=start)
+    leases.claim_node(g, "a", run_id="r1", now=start, lease_seconds=60)
     renewed = leases.heartbeat(g, "a", run_id="r1", now=start + timedelta(seconds=50))
     assert renewed["lock_renewed_at"] == clock.now_iso(start + timedelta(seconds=50))
     later = start + timedelta(seconds=100)  # 100 s after the claim, 50 s after the heartbeat
-    assert leases.release_stale_locks(g, cfg=_lease(60), now=later) == []
+    assert stale.release_stale_locks(g, cfg=_lease(3600), now=later) == []
     assert nodes.get_node(g, "a")["lock_run_id"] == "r1"
     with pytest.raises(ClavainError, match=r"not held by run 'r2' \(run 'r1' holds it\)"):
         leases.heartbeat(g, "a", run_id="r2")
-    assert leases.release_stale_locks(g, cfg=_lease(60),
-                                      now=later + timedelta(seconds=11)) == ["a"]
+    assert stale.release_stale_locks(g, cfg=_lease(3600),
+                                     now=later + timedelta(seconds=11)) == ["a"]
     with pytest.raises(ClavainError, match="not claimed"):
         leases.heartbeat(g, "a", run_id="r1")
 
 
-def test_a_crash_loop_reaches_max_attempts_and_escalates(g) -> None:
-    """A runner that dies holding the lock every time must not retry forever."""
+def test_a_crash_loop_stops_at_max_crashes_and_escalates_without_spending_attempts(g) -> None:
+    """A runner that dies holding the lock every time must not retry forever, and the crashes
+    before that spend no attempt."""
     edits.add_nodes(g, [{"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 3}}])
     at = datetime(2030, 1, 1, tzinfo=timezone.utc)
-    cfg = _lease(3600, retryBackoffSeconds=0)
-    for attempt in range(1, 4):
-        assert leases.claim_next(g, run_id=f"r{attempt}", pid=_dead_pid(), now=at)["id"] == "a"
-        assert leases.release_stale_locks(g, cfg=cfg, now=at) == ["a"]
-        assert nodes.get_node(g, "a")["attempts"] == attempt
-    node = nodes.get_node(g, "a")
-    assert node["status"] == "failed" and node["escalations"] == 1
+    cfg = _lease(3600, maxCrashes=4)
+    for crash in range(1, 5):
+        assert leases.claim_next(g, run_id=f"r{crash}", pid=_dead_pid(), now=at)["id"] == "a"
+        assert stale.release_stale_locks(g, cfg=cfg, now=at) == ["a"]
+        node = nodes.get_node(g, "a")
+        assert (node["attempts"], node["crashes"]) == (0, crash)
+        assert node["status"] == ("failed" if crash == 4 else "open")
+    assert "crashed 4 times" in kv.get(g, "a", "err.summary")["value"]
+    assert nodes.get_node(g, "a")["escalations"] == 1
     assert nodes.get_node(g, "plan-escalate-a")["status"] == "open"
+
+
+def test_a_person_reset_clears_the_crash_count(g) -> None:
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])
+    at = datetime(2030, 1, 1, tzinfo=timezone.utc)
+    leases.claim_next(g, run_id="r1", pid=_dead_pid(), now=at)
+    stale.release_stale_locks(g, cfg=_lease(3600), now=at)
+    assert nodes.get_node(g, "a")["crashes"] == 1
+    edits.reset(g, "a")
+    assert nodes.get_node(g, "a")["crashes"] == 0
 
 
 # ---------------------------------------------------------------- hypothesis
@@ -226,8 +266,8 @@ def test_selection_never_returns_a_node_with_an_unfinished_dep(tmp_path: Path, s
 def test_a_lease_too_long_to_date_means_no_lock_ever_expires(g) -> None:
     """`lockLeaseSeconds: 1e12` (as good as "never") must not crash every `graph next`."""
     edits.add_nodes(g, [{"id": "a", "type": "task"}])
-    leases.claim_node(g, "a", run_id="r1", pid=os.getpid())
-    assert leases.release_stale_locks(g, cfg=_lease(1e12)) == []
+    leases.claim_node(g, "a", run_id="r1", pid=os.getpid(), lease_seconds=1e12)
+    assert stale.release_stale_locks(g, cfg=_lease(1e12)) == []
     assert nodes.get_node(g, "a")["lock_run_id"] == "r1"
 
 

@@ -65,7 +65,7 @@ def test_agent_may_write_its_own_node_and_the_run(g) -> None:
 
 
 def test_cross_node_write_is_refused_and_writes_nothing(g, conn) -> None:
-    with pytest.raises(ClavainError, match="unless cross-node writes are allowed") as excinfo:
+    with pytest.raises(ClavainError, match="may not write the keys of") as excinfo:
         kv.put(g, "task-b", "out.summary", "overwritten", writer_node="task-a")
     assert excinfo.value.exit_code == 2
     assert "\n" not in str(excinfo.value)
@@ -73,10 +73,13 @@ def test_cross_node_write_is_refused_and_writes_nothing(g, conn) -> None:
     assert _count(conn, "kv_history") == 0
 
 
-def test_cross_node_write_with_override_or_by_a_person(g) -> None:
-    kv.put(g, "task-b", "out.a", "agent", writer_node="task-a", allow_cross_node=True)
+def test_a_runner_writes_only_its_own_node_and_a_person_any(g) -> None:
+    with pytest.raises(ClavainError, match=r"works on node 'task-a'.*may not write the keys "
+                                           r"of node 'task-b'"):
+        kv.put(g, "task-b", "out.a", "agent", writer_node="task-a")
     kv.put(g, "task-b", "out.b", "person", writer_node=None)
-    assert kv.get(g, "task-b", "out.a")["value"] == "agent"
+    kv.put(g, kv.RUN_NAMESPACE, "ctx.shared", "agent", writer_node="task-a")
+    assert kv.get(g, "task-b", "out.a") is None
     assert kv.get(g, "task-b", "out.b")["value"] == "person"
 
 

@@ -90,7 +90,7 @@ def test_runner_agent_writes_its_node_through_the_pointers(state: StatePaths) ->
         state, "task-a", '"$CLAVAIN_BIN" kv put --node task-b --key out.x --value no',
         cwd=state.project)
     assert refused.returncode == 2
-    assert "may write only its own keys" in refused.stderr
+    assert "may not write the keys of node 'task-b'" in refused.stderr
 
     conn = connect(state.db)
     try:
@@ -162,3 +162,48 @@ def test_current_run_id_prefers_explicit_then_inherited_then_new(monkeypatch) ->
     assert fresh.startswith("verify-") and fresh != current_run_id(prefix="verify")
     monkeypatch.setenv("CLAVAIN_RUN_ID", "run-42")
     assert current_run_id() == "run-42" and current_run_id("given") == "given"
+
+
+def test_a_runner_applies_and_renews_only_its_own_node(state: StatePaths) -> None:
+    """With task-a's environment, task-b (a sibling of the same run) is out of reach: its
+    result, its lease. The refusal names the real cause, and task-b's own runner is then
+    recorded normally."""
+    from clavain.workgraph import leases
+
+    conn = connect(state.db)
+    try:
+        g = Graph(conn, DEFAULT_GRAPH, state)
+        for node_id in ("task-a", "task-b"):
+            leases.claim_node(g, node_id, run_id="run-42")
+    finally:
+        conn.close()
+    ok = "echo '{\"status\":\"success\",\"summary\":\"done\"}' | "
+    for script in (ok + '"$CLAVAIN_BIN" graph apply task-b --result -',
+                   '"$CLAVAIN_BIN" graph heartbeat task-b',
+                   ok + 'env -u CLAVAIN_FENCE "$CLAVAIN_BIN" graph apply task-b --result -'):
+        refused = _run_in_runner(state, "task-a", script, cwd=state.project)
+        assert refused.returncode == 2, (script, refused.stdout)
+        assert "works on node 'task-a'" in refused.stderr
+        assert "task-b" in refused.stderr and "lease ran out" not in refused.stderr
+    assert _node(state, "task-b")["status"] == "in_progress"
+    own = _run_in_runner(state, "task-b", ok + '"$CLAVAIN_BIN" graph apply task-b --result -',
+                         cwd=state.project)
+    assert own.returncode == 0, own.stderr
+    assert _node(state, "task-b")["status"] == "done"
+
+
+def test_a_late_write_names_what_happened_to_the_claim(state: StatePaths) -> None:
+    from clavain.workgraph import leases, results
+
+    conn = connect(state.db)
+    try:
+        g = Graph(conn, DEFAULT_GRAPH, state)
+        claim = leases.claim_node(g, "task-a", run_id="run-1")
+        results.apply_result(g, "task-a", {"status": "success", "summary": "by someone"},
+                             run_id="run-1")
+        with pytest.raises(nodes.FenceError, match="is done already") as raised:
+            results.apply_result(g, "task-a", {"status": "success", "summary": "late"},
+                                 run_id="run-1", fence=claim["lock_generation"])
+        assert "lease ran out" not in str(raised.value)
+    finally:
+        conn.close()

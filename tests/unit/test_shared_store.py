@@ -20,7 +20,7 @@ from clavain.paths import StatePaths
 from clavain.store import graph_db, transfer
 from clavain.store.db import connect
 from clavain.store.postgres import PgConnection, redact, translate
-from clavain.workgraph import edits, kv, leases, nodes, results
+from clavain.workgraph import edits, kv, leases, nodes, results, stale
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 
 LIB = Path(__file__).resolve().parents[2] / "lib"
@@ -56,13 +56,13 @@ def test_a_password_never_shows_in_messages() -> None:
 # ---------------------------------------------------------------- fencing (both backends)
 
 def _expire_and_reclaim(g: Graph, run_id: str) -> tuple[dict, dict]:
-    """Claim `a` for `run_id`, let its lease run out (released as a failed attempt), and claim
-    it again for the same run: the second claim's generation is one more."""
+    """Claim `a` for `run_id`, let its lease run out (given back as a crash), and claim it
+    again for the same run: the second claim's generation is one more."""
     first = leases.claim_next(g, run_id=run_id, host="another-machine")
     later = datetime.now(timezone.utc) + timedelta(hours=2)
-    assert leases.release_stale_locks(g, cfg={"defaults": {"lockLeaseSeconds": 60,
-                                                           "retryBackoffSeconds": 0}},
-                                      now=later) == ["a"]
+    assert stale.release_stale_locks(g, cfg={"defaults": {"lockLeaseSeconds": 60,
+                                                          "retryBackoffSeconds": 0}},
+                                     now=later) == ["a"]
     second = leases.claim_next(g, run_id=run_id, now=later + timedelta(minutes=1))
     assert second is not None and second["id"] == "a"
     return first, second
@@ -182,8 +182,12 @@ def test_a_killed_runners_node_is_claimed_again_after_its_lease_and_its_late_app
     server's clock; A's result, arriving late under the same run id, is refused by its fence."""
     machine_b = _pg_graph(tmp_path, pg_url, "machine-b")
     edits.add_nodes(machine_b, [{"id": "a", "type": "task"}])
+    # Machine A claims with a 1 s lease; B's own (600 s) does not matter: the lease is A's.
+    (tmp_path / "machine-a" / ".clavain").mkdir(parents=True)
+    (tmp_path / "machine-a" / ".clavain" / "config.json").write_text(json.dumps(
+        {"defaults": {"lockLeaseSeconds": 1}}))
     (machine_b.state.root / "config.json").write_text(json.dumps(
-        {"defaults": {"lockLeaseSeconds": 1, "retryBackoffSeconds": 0}}))
+        {"defaults": {"lockLeaseSeconds": 600, "retryBackoffSeconds": 0}}))
     runner = subprocess.Popen([sys.executable, "-c", _RUNNER, str(tmp_path / "machine-a"),
                                pg_url], stdout=subprocess.PIPE, text=True, env=_env())
     claim = json.loads(runner.stdout.readline())
@@ -191,9 +195,9 @@ def test_a_killed_runners_node_is_claimed_again_after_its_lease_and_its_late_app
     machine_b.conn.execute("UPDATE nodes SET lock_host = 'machine-a' WHERE id = 'a'")
     runner.kill()
     runner.wait(timeout=10)
-    assert leases.release_stale_locks(machine_b) == []  # the lease has not run out yet
+    assert stale.release_stale_locks(machine_b) == []  # the lease has not run out yet
     time.sleep(1.3)
-    assert leases.release_stale_locks(machine_b) == ["a"]
+    assert stale.release_stale_locks(machine_b) == ["a"]
     again = leases.claim_next(machine_b, run_id="team-run")
     assert again["id"] == "a" and again["lock_generation"] == claim["fence"] + 1
     def late(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -210,7 +214,7 @@ def test_a_killed_runners_node_is_claimed_again_after_its_lease_and_its_late_app
     for attempt in (late("apply", "--fence", str(claim["fence"])), late("apply", **runner_env),
                     late("heartbeat", **runner_env)):
         assert attempt.returncode == 2, attempt.stdout  # refused, like every other refusal
-        assert "claimed again" in attempt.stderr
+        assert "was claimed again" in attempt.stderr and "run 'team-run'" in attempt.stderr
     blanked = late("apply", CLAVAIN_NODE_ID="a", CLAVAIN_FENCE="")
     assert blanked.returncode == 2 and "is not the claim generation" in blanked.stderr
     node = nodes.get_node(machine_b, "a")
@@ -317,6 +321,25 @@ def test_an_interrupted_copy_leaves_the_target_as_it_was(tmp_path: Path, pg_url:
     shared.close()
 
 
+@pytest.mark.parametrize(("text", "transient", "fix"), [
+    ("FATAL:  the database system is shutting down", True, "restarting"),
+    ("FATAL:  the database system is starting up", True, "restarting"),
+    ("connection refused", True, "start the server"),
+    ('FATAL:  database "nowhere" does not exist', False, "create it"),
+    ('FATAL:  password authentication failed for user "x"', False, "password"),
+])
+def test_a_restarting_server_is_waited_for_and_never_blamed_on_the_url(
+        text: str, transient: bool, fix: str) -> None:
+    from clavain.store.postgres import connect_error_transient, describe_connect_error
+
+    error = Exception(text)
+    assert connect_error_transient(error) is transient
+    line = describe_connect_error("postgresql://a:secret@h/db", error)
+    assert fix in line and "secret" not in line
+    if transient and "refused" not in text:
+        assert "check the URL" not in line
+
+
 def test_a_store_that_cannot_be_reached_is_one_line_with_the_fix(tmp_path: Path,
                                                                  pg_cluster) -> None:
     from clavain import doctor
@@ -333,7 +356,8 @@ def test_a_store_that_cannot_be_reached_is_one_line_with_the_fix(tmp_path: Path,
     assert row["status"] == "fail" and "create it" in row["detail"]
     fresh = pg_cluster.new_schema_url()
     row = doctor._store(StatePaths(tmp_path / ".clavain", store_url=fresh))
-    assert row["status"] == "ok" and "schema version 0 of 1" in row["detail"]
+    latest = graph_db.pg_latest_version()
+    assert row["status"] == "ok" and f"schema version 0 of {latest}" in row["detail"]
     assert "`clavain db migrate` creates the schema" in row["detail"]
 
 

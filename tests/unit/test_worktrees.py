@@ -186,8 +186,16 @@ def test_require_clean_refuses_modified_tracked_files(project: Path):
         require_clean(project)
 
 
-def test_require_clean_accepts_untracked_files_and_clavain_state(project: Path):
+def test_require_clean_refuses_untracked_files_but_not_ignored_ones_or_clavain_state(
+        project: Path):
+    """A parallel run commits and merges its work; a file outside what it commits could make
+    its checks pass on something that does not ship."""
     (project / "notes.txt").write_text("untracked\n")
+    with pytest.raises(ClavainError, match=r"untracked files \(notes.txt\).*before a parallel"):
+        require_clean(project)
+    (project / ".gitignore").write_text("notes.txt\n")
+    git(project, "add", ".gitignore")
+    git(project, "-c", "commit.gpgsign=false", "commit", "-q", "-m", "ignore notes")
     (project / ".clavain").mkdir()
     (project / ".clavain" / "x").write_text("state\n")
     require_clean(project)

@@ -59,11 +59,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _report(message: str, args: argparse.Namespace) -> None:
+def _report(message: str, args: argparse.Namespace, exc: BaseException | None = None) -> None:
+    """The error line; with --json an object, which also says when the workgraph store was at
+    fault (`store`: unavailable or damaged), so a supervisor never charges a node for it."""
     if getattr(args, "json", False):
         from clavain.cli._output import emit_json
+        from clavain.store import faults
 
-        emit_json({"error": message})
+        fault = faults.kind(exc) if exc is not None else None
+        emit_json({"error": message, **({"store": fault} if fault else {})})
     else:
         print(f"clavain: error: {message}", file=sys.stderr)
 
@@ -104,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except ClavainError as exc:
-        _report(str(exc), args)
+        _report(str(exc), args, exc)
         return exc.exit_code
     except BadText as exc:
         _report(str(exc), args)
@@ -115,15 +119,15 @@ def main(argv: list[str] | None = None) -> int:
         database = StatePaths.discover().db
         if "locked" in str(exc) or "busy" in str(exc):
             _report(f"the state database {database} stayed busy (another clavain process holds "
-                    f"it); try again", args)
+                    f"it); try again", args, exc)
         else:
-            _report(f"the state database {database}: {exc}", args)
+            _report(f"the state database {database}: {exc}", args, exc)
         return 1
     except sqlite3.DatabaseError as exc:
         from clavain.paths import StatePaths
 
         _report(f"the state database {StatePaths.discover().db} is not a Clavain database or "
-                f"is damaged ({exc}); move it aside to start over", args)
+                f"is damaged ({exc}); move it aside to start over", args, exc)
         return 1
     except OverflowError as exc:  # a number too large for SQLite or the calendar
         _report(f"a value is out of range ({exc})", args)
@@ -147,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         if type(exc).__module__.split(".")[0] != "psycopg":
             raise
         # The shared workgraph server refused or lost a statement (psycopg loads only then).
-        _report(f"the workgraph store: {' '.join(str(exc).split())[:400]}", args)
+        _report(f"the workgraph store: {' '.join(str(exc).split())[:400]}", args, exc)
         return 1
     finally:
         _print_notices()

@@ -143,7 +143,8 @@ def _no_subcommand(args: argparse.Namespace) -> int:
 
 def _print_node(node: dict[str, Any]) -> None:
     for key in ("id", "type", "status", "title", "parent_id", "runner", "depends_on",
-                "attempts", "escalations", "superseded_by", "blocked_until", "lock_run_id"):
+                "attempts", "crashes", "escalations", "superseded_by", "blocked_until",
+                "lock_run_id"):
         value = node.get(key)
         if value not in (None, "", [], 0) or (key == "attempts" and value == 0):
             print(f"{key + ':':<16}{', '.join(value) if isinstance(value, list) else value}")
@@ -224,8 +225,8 @@ def _next(args: argparse.Namespace) -> int:
     envelope = next_node(g, claim=args.claim, run_id=args.run_id, pid=args.pid)
     if not args.json:
         for node_id in envelope["released"]:
-            print(f"released the stale lock of {node_id} (counted as a failed attempt)",
-                  file=sys.stderr)
+            print(f"gave back the stale claim of {node_id} (its holder is gone: a crash, no "
+                  "attempt spent)", file=sys.stderr)
         for node_id in envelope["reset"]:
             print(f"reopened {node_id} to break a deadlock (defaults.autoResetFailedMax)",
                   file=sys.stderr)
@@ -253,9 +254,12 @@ def _claim(args: argparse.Namespace) -> int:
     return 0
 
 
-def _fence(args: argparse.Namespace) -> int | None:
-    from clavain.workgraph.runner_env import fence_from_env
+def _fence(args: argparse.Namespace, action: str) -> int | None:
+    """The claim generation a write for node `args.id` carries; a runner's write for another
+    node than its own is refused here."""
+    from clavain.workgraph.runner_env import fence_from_env, refuse_other_node
 
+    refuse_other_node(args.id, action)
     return args.fence if args.fence is not None else fence_from_env(args.id)
 
 
@@ -264,7 +268,7 @@ def _heartbeat(args: argparse.Namespace) -> int:
     from clavain.workgraph.runner_env import current_run_id
 
     node = heartbeat(existing_graph(args.graph), args.id, run_id=current_run_id(args.run_id),
-                     snapshot=True, fence=_fence(args))
+                     snapshot=True, fence=_fence(args, "renew the lease of"))
     if args.json:
         emit_json(node)
     else:
@@ -278,7 +282,7 @@ def _apply(args: argparse.Namespace) -> int:
     text = read_input(args.result, lenient=True)
     summary = apply_result(existing_graph(args.graph), args.id, text, run_id=args.run_id,
                            stdout_path=args.stdout_path, result_path=args.result_path,
-                           fence=_fence(args))
+                           fence=_fence(args, "apply a result to"))
     if args.json:
         emit_json(summary)
         return 0

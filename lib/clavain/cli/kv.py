@@ -37,8 +37,6 @@ def register(commands: argparse._SubParsersAction) -> None:
     source.add_argument("--value", help="the value, as text")
     source.add_argument("--value-file", metavar="PATH",
                         help="read the value from a file (- = stdin)")
-    put.add_argument("--allow-cross-node-write", action="store_true",
-                     help="let a runner's agent write a node other than its own")
     add_json_flag(put)
 
     ls = add_command(actions, "ls", "list keys (all nodes unless --node/--run or in a runner)",
@@ -102,24 +100,19 @@ def _read_value(args: argparse.Namespace) -> str:
 
 
 def _put(args: argparse.Namespace) -> int:
-    from clavain.errors import ClavainError
     from clavain.workgraph import kv
     from clavain.workgraph.runner_env import fence_from_env
 
     node_id = _target(args, required=True)
     writer = _env("CLAVAIN_NODE_ID")
     # Check before reading stdin or touching the database: a refused write changes nothing.
-    try:
-        kv.check_write_allowed(node_id, writer, args.allow_cross_node_write)
-    except ClavainError as exc:
-        raise ClavainError(f"{exc} (--allow-cross-node-write)") from None
+    kv.check_write_allowed(node_id, writer)
     kv.check_key(args.key)
     value = _read_value(args)
     g = existing_graph(args.graph)
     with closing(g.conn):
         entry = kv.put(g, node_id, args.key, value, writer_node=writer,
-                       allow_cross_node=args.allow_cross_node_write, run_id=_env("CLAVAIN_RUN_ID"),
-                       fence=fence_from_env(node_id))
+                       run_id=_env("CLAVAIN_RUN_ID"), fence=fence_from_env(node_id))
     if args.json:
         emit_json({k: v for k, v in entry.items() if k != "value"})
     else:

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clavain.workgraph.shell import SignalGuard, kill_group, run_command
+from clavain.processes import kill_group
+from clavain.workgraph.shell import SignalGuard, run_command
 from clavain.workgraph.verifier import log_tail, safe_path_part
 
 MAX_PARALLEL = 8

@@ -33,7 +33,13 @@ class Defaults(_Strict):
                                                              "(doubles each time)")
     retryBackoffMaxSeconds: float = Field(900, ge=0, description="longest retry wait")
     lockLeaseSeconds: float = Field(3600, gt=0, description="a claim not renewed for this long "
-                                                            "is released as a failed attempt")
+                                                            "is given back (recorded with the "
+                                                            "claim: every machine judges it "
+                                                            "by the claimer's lease)")
+    maxCrashes: int = Field(5, ge=1, le=1000, description="times a node may be given back "
+                                                          "because its holder died or lost "
+                                                          "the store (no attempt spent) "
+                                                          "before it fails")
     autoResetFailedMax: int = Field(0, ge=0, description="times the deadlock breaker may reopen "
                                                          "one failed blocker (0: never)")
     verifyTimeoutSeconds: float = Field(600, gt=0, description="per verify command")
@@ -195,6 +201,10 @@ class Store(_Strict):
     url: str | None = Field(None, pattern=r"^postgres(ql)?://", description="a PostgreSQL URL "
                             "shared by a team (postgresql://user@host:port/db); null: the "
                             "project's .clavain/state.sqlite. CLAVAIN_DB overrides it")
+    outageWaitSeconds: float = Field(120, ge=0, description="how long `clavain run` waits "
+                                     "for a workgraph server that is restarting or cannot "
+                                     "be reached (at start and mid-run) before it stops "
+                                     "with the cause")
 
 
 class Config(_Strict):

@@ -190,3 +190,29 @@ def schema_version(path: str | os.PathLike[str]) -> int | None:
         return conn.execute("PRAGMA user_version").fetchone()[0]
     finally:
         conn.close()
+
+
+def integrity(path: str | os.PathLike[str], *, seconds: float = 5.0) -> tuple[str, str]:
+    """("ok" | "damaged" | "unchecked", one line): SQLite's `integrity_check` of an existing
+    database, read-only and stopped after `seconds` (a huge database is then "unchecked")."""
+    import time
+
+    try:
+        conn = connect_readonly(path, timeout_ms=busy_timeout())
+    except sqlite3.DatabaseError as exc:
+        return "damaged", str(exc)
+    deadline = time.monotonic() + seconds
+    conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA integrity_check(5)")]
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc):
+            return "unchecked", f"not fully checked in {seconds:g} s"
+        return "damaged", str(exc)
+    except sqlite3.DatabaseError as exc:
+        return "damaged", str(exc)
+    finally:
+        conn.close()
+    if problems == ["ok"]:
+        return "ok", "integrity ok"
+    return "damaged", "; ".join(problems)[:300]

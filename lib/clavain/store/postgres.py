@@ -160,7 +160,8 @@ class PgConnection:
                                   connect_timeout=max(1, int(self.connect_timeout)),
                                   application_name="clavain", **DEAD_PEER_SETTINGS)
         except psycopg.OperationalError as exc:
-            raise StoreUnavailable(describe_connect_error(self.url, exc)) from None
+            raise StoreUnavailable(describe_connect_error(self.url, exc),
+                                   transient=connect_error_transient(exc)) from None
         except psycopg.ProgrammingError as exc:  # a URL psycopg cannot parse
             raise ClavainError(f"store URL {redact(self.url)} is not a PostgreSQL URL "
                                f"({exc}); expected postgresql://user@host:port/dbname") from None
@@ -207,6 +208,7 @@ class PgConnection:
 
     def execute(self, sql: str, params: Any = ()) -> Any:
         statement = _PRAGMAS.get(sql.strip()) or translate(sql)
+        params = _storable(params)
         word = statement.lstrip()[:8].upper()
         if word.startswith("BEGIN"):
             self._start()
@@ -245,7 +247,7 @@ class PgConnection:
             raise _psycopg().OperationalError("the connection to the workgraph store was lost "
                                               "inside a transaction")
         with self._raw.cursor() as cursor:
-            cursor.executemany(translate(sql), list(rows))
+            cursor.executemany(translate(sql), [_storable(row) for row in rows])
 
     def begin(self, *, exclusive: bool) -> None:
         """BEGIN, then the writer lock: exclusive, like SQLite's BEGIN IMMEDIATE, or shared for
@@ -327,7 +329,19 @@ class PgConnection:
 
 
 class StoreUnavailable(ClavainError):
-    """The shared store cannot be reached (refused, unknown host, bad login)."""
+    """The shared store cannot be reached (restarting, refused, unknown host, bad login).
+    `transient`: waiting may help (a server restarting, refusing or silent), unlike a wrong
+    password or database name."""
+
+    def __init__(self, message: str, *, transient: bool = True) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+def connect_error_transient(exc: Exception) -> bool:
+    text = str(exc)
+    return not (("does not exist" in text and ("database" in text or "role" in text))
+                or "password" in text or "authentication" in text)
 
 
 def redact(url: str) -> str:
@@ -340,9 +354,17 @@ def redact(url: str) -> str:
     return f"{scheme}://{user}{':***' if ':' in creds else ''}@{host}"
 
 
+# What a server says while it restarts or is full: worth waiting for, not a wrong URL.
+_RESTARTING = ("shutting down", "starting up", "in recovery mode", "not yet accepting",
+               "too many clients", "terminating connection due to administrator command")
+
+
 def describe_connect_error(url: str, exc: Exception) -> str:
     text = " ".join(str(exc).split())
-    if "does not exist" in text and "database" in text:
+    if any(words in text for words in _RESTARTING):
+        fix = ("the server is restarting or busy; `clavain run` waits for it "
+               "(store.outageWaitSeconds), other commands: try again in a moment")
+    elif "does not exist" in text and "database" in text:
         fix = "create it (createdb) or fix the database name in the URL"
     elif "password" in text or "authentication" in text:
         fix = "check the user and password in the URL (or ~/.pgpass)"
@@ -351,6 +373,23 @@ def describe_connect_error(url: str, exc: Exception) -> str:
     else:
         fix = "check the URL: postgresql://user@host:port/dbname"
     return f"cannot reach the workgraph store {redact(url)}: {text[:300]} — {fix}"
+
+
+def _storable(params: Any) -> Any:
+    """The parameters with any text the server would refuse (NUL, a lone surrogate) made
+    storable as the library stores it on both backends (`textio.storable`): a text the library
+    did not clean must not turn a write into a failed worker."""
+    values = params.values() if isinstance(params, dict) else params
+    if not any(isinstance(value, str) and ("\x00" in value or not value.isascii())
+               for value in values):
+        return params
+    from clavain.textio import storable
+
+    if isinstance(params, dict):
+        return {key: storable(value) if isinstance(value, str) else value
+                for key, value in params.items()}
+    return type(params)(storable(value) if isinstance(value, str) else value
+                        for value in params)
 
 
 def _numbers_as_python(raw: Any, psycopg: Any) -> None:

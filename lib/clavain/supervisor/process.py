@@ -18,9 +18,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from clavain.workgraph.shell import kill_group, stop_group
+from clavain.errors import ClavainError
+from clavain.processes import kill_group, stop_group
 
 POLL_SECONDS = 0.2
+
+
+class RunnerNotStarted(ClavainError):
+    """The runner's program could not be started (missing, not executable)."""
 
 
 @dataclass(frozen=True)
@@ -63,10 +68,17 @@ def run_process(argv: list[str], *, stdin_text: str, cwd: Path, env: dict[str, s
     stdout_path, stderr_path = log_dir / "stdout.log", log_dir / "stderr.log"
     started = time.monotonic()
     with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=out,
-                                stderr=err, start_new_session=True)
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=out,
+                                    stderr=err, start_new_session=True)
+        except OSError as exc:  # the runner's program cannot start: the setup, not the node
+            raise RunnerNotStarted(f"runner could not start: {exc}") from exc
         if on_start is not None:
-            on_start(proc.pid)
+            try:
+                on_start(proc.pid)
+            except BaseException:  # never a runner nobody knows about
+                stop_group(proc.pid, grace=0, proc=proc)
+                raise
         feeder = threading.Thread(target=_feed, args=(proc, stdin_text.encode("utf-8")),
                                   daemon=True)
         feeder.start()

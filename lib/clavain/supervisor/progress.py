@@ -52,6 +52,11 @@ class LinePrinter:
         self.stream.flush()
 
 
+# A node given back (no attempt spent) is not a failure.
+_MARKS = {"done": "✔", "released": "↩", "rate_limited": "↩", "store_unavailable": "↩",
+          "runner_unusable": "↩", "not_recorded": "↩"}
+
+
 class Printer(LinePrinter):
     """A supervised run's lines."""
 
@@ -63,9 +68,16 @@ class Printer(LinePrinter):
             problems = "".join(f"\n  budget settings: {p}" for p in event["budget_problems"])
             return f"clavain run {event['run_id']} on graph {event['graph_id']} ({mode}){problems}"
         if kind == "recovered":
+            still = event.get("still_running") or []
             return (f"recovered run {event['run_id']}: stopped runners "
-                    f"{', '.join(event['stopped_runners']) or 'none'}; released "
-                    f"{', '.join(event['released']) or 'nothing'}")
+                    f"{', '.join(event['stopped_runners']) or 'none'}; gave back "
+                    f"{', '.join(event['released']) or 'nothing'} (no attempt spent)"
+                    + (f"; still running, left claimed: {', '.join(still)}" if still else ""))
+        if kind == "cleaned":
+            return "removed what crashed runs left in git: " + ", ".join(event["removed"])
+        if kind == "reconciled":
+            return (f"gave back {', '.join(event['released'])}: its worker ended without "
+                    "giving it back (no attempt spent)")
         if kind == "started":
             return (f"▶ {event['node']} ({event['role']}, attempt {event['attempt']}) "
                     f"on worker {event['worker']}")
@@ -74,7 +86,7 @@ class Printer(LinePrinter):
                                             event.get("model")) if p)
             cost = f", {event['tokens']:,} tokens, ${event['cost_usd']:.4f}" \
                 if event.get("tokens") else ""
-            return (f"{'✔' if event.get('outcome') == 'done' else '✖'} {event['node']} "
+            return (f"{_MARKS.get(event.get('outcome'), '✖')} {event['node']} "
                     f"[{who}] worker {event.get('worker')}: {event.get('outcome')} in "
                     f"{event.get('seconds', 0):.1f}s{cost} — {str(event.get('summary'))[:160]}")
         if kind == "stopping":
@@ -132,3 +144,6 @@ def print_final(report: dict[str, Any]) -> None:
           f"{metrics['wall_seconds']:.1f}s; peak concurrency: {metrics['peak_concurrency']}")
     print(f"Done: {len(report['done'])} node(s); left: "
           + (", ".join(f"{n['id']} ({n['status']})" for n in report["left"]) or "nothing"))
+    if metrics.get("crashes"):
+        print("Crashes (given back, no attempt spent): "
+              + ", ".join(f"{node} {n}" for node, n in metrics["crashes"].items()))

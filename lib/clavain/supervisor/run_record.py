@@ -13,38 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from clavain.clock import now_iso
+from clavain.errors import ClavainError
 from clavain.fsutil import read_json_object, write_json_atomic
 from clavain.paths import StatePaths
+from clavain.processes import pid_alive, process_identity, same_process, stop_recorded_group
 from clavain.store.db import transaction
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.leases import boot_id, pid_alive, this_host
+from clavain.workgraph.leases import this_host
 from clavain.workgraph.nodes import release_claim
-from clavain.workgraph.shell import group_alive, stop_group
 from clavain.workgraph.verifier import safe_path_part
 
 RECORD_NAME = "supervisor.json"
-
-
-def process_identity(pid: int) -> str | None:
-    """Which process `pid` is: boot id and start time (Linux `/proc`), so a pid the system
-    gave to another process since it was recorded is never taken for it. None elsewhere."""
-    boot = boot_id()
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            stat = handle.read()
-    except OSError:
-        return None
-    if not boot:
-        return None
-    fields = stat[stat.rfind(")") + 2:].split()  # the name may hold spaces and parentheses
-    return f"{boot}:{fields[19]}" if len(fields) > 19 else None
-
-
-def same_process(pid: int, identity: object) -> bool:
-    """Whether live `pid` is still the process recorded with `identity` (unknown: assume so)."""
-    if not isinstance(identity, str):
-        return True
-    return process_identity(pid) == identity
 
 
 def run_dir(state: StatePaths, run_id: str) -> Path:
@@ -79,6 +58,13 @@ class RunRecord:
             self.data["runners"].pop(node_id, None)
             self._write()
 
+    def keep_branch(self, branch: str, why: str) -> None:
+        """A branch left on purpose (a conflict's or a dirty tree's only copy of its work):
+        the next run's clean-up leaves it for a person."""
+        with self._lock:
+            self.data.setdefault("kept_branches", {})[branch] = why
+            self._write()
+
     def finish(self, status: str, *, keep_runners: bool = False) -> None:
         """`keep_runners`: some runner may outlive this supervisor; the next run stops it."""
         with self._lock:
@@ -103,6 +89,41 @@ def supervisor_alive(record: dict[str, Any]) -> bool:
             and same_process(pid, record.get("identity")))
 
 
+def resumable(state: StatePaths, run_id: str) -> dict[str, Any]:
+    """The record of run `run_id`, refused when it is missing, damaged or still running."""
+    path = run_dir(state, run_id) / RECORD_NAME
+    record = read_json_object(path)
+    if record is None:
+        raise ClavainError(f"no run {run_id!r} to resume ({path} is missing or damaged)")
+    if not isinstance(record.get("graph_id"), str):
+        raise ClavainError(f"{path}: no graph_id; this record cannot be resumed")
+    if record.get("status") == "running" and supervisor_alive(record):
+        raise ClavainError(f"run {run_id!r} is still running (pid {record.get('pid')} on "
+                           f"{record.get('host')}); stop it first")
+    return record
+
+
+def live_runs(state: StatePaths) -> set[str]:
+    """Ids of the runs whose supervisor is still at work (on another host: assumed so)."""
+    live = set()
+    for path in sorted(state.runs.glob(f"*/{RECORD_NAME}")) if state.runs.is_dir() else []:
+        record = read_json_object(path)
+        if (record is not None and record.get("status") == "running"
+                and isinstance(record.get("run_id"), str) and supervisor_alive(record)):
+            live.add(record["run_id"])
+    return live
+
+
+def kept_branches(state: StatePaths) -> set[str]:
+    """Every git branch a run of this project kept on purpose (`RunRecord.keep_branch`)."""
+    kept: set[str] = set()
+    for path in sorted(state.runs.glob(f"*/{RECORD_NAME}")) if state.runs.is_dir() else []:
+        record = read_json_object(path) or {}
+        if isinstance(record.get("kept_branches"), dict):
+            kept.update(name for name in record["kept_branches"] if isinstance(name, str))
+    return kept
+
+
 def abandoned_runs(state: StatePaths) -> list[dict[str, Any]]:
     """Records of runs whose supervisor died on this host while they were running."""
     found = []
@@ -115,19 +136,11 @@ def abandoned_runs(state: StatePaths) -> list[dict[str, Any]]:
 
 
 def _stop_runner(runner: object, *, grace: float | None = None) -> bool:
-    """Stop one recorded runner's process group; False when it is gone or no longer ours. A
-    group whose leader is gone can still be signalled: its id cannot be reused while it has
-    members."""
-    pid = runner.get("pid") if isinstance(runner, dict) else None
-    if not isinstance(pid, int) or pid <= 1 or not group_alive(pid):
+    """Stop one recorded runner's process group; False when it is gone or no longer ours."""
+    if not isinstance(runner, dict):
         return False
-    if pid_alive(pid) and not same_process(pid, runner.get("identity")):
-        return False  # the pid belongs to another process now
-    if grace is None:
-        stop_group(pid)
-    else:
-        stop_group(pid, grace=grace)
-    return True
+    kwargs = {} if grace is None else {"grace": grace}
+    return bool(stop_recorded_group(runner.get("pid"), runner.get("identity"), **kwargs))
 
 
 def kill_runners(state: StatePaths, run_id: str) -> list[str]:
@@ -138,36 +151,58 @@ def kill_runners(state: StatePaths, run_id: str) -> list[str]:
 
 
 def recover(state: StatePaths, conn: Any) -> list[dict[str, Any]]:
-    """Stop the runners of every abandoned run and release its claims unspent. Returns what was
+    """Stop the runners of every abandoned run and give its claims back as crashes (no attempt
+    spent; `stale.give_back_crashed`). A runner that cannot be stopped keeps its node claimed
+    and stays in the record for the next look: never two runners on one node. Returns what was
     done, one entry per run."""
     recovered = []
     for record in abandoned_runs(state):
         runners = record.get("runners") if isinstance(record.get("runners"), dict) else {}
-        stopped = [node for node, runner in runners.items() if _stop_runner(runner)]
+        outcome = {node: _stop_runner(runner) for node, runner in runners.items()}
+        stopped = [node for node, gone in outcome.items() if gone]
+        running = {node: runners[node] for node, gone in outcome.items() if gone is None}
         released = []
         if isinstance(record.get("run_id"), str) and isinstance(record.get("graph_id"), str):
             released = release_run_claims(
-                state, conn, record["run_id"], record["graph_id"],
+                state, conn, record["run_id"], record["graph_id"], crashed=True,
+                keep=set(running),
                 why=f"supervisor of run {record['run_id']} died (pid {record.get('pid')})")
         record_path = Path(record.pop("path"))
-        record.update(status="crashed", recovered_at=now_iso(), runners={})
+        record.update(status="running" if running else "crashed", recovered_at=now_iso(),
+                      runners=running)
         with contextlib.suppress(OSError):
             write_json_atomic(record_path, record, inside=state.root)
         recovered.append({"run_id": record.get("run_id"), "stopped_runners": stopped,
-                          "released": released})
+                          "released": released, "still_running": sorted(running)})
     return recovered
 
 
 def release_run_claims(state: StatePaths, conn: Any, run_id: str, graph_id: str, *,
-                       why: str) -> list[str]:
-    """Give back every node `run_id` holds in `graph_id`, no attempt spent."""
+                       why: str, crashed: bool = False, keep: set[str] | None = None
+                       ) -> list[str]:
+    """Give back every node `run_id` holds in `graph_id` (but those in `keep`), no attempt
+    spent; `crashed`: its supervisor died, which counts against each node's crash limit."""
+    from clavain import config as config_mod
+    from clavain.store.graph_db import store_now
+    from clavain.workgraph.nodes import get_node
+    from clavain.workgraph.stale import give_back_crashed
+
     g = Graph(conn, graph_id, state)
-    at = now_iso()
+    cfg = config_mod.load(state.config) if crashed else {}
+    now = store_now(conn)
+    at = now_iso(now)
     released = []
     with transaction(conn):
         held = [row[0] for row in conn.execute(
-            "SELECT id FROM nodes WHERE graph_id = ? AND lock_run_id = ?", (g.id, run_id))]
+            "SELECT id FROM nodes WHERE graph_id = ? AND lock_run_id = ? ORDER BY id",
+            (g.id, run_id)) if row[0] not in (keep or ())]
         for node_id in held:
-            if release_claim(g, node_id, run_id, at=at, why=why):
+            if crashed:
+                node = get_node(g, node_id)
+                gone = node is not None and give_back_crashed(g, cfg, node, why=why, at=at,
+                                                              now=now)
+            else:
+                gone = release_claim(g, node_id, run_id, at=at, why=why)
+            if gone:
                 released.append(node_id)
     return released

@@ -42,4 +42,7 @@ def render_supervised(metrics: dict[str, Any]) -> str:
         f"  tokens: {metrics['tokens']:,}; cost: ${metrics['cost_usd']:.4f}",
         f"  wall: {metrics['wall_seconds']:.1f}s; peak concurrency: "
         f"{metrics['peak_concurrency']}",
+        *(["  crashes (given back, no attempt spent): "
+           + ", ".join(f"{node} {n}" for node, n in metrics["crashes"].items())]
+          if metrics.get("crashes") else []),
     ]) + "\n"

@@ -5,11 +5,19 @@ run (the scheduler's reason is the run's), a budget is spent, or the person stop
 Signals: SIGINT or SIGTERM sets the stop flag; every runner's process group is stopped, its
 node given back unspent, and the report says what is done and what is left. A `kill -9` leaves
 `supervisor.json` saying "running": the next `clavain run` (or `--resume RUN`) stops the
-runners it names and releases their claims unspent before it claims anything (`run_record`).
+runners it names and gives their claims back as crashes (no attempt spent) before it claims
+anything (`run_record`), and removes the git branches and worktrees the crash left.
+
+Faults: no claim outlives its worker (`run_claims` reconciles the run's claims with its workers
+after each node and before any wait on "nodes in progress"); a store that is restarting is
+waited out with a countdown, bounded by `store.outageWaitSeconds`, at start and between claims;
+a damaged database halts the run before its next claim; worker errors several times in a row
+stop it. The final line says what happened to every claim.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -17,23 +25,24 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
 from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
+from clavain.processes import TERM_GRACE_SECONDS
+from clavain.store import faults as store_faults
 from clavain.store.db import transaction
 from clavain.store.graph_db import (
-    dialect,
     graph_store_exists,
     open_graph_db,
     reconnecting,
 )
-from clavain.supervisor import run_record, worktrees
+from clavain.supervisor import run_claims, run_record, worktrees
+from clavain.supervisor.fault_injection import inject
 from clavain.supervisor.metrics import METRICS_NAME, RunMetrics
-from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, limit_wait_seconds
+from clavain.supervisor.pacing import Pacing, StoreOutage, one_line
 from clavain.supervisor.routes import check_override, role_of
 from clavain.supervisor.run_budget import RunBudget
 from clavain.supervisor.worker import RunContext, run_node
@@ -41,13 +50,8 @@ from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import list_nodes, release_claim
 from clavain.workgraph.runner_env import new_run_id
 from clavain.workgraph.schedule import next_node
-from clavain.workgraph.shell import TERM_GRACE_SECONDS
 
 WAIT_POLL_SECONDS = 0.25
-OTHERS_POLL_SECONDS = 2.0
-# On a shared server the wake is the server's notification; the poll is only a fallback.
-OTHERS_POLL_SECONDS_SHARED = 15.0
-READY_RETRY_SECONDS = 0.2
 PROGRESS_EVERY_SECONDS = 15.0
 # How a run ended → the command's exit code.
 EXIT_CODES = {"complete": 0, "stopped_at_limit": 0, "blocked": 1, "budget": 3,
@@ -78,27 +82,34 @@ class Supervisor:
         self.workers = options.workers or int(config_mod.get(self.cfg, "supervisor.workers", 1))
         if self.workers < 1:
             raise ClavainError("workers must be at least 1")
-        self.conn = open_graph_db(state)
+        self.stop = threading.Event()
+        self.pacing = Pacing(self.cfg, self.stop, self.report)
+        # A server restarting as the run starts is waited for, with a countdown.
+        self.conn = self.pacing.store(lambda: open_graph_db(state))
         # Never $CLAVAIN_RUN_ID: a `clavain run` started inside a runner is a run of its own.
         self.run_id = options.resume or options.run_id or new_run_id()
         self.g = Graph(self.conn, graph_id, state)
-        self.stop = threading.Event()
         self.signal: int | None = None
         self.finished: queue.Queue[dict[str, Any]] = queue.Queue()
         self.active: dict[str, dict[str, Any]] = {}  # node → worker, role, monotonic start
         self.busy_workers: set[int] = set()
         self.started_calls = 0
-        self.rate_limited_until: float | None = None
-        self.limits_in_a_row = 0
-        self.unusable: str | None = None  # why the runner cannot work at all
+        self.ctx: RunContext | None = None
 
     # ------------------------------------------------------------ the run
 
     def run(self) -> dict[str, Any]:
         with _Signals(self._on_signal):
-            recovered = run_record.recover(self.state, self.conn)
+            recovered = self.pacing.store(lambda: run_record.recover(self.state, self.conn))
             for entry in recovered:
                 self.report({"event": "recovered", **entry})
+            cleaned = {"removed": []}
+            with contextlib.suppress(ClavainError, OSError):  # no git: nothing to clean
+                cleaned = worktrees.clean_leftovers(
+                    self.state.project, self.state.root, live=run_record.live_runs(self.state),
+                    kept=run_record.kept_branches(self.state))
+            if cleaned["removed"]:
+                self.report({"event": "cleaned", **cleaned})
             if self.stop.is_set():
                 raise ClavainError("stopped before the run began", exit_code=130)
             use_worktrees = self.workers > 1
@@ -115,6 +126,7 @@ class Supervisor:
             ctx = RunContext(self.state, self.g.id, self.run_id, self.cfg, record, metrics,
                              budget, self.stop, self.options.runner, self.options.packet_mode,
                              use_worktrees)
+            self.ctx = ctx
             self.report({"event": "start", "run_id": self.run_id, "graph_id": self.g.id,
                          "workers": self.workers, "worktrees": use_worktrees,
                          "budget_problems": budget.problems})
@@ -122,14 +134,23 @@ class Supervisor:
                 ending = self._loop(ctx, budget)
             except BaseException:
                 self._stop_workers()  # no runner outlives a supervisor that failed
-                run_record.release_run_claims(self.state, self.conn, self.run_id, self.g.id,
-                                              why="its supervisor failed")
+                with contextlib.suppress(Exception):
+                    run_claims.settle_at_end(self.g, self.run_id, why="its supervisor failed")
                 record.finish("failed", keep_runners=bool(self.active))
                 raise
             status = "interrupted" if self.signal else ending["status"]
-            record.finish(status)
-            summary = metrics.write(status=status, reason=ending.get("reason"))
-            return self._final(status, ending, summary, recovered)
+            claims = run_claims.settle_at_end(self.g, self.run_id, why=self._ending_why(status))
+            record.finish(status, keep_runners=bool(self.active))
+            nodes, problem = self._nodes()
+            crashes = {n["id"]: n["crashes"] for n in nodes if n.get("crashes")}
+            summary = metrics.write(status=status, reason=ending.get("reason"), crashes=crashes)
+            return self._final(status, ending, summary, recovered,
+                               {**claims, "problem": claims["problem"] or problem}, nodes)
+
+    def _ending_why(self, status: str) -> str:
+        if status == "interrupted" and self.signal:
+            return f"the run was stopped by {signal.Signals(self.signal).name}"
+        return f"the run ended ({status}) while its worker still held it"
 
     def _stop_workers(self) -> None:
         """Stop every runner and wait for its worker, longer than a runner's grace period."""
@@ -156,11 +177,13 @@ class Supervisor:
         ending: dict[str, Any] | None = None
         last_progress = time.monotonic()
         while True:
+            if ending is not None and ending.get("wait") and self._drain():
+                ending = None  # something changed: look again
             if ending is None and not self.stop.is_set():
                 ending = self._fill(ctx, budget)
             if not self.active:
                 if ending is None or ending.get("wait"):
-                    self._wait(ending)
+                    self.pacing.wait(ending, self.conn, self.g.id)
                     ending = None
                     if not self.stop.is_set():
                         continue
@@ -172,41 +195,65 @@ class Supervisor:
                     last_progress = time.monotonic()
                     self.report({"event": "progress", "running": self._running()})
                 continue
-            self.active.pop(event["node"], None)
-            self.busy_workers.discard(event["worker"])
-            self.report({"event": "finished", **event})
-            if event.get("outcome") == "rate_limited":
-                self._note_rate_limit(event)
-            else:
-                self.limits_in_a_row = 0
-            if event.get("outcome") == "runner_unusable":
-                self.unusable = self.unusable or str(event.get("summary"))
+            self._on_finished(event)
             if ending is not None and ending.get("wait"):
                 ending = None  # something changed: look again
+
+    def _drain(self) -> bool:
+        """Take in every worker that finished meanwhile; whether there was any."""
+        took = False
+        while True:
+            try:
+                event = self.finished.get_nowait()
+            except queue.Empty:
+                return took
+            self._on_finished(event)
+            took = True
+
+    def _on_finished(self, event: dict[str, Any]) -> None:
+        """A worker ended: report it, note what it says about the run, and give back its
+        node's claim if the worker could not (no claim outlives its worker)."""
+        self.active.pop(event["node"], None)
+        self.busy_workers.discard(event["worker"])
+        self.report({"event": "finished", **event})
+        self.pacing.note(event)
+        self._reconcile(event["node"])
+
+    def _reconcile(self, node_id: str | None = None) -> None:
+        """Give back the run's claims (on `node_id`, or all) that no worker holds."""
+        if self.ctx is not None and self.ctx.halt.is_set():
+            return  # a damaged database takes no more writes; the end says what is held
+        try:
+            released = self.pacing.store(lambda: run_claims.give_back_orphans(
+                self.g, self.run_id, set(self.active), node_id=node_id,
+                why="its worker ended without giving it back"))
+        except Exception as exc:
+            if store_faults.kind(exc) is None and not isinstance(exc, StoreOutage):
+                raise
+            return  # the run's next claim meets the same store, and ends with the cause
+        if released:
+            self.report({"event": "reconciled", "released": released})
 
     def _fill(self, ctx: RunContext, budget: RunBudget) -> dict[str, Any] | None:
         """Claim and start nodes until every worker is busy; the run's ending (or a reason to
         wait) when nothing more may start now."""
         while len(self.busy_workers) < self.workers and not self.stop.is_set():
-            if self.unusable:
-                return {"status": "blocked", "reason": "runner_unusable",
-                        "message": self.unusable}
-            if self.limits_in_a_row >= MAX_LIMITS_IN_A_ROW:
-                return {"status": "blocked", "reason": "rate_limited",
-                        "message": f"rate limited {self.limits_in_a_row} times in a row; "
-                                   "a person must look"}
-            if self.rate_limited_until and time.time() < self.rate_limited_until:
-                return {"wait": "rate_limit", "until": self.rate_limited_until}
-            spent = budget.spent()
-            if spent:
-                return {"status": "budget", "reason": "budget", "message": spent}
-            limit = self.options.max_iterations
-            if limit is not None and self.started_calls >= limit:
-                return {"status": "stopped_at_limit", "reason": "max_iterations",
-                        "message": f"stopped after {limit} runner call(s) as asked "
-                                   "(--once / --max-iterations)"}
-            envelope = reconnecting(self.conn, lambda: next_node(
-                self.g, claim=True, run_id=self.run_id, pid=os.getpid(), cfg=self.cfg))
+            self._drain()  # a finished node is reported before what it made ready starts
+            held = self.pacing.hold(
+                halt=ctx.halt_message if ctx.halt.is_set() else None, spent=budget.spent(),
+                started=self.started_calls, limit=self.options.max_iterations)
+            if held is not None:
+                return held
+            try:
+                envelope = self.pacing.store(lambda: reconnecting(self.conn, lambda: next_node(
+                    self.g, claim=True, run_id=self.run_id, pid=os.getpid(), cfg=self.cfg)))
+            except StoreOutage as exc:
+                return {"status": "blocked", "reason": "store_unavailable", "message": str(exc)}
+            except Exception as exc:
+                if store_faults.kind(exc) != store_faults.DAMAGED:
+                    raise
+                ctx.halt_run(store_faults.damage_message(self.state.db, exc))
+                continue  # `hold` says so
             if envelope["node"] is None:
                 return self._idle(envelope)
             node = envelope["node"]
@@ -219,6 +266,8 @@ class Supervisor:
                                   why="its previous worker has not finished",
                                   fence=node["lock_generation"])
                 return None
+            inject("after_claim")
+            self._await_finished(node.get("depends_on") or [])
             self.started_calls += 1
             worker = self._free_worker()
             self.active[node["id"]] = {"worker": worker, "role": role_of(node),
@@ -229,6 +278,18 @@ class Supervisor:
                          "role": role_of(node), "worker": worker,
                          "attempt": node["attempts"] + 1})
         return None
+
+    def _await_finished(self, node_ids: list[str]) -> None:
+        """Wait until the workers of `node_ids` (a claimed node's dependencies, recorded done
+        a moment ago) have reported, so their ✔ comes before the ▶ of what they made ready."""
+        deadline = time.monotonic() + TERM_GRACE_SECONDS
+        while any(node_id in self.active for node_id in node_ids):
+            if time.monotonic() >= deadline:
+                return
+            try:
+                self._on_finished(self.finished.get(timeout=WAIT_POLL_SECONDS))
+            except queue.Empty:
+                continue
 
     def _work(self, ctx: RunContext, node: dict[str, Any], worker: int) -> None:
         try:
@@ -244,56 +305,11 @@ class Supervisor:
         return worker
 
     def _idle(self, envelope: dict[str, Any]) -> dict[str, Any] | None:
-        reason = envelope["reason"]
-        if reason == "running" and self.active:
-            return None  # ours: wait for them
-        if reason == "ready":  # given back elsewhere a moment ago: claim again
-            return {"wait": "others", "until": time.time() + READY_RETRY_SECONDS,
-                    "message": envelope["message"]}
-        if reason == "running":
-            poll = (OTHERS_POLL_SECONDS if dialect(self.conn) == "sqlite"
-                    else OTHERS_POLL_SECONDS_SHARED)
-            return {"wait": "others", "until": time.time() + poll,
-                    "message": envelope["message"]}
-        if reason == "backoff":
-            until = datetime.fromisoformat(envelope["until"].replace("Z", "+00:00"))
-            return {"wait": "backoff", "until": until.timestamp(),
-                    "message": envelope["message"]}
-        status = "complete" if reason == "all_done" else "blocked"
-        return {"status": status, "reason": reason, "message": envelope["message"]}
-
-    def _note_rate_limit(self, event: dict[str, Any]) -> None:
-        """Pause the run until the limit's reset (`outcome.limit_wait_seconds`)."""
-        limit = event.get("rate_limit") or {}
-        self.limits_in_a_row += 1
-        now = time.time()
-        reset_at = datetime.fromisoformat(limit["reset_at"]) if limit.get("reset_at") else None
-        seconds = limit_wait_seconds(
-            reset_at, limit.get("retry_after_seconds"), now=now, in_a_row=self.limits_in_a_row,
-            cap=float(config_mod.get(self.cfg, "supervisor.maxRateLimitWaitSeconds", 3600)))
-        self.rate_limited_until = max(self.rate_limited_until or 0, now + seconds)
-
-    def _wait(self, ending: dict[str, Any] | None) -> None:
-        """Wait for a backoff, a rate limit's reset or other runs, with a countdown."""
-        if ending is None:
-            return
-        until = float(ending["until"])
-        last_shown = 0.0
-        while not self.stop.is_set():
-            left = until - time.time()
-            if left <= 0:
-                break
-            if time.monotonic() - last_shown >= 1.0:
-                last_shown = time.monotonic()
-                self.report({"event": "waiting", "why": ending["wait"], "seconds_left": left,
-                             "until": datetime.fromtimestamp(until, timezone.utc).isoformat(),
-                             "message": ending.get("message")})
-            if ending["wait"] == "rate_limit" or dialect(self.conn) == "sqlite":
-                self.stop.wait(min(1.0, left))
-            elif self.conn.wait_for_ready(self.g.id, min(1.0, left)):
-                break  # the graph changed on the server: look again now
-        if ending["wait"] == "rate_limit":
-            self.rate_limited_until = None
+        if envelope["reason"] == "running" and not self.active and set(
+                envelope.get("running") or ()) & set(run_claims.held(self.g, self.run_id)):
+            self._reconcile()  # never wait on a claim of this run that no worker holds
+            envelope = {**envelope, "reason": "ready"}  # look again at once
+        return self.pacing.idle(envelope, self.conn, ours_running=bool(self.active))
 
     def _running(self) -> list[dict[str, Any]]:
         now = time.monotonic()
@@ -303,21 +319,32 @@ class Supervisor:
 
     # ------------------------------------------------------------ the report
 
+    def _nodes(self) -> tuple[list[dict[str, Any]], str | None]:
+        """The graph's nodes as the run ends; none (and why) when the store cannot say."""
+        try:
+            return list_nodes(self.g), None
+        except Exception as exc:  # a damaged or absent store: say so rather than fail here
+            return [], one_line(exc)
+
     def _final(self, status: str, ending: dict[str, Any], summary: dict[str, Any],
-               recovered: list[dict[str, Any]]) -> dict[str, Any]:
-        nodes = list_nodes(self.g)
+               recovered: list[dict[str, Any]], claims: dict[str, Any],
+               nodes: list[dict[str, Any]]) -> dict[str, Any]:
         done = [n["id"] for n in nodes if n["status"] == "done"]
         left = [{"id": n["id"], "status": n["status"]} for n in nodes
                 if n["status"] not in ("done", "cancelled")]
         message = ending.get("message") or ""
         if status == "interrupted":
-            message = f"stopped by {signal.Signals(self.signal).name}; claims released" \
-                if self.signal else "stopped"
-        self.conn.close()
+            message = (f"stopped by {signal.Signals(self.signal).name}" if self.signal
+                       else "stopped")
+        if claims["given_back"] or claims["still_held"]:
+            message += ("; " if message else "") + run_claims.describe_end(
+                claims["given_back"], claims["still_held"], claims["problem"])
+        with contextlib.suppress(Exception):
+            self.conn.close()
         return {"run_id": self.run_id, "graph_id": self.g.id, "status": status,
                 "reason": ending.get("reason"), "message": message,
                 "exit_code": EXIT_CODES.get(status, 1), "done": done, "left": left,
-                "recovered": recovered, "metrics": summary}
+                "recovered": recovered, "claims": claims, "metrics": summary}
 
 
 class _Signals:
@@ -345,7 +372,7 @@ def supervise(state: StatePaths, options: RunOptions, report: Report | None = No
         raise ClavainError(f"no workgraph yet ({state.db} is missing): `clavain init`, then "
                            "plan a sprint or add nodes with `clavain graph import`")
     if options.resume:
-        record = resumable(state, options.resume)
+        record = run_record.resumable(state, options.resume)
         kept = record.get("options") if isinstance(record.get("options"), dict) else {}
         # A resumed run goes on as it was started, unless told otherwise now.
         options = replace(options, runner=options.runner or kept.get("runner"),
@@ -355,28 +382,12 @@ def supervise(state: StatePaths, options: RunOptions, report: Report | None = No
     return Supervisor(state, resolve_graph(state, options), options, report).run()
 
 
-def resumable(state: StatePaths, run_id: str) -> dict[str, Any]:
-    """The record of run `run_id`, refused when it is missing, damaged or still running."""
-    from clavain.fsutil import read_json_object
-
-    path = run_record.run_dir(state, run_id) / run_record.RECORD_NAME
-    record = read_json_object(path)
-    if record is None:
-        raise ClavainError(f"no run {run_id!r} to resume ({path} is missing or damaged)")
-    if not isinstance(record.get("graph_id"), str):
-        raise ClavainError(f"{path}: no graph_id; this record cannot be resumed")
-    if record.get("status") == "running" and run_record.supervisor_alive(record):
-        raise ClavainError(f"run {run_id!r} is still running (pid {record.get('pid')} on "
-                           f"{record.get('host')}); stop it first")
-    return record
-
-
 def resolve_graph(state: StatePaths, options: RunOptions) -> str:
     """The graph of `--resume RUN` (from its record), else the current graph rule."""
     from clavain import current_graph
 
     if options.resume:
-        return str(resumable(state, options.resume)["graph_id"])
+        return str(run_record.resumable(state, options.resume)["graph_id"])
     if options.run_id:
         from clavain.workgraph.graphs import check_id
 

@@ -270,13 +270,78 @@ def _is_state(name: str) -> bool:
 
 
 def require_clean(project: Path) -> None:
-    """Refuse a project with uncommitted changes to tracked files: merging runner work into
-    such a tree could overwrite or entangle a person's work. Untracked files are fine."""
+    """Refuse a project with uncommitted changes or untracked files (ignored ones and
+    `.clavain/` aside): merging runner work into such a tree could overwrite or entangle a
+    person's work, and checks run in the project would pass on files that are not in what the
+    run commits (what ships)."""
     names = modified_tracked_files(project)
     if names:
         raise ClavainError(
             f"{project} has uncommitted changes to tracked files ({_listing(names)}): commit "
             "or stash them before a parallel run, whose merges could otherwise lose them")
+    untracked = untracked_files(project)
+    if untracked:
+        raise ClavainError(
+            f"{project} has untracked files ({_listing(untracked)}): commit them (or add them "
+            "to .gitignore) before a parallel run — its runners start from the last commit and "
+            "its checks would pass on files that are not in what it commits")
+
+
+def untracked_files(project: Path) -> list[str]:
+    """Untracked files git does not ignore, `.clavain/` left out."""
+    done = _git(project.resolve(), "ls-files", "--others", "--exclude-standard", "-z")
+    return [name for name in _names(done.stdout) if not _is_state(name)]
+
+
+def leftovers(project: Path, state_root: Path, *, live: set[str], kept: set[str]
+              ) -> dict[str, list[str]]:
+    """What runs that ended left in git: their worktree folders (`worktrees`) and branches
+    (`branches`: a crash's, whose node was given back and runs again), apart from the branches
+    a run kept on purpose (`kept`: a conflict's or a dirty tree's only copy of that work).
+    Runs in `live` (run ids) are still at work and left alone. Empty outside a git
+    repository."""
+    found: dict[str, list[str]] = {"worktrees": [], "branches": [], "kept": []}
+    if _git(project, "rev-parse", "--verify", "--quiet", "HEAD^{commit}",
+            check=False).returncode != 0:
+        return found
+    live_folders = {safe_path_part(run) for run in live}
+    live_refs = {_ref_part(run) for run in live}
+    base = state_root / WORKTREES_DIR
+    for run_folder in sorted(base.iterdir()) if base.is_dir() else []:
+        if run_folder.is_dir() and run_folder.name not in live_folders:
+            found["worktrees"] += [str(path) for path in sorted(run_folder.iterdir())
+                                   if path.is_dir()]
+    refs = _git(project, "for-each-ref", "--format=%(refname:short)",
+                f"refs/heads/{BRANCH_PREFIX}/", check=False).stdout.split()
+    for branch in refs:
+        parts = branch.split("/")
+        if len(parts) != 3 or parts[1] in live_refs:
+            continue
+        found["kept" if branch in kept else "branches"].append(branch)
+    return found
+
+
+def clean_leftovers(project: Path, state_root: Path, *, live: set[str], kept: set[str]
+                    ) -> dict[str, list[str]]:
+    """Remove what ended runs left (`leftovers`) but the branches kept on purpose: returns
+    what was `removed` and what is `kept`."""
+    project = project.resolve()
+    found = leftovers(project, state_root, live=live, kept=kept)
+    removed = []
+    if found["worktrees"] or found["branches"]:
+        with _exclusive(state_root / WORKTREES_DIR / ADMIN_LOCK):
+            for folder in found["worktrees"]:
+                with contextlib.suppress(ClavainError, OSError):
+                    _discard(project, Path(folder), None)
+                    removed.append(folder)
+            for branch in found["branches"]:
+                if _git(project, "branch", "-D", branch, check=False).returncode == 0:
+                    removed.append(branch)
+            _git(project, "worktree", "prune", check=False)
+        for run_folder in {Path(folder).parent for folder in found["worktrees"]}:
+            with contextlib.suppress(OSError):
+                run_folder.rmdir()
+    return {"removed": removed, "kept": found["kept"]}
 
 
 def _listing(names: Sequence[str]) -> str:

@@ -17,6 +17,7 @@ from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.db import transaction
 from clavain.store.graph_db import dialect
+from clavain.workgraph.claim_columns import LOCK_CLEARED
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import CLOSED, Graph
 from clavain.workgraph.graphs import get as get_graph
@@ -105,8 +106,7 @@ def answer(g: Graph, node_id: str, text: str) -> dict[str, Any]:
         question = {**(node["human_question"] or {}), "answer": text, "answered_at": at}
         g.conn.execute(
             "UPDATE nodes SET status = 'open', human_question_json = ?, blocked_until = NULL, "
-            "lock_run_id = NULL, lock_started_at = NULL, lock_renewed_at = NULL, "
-            "lock_pid = NULL, lock_host = NULL, updated_at = ? WHERE graph_id = ? AND id = ?",
+            f"{LOCK_CLEARED}, updated_at = ? WHERE graph_id = ? AND id = ?",
             (json.dumps(question), at, g.id, node_id))
         record_event(g, node_id, "needs_human", "open", at=at, note="answered")
         node = get_node(g, node_id)

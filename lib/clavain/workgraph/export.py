@@ -15,6 +15,7 @@ after each step. A lag of 0 writes after every change.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -81,15 +82,18 @@ def snapshot(conn: sqlite3.Connection, graph_id: str | None = None) -> dict[str,
     return json.loads(snapshot_text(conn, graph_id))
 
 
-def write_snapshot(conn: sqlite3.Connection, state: StatePaths) -> None:
+def write_snapshot(conn: sqlite3.Connection, state: StatePaths, *,
+                   create_root: bool = True) -> None:
     """Rewrite the snapshot atomically, now.
 
     Held under a file lock and read after taking it: writers that race finish in lock order, each
     with the database as of its turn, so the file on disk is never older than the last commit
-    that was followed by a snapshot.
+    that was followed by a snapshot. `create_root=False` (a background writer): a state folder
+    a person removed stays removed (FileNotFoundError).
     """
-    with _file_lock(state, _LOCK_NAME, blocking=True):
-        write_atomic(state.workgraph_json, snapshot_text(conn), inside=state.root)
+    with _file_lock(state, _LOCK_NAME, blocking=True, create_root=create_root):
+        write_atomic(state.workgraph_json, snapshot_text(conn), inside=state.root,
+                     create_root=create_root)
 
 
 _LOCK_NAME = "workgraph.json.lock"
@@ -163,8 +167,10 @@ def deferred_write(args: list[str]) -> None:
     state = StatePaths(root, project=project, db=db,
                        store_url=os.environ.get("CLAVAIN_SNAPSHOT_STORE") or None)
     try:
-        with _file_lock(state, _PENDING_NAME, blocking=False):
+        with _file_lock(state, _PENDING_NAME, blocking=False, create_root=False):
             time.sleep(max(0.0, float(due) - time.time() - WRITE_SECONDS))
+    except FileNotFoundError:
+        return  # removed before this writer began
     except BlockingIOError:
         return  # another writer is already waiting
     if not os.path.isdir(state.root) or (state.store_url is None
@@ -173,18 +179,22 @@ def deferred_write(args: list[str]) -> None:
     try:
         conn = open_graph_db(state, migrate_schema=False)
         try:
-            write_snapshot(conn, state)
+            # The folder may go while the connection opens (a server is slow to answer).
+            write_snapshot(conn, state, create_root=False)
         finally:
             conn.close()
     except Exception as exc:
         from clavain.clock import utc_stamp
 
-        with open_inside(state.root, state.logs / "snapshot.log", "ab") as log:
+        # A removed state folder: nothing to log into.
+        with contextlib.suppress(OSError), open_inside(
+                state.root, state.logs / "snapshot.log", "ab", create_root=False) as log:
             log.write(f"{utc_stamp()} deferred snapshot failed: {exc}\n".encode())
 
 
 @contextmanager
-def _file_lock(state: StatePaths, name: str, *, blocking: bool) -> Iterator[None]:
+def _file_lock(state: StatePaths, name: str, *, blocking: bool,
+               create_root: bool = True) -> Iterator[None]:
     """flock on `<state>/<name>` (released by the kernel if the holder dies); `BlockingIOError`
     when not blocking and another process holds it. Without fcntl (not POSIX) filelock stands
     in; it costs ~80 ms of imports, paid by every mutating command, so it is the fallback."""
@@ -199,7 +209,7 @@ def _file_lock(state: StatePaths, name: str, *, blocking: bool) -> Iterator[None
         except Timeout:
             raise BlockingIOError(f"{name} is held") from None
         return
-    with open_inside(state.root, state.root / name, "ab") as handle:
+    with open_inside(state.root, state.root / name, "ab", create_root=create_root) as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         try:
             yield

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
+from clavain.workgraph.claim_columns import LOCK_CLEARED
 
 if TYPE_CHECKING:  # annotations only: the `sqlite3` package costs `datetime` on hook paths
     import sqlite3
@@ -99,8 +100,7 @@ def close(g: Graph, outcome: str, *, at: str, note: str) -> list[str]:
         f"SELECT id, status FROM nodes WHERE graph_id = ? AND status IN ({marks}) ORDER BY id",
         (g.id, *UNFINISHED)).fetchall()
     g.conn.execute(
-        f"UPDATE nodes SET status = 'cancelled', lock_run_id = NULL, lock_started_at = NULL, "
-        f"lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, blocked_until = NULL, "
+        f"UPDATE nodes SET status = 'cancelled', {LOCK_CLEARED}, blocked_until = NULL, "
         f"updated_at = ? WHERE graph_id = ? AND status IN ({marks})", (at, g.id, *UNFINISHED))
     for row in cancelled:
         record_event(g, row["id"], row["status"], "cancelled", at=at, note=note)

@@ -29,6 +29,7 @@ from clavain.paths import StatePaths
 from clavain.store.db import transaction
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import FenceError, require_node
+from clavain.workgraph.runner_env import refuse_other_node
 
 RUN_NAMESPACE = "__run__"
 HISTORY_KEEP = 5
@@ -127,7 +128,9 @@ def write(
     value_text: str | None = value
     artifact_path = artifact_sha256 = None
     cfg = cfg if cfg is not None else config_mod.load(g.state.config)
-    if len(raw) > artifact_threshold(cfg):
+    # A file keeps every byte; PostgreSQL's text refuses NUL (SQLite would keep it, and both
+    # stores must give back the same value).
+    if len(raw) > artifact_threshold(cfg) or b"\x00" in raw:
         artifact_path, artifact_sha256 = _store_artifact(g.state, raw)
         value_text = None
     fingerprint_json = None if fingerprint is None else json.dumps(fingerprint, sort_keys=True)
@@ -162,15 +165,12 @@ def write(
     }
 
 
-def check_write_allowed(node_id: str, writer_node: str | None, allow_cross_node: bool) -> None:
+def check_write_allowed(node_id: str, writer_node: str | None) -> None:
     """A runner's agent (`writer_node` set) writes its own node or `__run__`; a person (no writer)
-    or an explicit override may write anywhere. Keeps one agent from rewriting another's output."""
-    if writer_node is None or allow_cross_node or node_id in (writer_node, RUN_NAMESPACE):
+    may write anywhere. Keeps one agent from rewriting another's output."""
+    if writer_node is None or node_id == RUN_NAMESPACE:
         return
-    raise ClavainError(
-        f"node {writer_node!r} may write only its own keys or {RUN_NAMESPACE}, not node "
-        f"{node_id!r} unless cross-node writes are allowed explicitly"
-    )
+    refuse_other_node(node_id, "write the keys of", own=writer_node)
 
 
 def put(
@@ -180,7 +180,6 @@ def put(
     value: str,
     *,
     writer_node: str | None = None,
-    allow_cross_node: bool = False,
     run_id: str | None = None,
     attempt: int | None = None,
     fingerprint: Any = None,
@@ -188,7 +187,7 @@ def put(
 ) -> dict[str, Any]:
     """Check the write rule and the node, then `write` in its own transaction. `fence`: the
     writer's claim generation; a runner whose claim was taken again writes nothing."""
-    check_write_allowed(node_id, writer_node, allow_cross_node)
+    check_write_allowed(node_id, writer_node)
     check_key(key)
     if key in VERIFIER_KEYS:
         raise ClavainError(f"key {key!r} is written by the shell verifier only (it proves which "
@@ -198,7 +197,7 @@ def put(
         if fence is not None and node_id != RUN_NAMESPACE:
             node = require_node(g, node_id)
             if node["status"] != "in_progress" or node["lock_generation"] != fence:
-                raise FenceError(node_id, fence, node["lock_generation"])
+                raise FenceError(node, fence)
         return write(g, node_id, key, value, run_id=run_id, attempt=attempt,
                      fingerprint=fingerprint)
 

@@ -1,5 +1,4 @@
-"""Claims on nodes: pick the next runnable node, lock it for a run, renew the lease, and release
-locks whose runner is gone.
+"""Claims on nodes: pick the next runnable node, lock it for a run, renew the lease.
 
 A claim is one conditional UPDATE inside BEGIN IMMEDIATE, so two runners never hold one node.
 Nodes whose ownership globs overlap (`ownership`) never run at the same time: a claim skips
@@ -8,34 +7,31 @@ progress, checked in the same transaction. A node that owns nothing overlaps not
 the next node owns nothing (every graph that does not use ownership) the claim stays the one
 UPDATE and never reads the running nodes.
 
-A lock is stale when its holder's pid is gone on this host or its lease ran out
-(coalesce(lock_renewed_at, lock_started_at) older than defaults.lockLeaseSeconds). Releasing a
-stale lock counts as a failed attempt of the node (with backoff, and escalation once attempts
-run out): a runner that crashes every time must not retry forever.
+A claim records the claimer's lease (`defaults.lockLeaseSeconds` where it was taken) and
+renewing it keeps that lease: every machine judges the claim by it (`stale`, which also gives
+back claims whose holder is gone).
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import os
 import socket
-import sqlite3
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
+from clavain.processes import boot_id
 from clavain.store.db import transaction
 from clavain.store.graph_db import dialect, store_now
+from clavain.workgraph.claim_columns import LOCK_SET
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.node_view import NODE_JSON_POSTGRESQL
 from clavain.workgraph.nodes import FenceError, fence_condition, get_node, record_event
 from clavain.workgraph.ownership import first_conflict, ownership_overlaps
-from clavain.workgraph.results import record_result, runner_died
 
 # The ready predicate (parameters :graph, :now) must match the partial index `nodes_ready` word
 # for word; the loop offers nodes by it too.
@@ -53,11 +49,6 @@ _RUNNING_OWNERSHIP_SQL = """SELECT id, ownership_json FROM nodes
   WHERE graph_id = ? AND status = 'in_progress' AND ownership_json <> '[]'
   ORDER BY id"""
 
-# Every claim adds one to the node's generation: the fencing token its runner carries back.
-_LOCK_SET = """SET status = 'in_progress', lock_run_id = :run_id, lock_started_at = :now,
-      lock_renewed_at = :now, lock_pid = :pid, lock_host = :host, updated_at = :now,
-      lock_generation = lock_generation + 1"""
-
 
 def _claim_sql(next_id: str, this_id: str) -> dict[str, str]:
     """The claim statements around one way of picking the next ready node and of taking a
@@ -65,16 +56,16 @@ def _claim_sql(next_id: str, this_id: str) -> dict[str, str]:
     return {
         # Under BEGIN IMMEDIATE no other writer runs between the pick and the write; the
         # repeated conditions keep it safe even if called outside one.
-        "next": f"""UPDATE nodes {_LOCK_SET}
+        "next": f"""UPDATE nodes {LOCK_SET}
   WHERE graph_id = :graph AND id = ({next_id})
     AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL
   RETURNING id""",
         # The fast path: the next ready node owns nothing, so it overlaps nothing that runs.
-        "next_unowned": f"""UPDATE nodes {_LOCK_SET}
+        "next_unowned": f"""UPDATE nodes {LOCK_SET}
   WHERE graph_id = :graph AND id = ({next_id})
     AND status = 'open' AND unmet_deps = 0 AND lock_run_id IS NULL AND ownership_json = '[]'
   RETURNING id""",
-        "one": f"""UPDATE nodes {_LOCK_SET}
+        "one": f"""UPDATE nodes {LOCK_SET}
   WHERE graph_id = :graph AND id = {this_id} AND status = 'open' AND unmet_deps = 0
     AND lock_run_id IS NULL AND (blocked_until IS NULL OR blocked_until <= :now)
   RETURNING id""",
@@ -116,16 +107,6 @@ def this_host(conn: Any = None) -> str:
     return f"{name}/{boot_id()[:8]}" if boot_id() else name
 
 
-@functools.cache
-def boot_id() -> str:
-    """This kernel's boot id ("" where there is none), read once per process."""
-    try:
-        with open("/proc/sys/kernel/random/boot_id", encoding="ascii") as handle:
-            return handle.read().strip()
-    except OSError:
-        return ""
-
-
 def select_next(g: Graph, *, now: datetime | None = None) -> str | None:
     """The id of the next runnable node, without claiming it: the one a claim would take."""
     at = now_iso(now or store_now(g.conn))
@@ -138,28 +119,46 @@ def select_next(g: Graph, *, now: datetime | None = None) -> str | None:
 
 
 def claim_next(g: Graph, *, run_id: str, pid: int | None = None, host: str | None = None,
-               now: datetime | None = None) -> dict[str, Any] | None:
-    """Atomically lock the next runnable node for `run_id`; None when nothing is runnable."""
-    return _claim(g, _lock_next, {}, run_id=run_id, pid=pid, host=host, now=now)
+               now: datetime | None = None, lease_seconds: float | None = None
+               ) -> dict[str, Any] | None:
+    """Atomically lock the next runnable node for `run_id`; None when nothing is runnable.
+    `lease_seconds`: the claim's lease (default: this project's `defaults.lockLeaseSeconds`)."""
+    return _claim(g, _lock_next, {}, run_id=run_id, pid=pid, host=host, now=now,
+                  lease_seconds=lease_seconds)
 
 
 def claim_node(g: Graph, node_id: str, *, run_id: str, pid: int | None = None,
-               host: str | None = None, now: datetime | None = None) -> dict[str, Any] | None:
+               host: str | None = None, now: datetime | None = None,
+               lease_seconds: float | None = None) -> dict[str, Any] | None:
     """Lock one given node; None when it is not runnable (claimed, blocked, waiting on deps, or
     its ownership overlaps a node in progress)."""
-    return _claim(g, _lock_one, {"id": node_id}, run_id=run_id, pid=pid, host=host, now=now)
+    return _claim(g, _lock_one, {"id": node_id}, run_id=run_id, pid=pid, host=host, now=now,
+                  lease_seconds=lease_seconds)
+
+
+def lease_of(cfg: dict[str, Any]) -> float:
+    """The lease a claim taken under `cfg` carries."""
+    return float(config_mod.get(cfg, "defaults.lockLeaseSeconds", 3600))
+
+
+def lease_ms(seconds: float) -> int:
+    """A lease as stored with the claim: whole milliseconds, at most about 146,000 years."""
+    return int(min(max(seconds, 0.001), 2 ** 62 / 1000) * 1000)
 
 
 _Lock = Callable[[Graph, dict[str, Any]], str | None]  # picks and locks one node, SQL only
 
 
 def _claim(g: Graph, lock: _Lock, extra: dict[str, Any], *, run_id: str, pid: int | None,
-           host: str | None, now: datetime | None) -> dict[str, Any] | None:
+           host: str | None, now: datetime | None, lease_seconds: float | None
+           ) -> dict[str, Any] | None:
     if not run_id:
         raise ClavainError("a claim needs a run id")
+    if lease_seconds is None:
+        lease_seconds = lease_of(config_mod.load(g.state.config))
     at = now_iso(now or store_now(g.conn))
     params = {"graph": g.id, "run_id": run_id, "now": at, "pid": pid,
-              "host": host or this_host(g.conn), **extra}
+              "host": host or this_host(g.conn), "lease_ms": lease_ms(lease_seconds), **extra}
     with transaction(g.conn, exclusive=False):
         if lock is _lock_next and dialect(g.conn) == "postgresql":
             row = g.conn.execute(_PG_CLAIM_NEXT_UNOWNED, params).fetchone()
@@ -329,7 +328,7 @@ def heartbeat(g: Graph, node_id: str, *, run_id: str, snapshot: bool = False,
                 raise ClavainError(f"unknown node {node_id!r}")
             holder = node["lock_run_id"]
             if holder == run_id:
-                raise FenceError(node_id, fence, node["lock_generation"])
+                raise FenceError(node, fence)
             raise ClavainError(
                 f"node {node_id!r} is not held by run {run_id!r} "
                 + (f"(run {holder!r} holds it)" if holder else f"(it is {node['status']}, "
@@ -338,66 +337,3 @@ def heartbeat(g: Graph, node_id: str, *, run_id: str, snapshot: bool = False,
     if snapshot:
         after_commit(g)
     return node
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # exists, owned by someone else
-    except OverflowError:
-        return False  # no such pid can exist
-    return True
-
-
-def _stale_reason(row: sqlite3.Row, cutoff: str, host: str) -> str | None:
-    renewed = row["lock_renewed_at"] or row["lock_started_at"] or ""
-    if renewed < cutoff:  # no time recorded: treat as expired
-        return f"lease expired (last renewed {renewed or 'never'})"
-    if row["lock_host"] == host and row["lock_pid"] and not pid_alive(row["lock_pid"]):
-        return f"lock holder pid {row['lock_pid']} is gone"
-    return None
-
-
-_LOCKED = ("SELECT id, lock_run_id, lock_pid, lock_host, lock_started_at, lock_renewed_at "
-           "FROM nodes WHERE graph_id = ? AND lock_run_id IS NOT NULL")
-
-
-def stale_locks(g: Graph, *, lease_seconds: float, now: datetime | None = None,
-                host: str | None = None) -> list[tuple[str, str, str]]:
-    """(node id, run id, reason) of every stale lock; reads only."""
-    at_dt = now or store_now(g.conn)
-    try:
-        cutoff = now_iso(at_dt - timedelta(seconds=lease_seconds))
-    except OverflowError:  # a lease longer than the calendar: no lease ever expires
-        cutoff = ""
-    host = host or this_host(g.conn)
-    found = []
-    for row in g.conn.execute(_LOCKED, (g.id,)).fetchall():
-        reason = _stale_reason(row, cutoff, host)
-        if reason is not None:
-            found.append((row["id"], row["lock_run_id"], reason))
-    return found
-
-
-def release_stale_locks(g: Graph, *, cfg: dict[str, Any] | None = None,
-                        now: datetime | None = None, host: str | None = None) -> list[str]:
-    """Release every stale lock as a failed attempt of its node. Returns the node ids."""
-    cfg = cfg if cfg is not None else config_mod.load(g.state.config)
-    lease = float(config_mod.get(cfg, "defaults.lockLeaseSeconds", 3600))
-    # Look first without the write lock: the common case is that nothing is stale.
-    if not stale_locks(g, lease_seconds=lease, now=now, host=host):
-        return []
-    now = now or store_now(g.conn)
-    released, at = [], now_iso(now)
-    with transaction(g.conn):
-        for node_id, run_id, reason in stale_locks(g, lease_seconds=lease, now=now, host=host):
-            node = get_node(g, node_id)
-            if node is None or node["lock_run_id"] != run_id:
-                continue
-            record_result(g, cfg, node, runner_died(run_id, reason), run_id=run_id,
-                          at=at, now=now, event_note=f"stale lock released: {reason}")
-            released.append(node_id)
-    return released

@@ -19,6 +19,8 @@ _FIELDS = (
     " 'lock_run_id', n.lock_run_id, 'lock_generation', n.lock_generation,"
     " 'lock_started_at', n.lock_started_at, 'lock_renewed_at', n.lock_renewed_at,"
     " 'lock_pid', n.lock_pid, 'lock_host', n.lock_host,"
+    " 'lock_lease_ms', n.lock_lease_ms, 'lock_runner_pid', n.lock_runner_pid,"
+    " 'lock_runner_identity', n.lock_runner_identity, 'crashes', n.crashes,"
     " 'human_question', {j}(n.human_question_json), 'created_at', n.created_at,"
     " 'updated_at', n.updated_at, 'completed_at', n.completed_at,"
 )

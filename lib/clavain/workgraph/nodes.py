@@ -16,6 +16,8 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.errors import ClavainError
+from clavain.textio import storable, storable_tree
+from clavain.workgraph.claim_columns import LOCK_CLEARED
 from clavain.workgraph.graphs import Graph, ensure
 from clavain.workgraph.node_view import node_json
 
@@ -29,7 +31,7 @@ def record_event(g: Graph, node_id: str, from_status: str | None, to_status: str
     g.conn.execute(
         "INSERT INTO events (graph_id, node_id, from_status, to_status, run_id, at, note) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (g.id, node_id, from_status, to_status, run_id, at, note),
+        (g.id, node_id, from_status, to_status, run_id, at, storable(note)),
     )
 
 
@@ -91,6 +93,7 @@ def validate_specs(specs: Sequence[dict[str, Any]]) -> list[Any]:
 
     if not isinstance(specs, (list, tuple)):
         raise ClavainError("nodes must be a JSON array of node objects")
+    specs = [storable_tree(spec)[0] for spec in specs]  # NUL and lone surrogates, visibly
     models = []
     for index, spec in enumerate(specs):
         label = spec.get("id") if isinstance(spec, dict) else None
@@ -258,22 +261,33 @@ def reopen(g: Graph, node_id: str, from_status: str, *, at: str, note: str,
     """Back to open with a clean slate (attempts, backoff, lock, supersession). The escalation
     count survives: it bounds how often one node's failure is handed to a planner. SQL only."""
     g.conn.execute(
-        "UPDATE nodes SET status = 'open', attempts = 0, blocked_until = NULL, "
-        "completed_at = NULL, lock_run_id = NULL, lock_started_at = NULL, "
-        "lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, superseded_by = NULL, "
+        "UPDATE nodes SET status = 'open', attempts = 0, crashes = 0, blocked_until = NULL, "
+        f"completed_at = NULL, {LOCK_CLEARED}, superseded_by = NULL, "
         "auto_resets = auto_resets + ?, updated_at = ? WHERE graph_id = ? AND id = ?",
         (1 if auto else 0, at, g.id, node_id))
     record_event(g, node_id, from_status, "open", at=at, note=note)
 
 
 class FenceError(ClavainError):
-    """A runner's claim generation is not the node's: its lease ran out and the node was
-    claimed again (perhaps by the same run). Its writes are refused."""
+    """A runner's claim is not the node's current one: the node was finished, given back or
+    claimed again since (perhaps by the same run). Its writes are refused, and the message
+    says which of these happened."""
 
-    def __init__(self, node_id: str, fence: int | None, current: int) -> None:
-        super().__init__(f"node {node_id!r} was claimed again since this runner's claim "
-                         f"(generation {fence}, now {current}): its lease ran out, so this "
-                         "late result is not recorded")
+    def __init__(self, node: dict[str, Any], fence: int | None) -> None:
+        node_id, current = node["id"], node["lock_generation"]
+        if node["status"] == "in_progress" and current != fence:
+            why = (f"was claimed again since this runner's claim (generation {fence}, now "
+                   f"{current}, by run {node['lock_run_id']!r}): its lease ran out or its "
+                   "holder was taken for dead")
+        elif node["status"] == "in_progress":
+            why = f"is held by run {node['lock_run_id']!r}, not by this runner's claim"
+        elif node["status"] == "open":
+            why = (f"was given back since this runner's claim (generation {fence}); it runs "
+                   "again under a new claim")
+        else:
+            why = (f"is {node['status']} already: something other than this runner's claim "
+                   f"(generation {fence}) finished it")
+        super().__init__(f"node {node_id!r} {why}; nothing of this runner was recorded")
 
 
 def fence_condition(fence: int | None) -> tuple[str, tuple[int, ...]]:
@@ -284,17 +298,31 @@ def fence_condition(fence: int | None) -> tuple[str, tuple[int, ...]]:
 
 
 def release_claim(g: Graph, node_id: str, run_id: str, *, at: str, why: str,
-                  fence: int | None = None) -> bool:
+                  fence: int | None = None, crashed: bool = False) -> bool:
     """Give `run_id`'s claim on `node_id` back without spending an attempt (the runner was
-    stopped, or the node cannot finish yet). SQL only; False when the run held nothing (or,
-    with `fence`, not under that claim generation)."""
+    stopped, the node cannot finish yet, or — `crashed` — its holder died or lost the store,
+    which adds one to the node's crash count instead). SQL only; False when the run held
+    nothing (or, with `fence`, not under that claim generation)."""
     fenced, params = fence_condition(fence)
     released = g.conn.execute(
-        "UPDATE nodes SET status = 'open', lock_run_id = NULL, lock_started_at = NULL, "
-        "lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, updated_at = ? "
-        f"WHERE graph_id = ? AND id = ? AND lock_run_id = ?{fenced} RETURNING id",
-        (at, g.id, node_id, run_id, *params)).fetchall()
+        f"UPDATE nodes SET status = 'open', {LOCK_CLEARED}, crashes = crashes + ?, "
+        f"updated_at = ? WHERE graph_id = ? AND id = ? AND lock_run_id = ?{fenced} RETURNING id",
+        (1 if crashed else 0, at, g.id, node_id, run_id, *params)).fetchall()
     if released:
+        spent = "a crash counted" if crashed else "no attempt spent"
         record_event(g, node_id, "in_progress", "open", at=at, run_id=run_id,
-                     note=f"{why}; claim released, no attempt spent")
+                     note=f"{why}; claim released, {spent}")
     return bool(released)
+
+
+def note_runner(g: Graph, node_id: str, run_id: str, *, fence: int | None, pid: int,
+                identity: str | None) -> bool:
+    """Record the runner process group working `run_id`'s claim on `node_id` (under claim
+    generation `fence`): a claimer on the same host stops it before the node is claimed again.
+    SQL only; False when the claim is not the node's any more."""
+    fenced, params = fence_condition(fence)
+    noted = g.conn.execute(
+        "UPDATE nodes SET lock_runner_pid = ?, lock_runner_identity = ? "
+        f"WHERE graph_id = ? AND id = ? AND lock_run_id = ?{fenced} RETURNING id",
+        (pid, identity, g.id, node_id, run_id, *params)).fetchall()
+    return bool(noted)

@@ -19,8 +19,9 @@ from clavain.clock import later_iso, now_iso
 from clavain.errors import ClavainError
 from clavain.store.db import transaction
 from clavain.store.graph_db import store_now
-from clavain.textio import BadText, load_json
+from clavain.textio import NUL_SYMBOL, BadText, load_json, storable_tree
 from clavain.workgraph import escalation, kv
+from clavain.workgraph.claim_columns import LOCK_CLEARED
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import (
@@ -35,6 +36,7 @@ from clavain.workgraph.runner_env import current_run_id
 from clavain.workgraph.scaffold import scaffold_in_transaction
 
 APPLICABLE = ("open", "in_progress")
+SUMMARY_MAX = 20_000  # RunnerResult.summary's own limit
 # A planner splits work into at most this many tasks (seed 000: tasks only, 2-6 per plan); the
 # sprint's plan file is held to the same number.
 PLANNER_MAX_TASKS = 6
@@ -74,12 +76,25 @@ def parse_result(result: dict[str, Any] | str) -> Any:
     raw = extract_result_json(result) if isinstance(result, str) else result
     if not isinstance(raw, dict):
         raise ClavainError("the result must be a JSON object with status and summary")
+    raw = _storable_result(raw)
     try:
         return RunnerResult.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"]) or "result"
         raise ClavainError(f"result field {where}: {err['msg']}") from None
+
+
+def _storable_result(raw: dict[str, Any]) -> dict[str, Any]:
+    """The result with every text as both stores keep it (`textio.storable`); when something
+    had to change, its summary says so."""
+    kept, changed = storable_tree(raw)
+    assert isinstance(kept, dict)
+    if changed and isinstance(kept.get("summary"), str):
+        note = (f" [{changed} text(s) of this result held NUL bytes or undecodable characters, "
+                f"stored as {NUL_SYMBOL} / \ufffd]")
+        kept["summary"] = kept["summary"][:SUMMARY_MAX - len(note)] + note
+    return kept
 
 
 # ---------------------------------------------------------------- transitions
@@ -92,8 +107,10 @@ def backoff_seconds(cfg: dict[str, Any], attempts: int) -> float:
 
 
 def next_state(node: dict[str, Any], status: str, cfg: dict[str, Any],
-               now: datetime | None) -> dict[str, Any]:
-    """Column values after a result with `status`; pure, so retry policy is easy to test."""
+               now: datetime | None, *, give_up: bool = False) -> dict[str, Any]:
+    """Column values after a result with `status`; pure, so retry policy is easy to test.
+    `give_up`: a failure that ends the node now, whatever attempts are left (it crashed its
+    holder too often)."""
     at = now_iso(now)
     if status == "success":
         return {"status": "done", "attempts": node["attempts"], "blocked_until": None,
@@ -101,6 +118,9 @@ def next_state(node: dict[str, Any], status: str, cfg: dict[str, Any],
     if status == "checkpoint":
         return {"status": "needs_human", "attempts": node["attempts"], "blocked_until": None,
                 "completed_at": None}
+    if give_up:
+        return {"status": "failed", "attempts": node["attempts"], "blocked_until": None,
+                "completed_at": at}
     attempts = node["attempts"] + 1
     limit = int((node.get("retry_policy") or {}).get("max_attempts")
                 or config_mod.get(cfg, "defaults.maxAttempts", 3))
@@ -169,7 +189,7 @@ def check_applicable(g: Graph, node: dict[str, Any], run_id: str,
     node_id = node["id"]
     if fence is not None and (node["status"] != "in_progress" or node["lock_run_id"] != run_id
                               or node["lock_generation"] != fence):
-        raise FenceError(node_id, fence, node["lock_generation"])
+        raise FenceError(node, fence)
     if node["status"] == "cancelled":
         raise ClavainError(f"node {node_id!r} was cancelled with its sprint's graph "
                            f"({g.id!r}); its result is not recorded")
@@ -197,23 +217,23 @@ def check_applicable(g: Graph, node: dict[str, Any], run_id: str,
 def record_result(g: Graph, cfg: dict[str, Any], node: dict[str, Any], result: Any, *,
                   run_id: str | None, at: str, now: datetime | None,
                   stdout_path: str | None = None, result_path: str | None = None,
-                  event_note: str | None = None, extra_kv: dict[str, str] | None = None
-                  ) -> dict[str, Any]:
+                  event_note: str | None = None, extra_kv: dict[str, str] | None = None,
+                  give_up: bool = False) -> dict[str, Any]:
     """The transition for a parsed result. SQL only: the caller holds the transaction and has
     decided the result may be applied. `extra_kv` are keys the runner recorded besides the
-    automatic ones (the shell verifier's tree), written with them."""
+    automatic ones (the shell verifier's tree), written with them. `give_up`: see
+    `next_state`."""
     node_id = node["id"]
     added: list[str] = []
     if result.next and result.next.addNodes:
         fresh = _not_yet_added(g, node_id, result.next.addNodes)
         if fresh:
             added = insert_nodes(g, cfg, fresh, parent_id=node_id, at=at, run_id=run_id)
-    after = next_state(node, result.status, cfg, now)
+    after = next_state(node, result.status, cfg, now, give_up=give_up)
     g.conn.execute(
         "UPDATE nodes SET status = :status, attempts = :attempts, "
         "blocked_until = :blocked_until, completed_at = :completed_at, "
-        "human_question_json = :question, lock_run_id = NULL, lock_started_at = NULL, "
-        "lock_renewed_at = NULL, lock_pid = NULL, lock_host = NULL, updated_at = :at "
+        f"human_question_json = :question, {LOCK_CLEARED}, updated_at = :at "
         "WHERE graph_id = :graph AND id = :id",
         {**after, "question": _human_question(node, result, run_id, at), "at": at,
          "graph": g.id, "id": node_id})

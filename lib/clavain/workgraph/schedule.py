@@ -1,9 +1,9 @@
 """What runs next: the one scheduling step the CLI (`graph next`), the verifier and the supervisor
 all call, and the reason when nothing can run.
 
-`next_node` releases stale locks (each a failed attempt of its node), picks — and with `claim`
-locks — the next runnable node, breaks a deadlock by the configured auto-reset when nothing is
-runnable, and refreshes the snapshot when anything changed. It returns one envelope:
+`next_node` gives back stale claims (a crash of their holder: no attempt spent), picks — and
+with `claim` locks — the next runnable node, breaks a deadlock by the configured auto-reset
+when nothing is runnable, and refreshes the snapshot when anything changed. It returns one envelope:
 `{"node": {...}, "run_id": ..., ...}` or `{"node": None, "reason": code, "message": ..., ...}`.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.store.graph_db import store_now
-from clavain.workgraph import deadlock, leases
+from clavain.workgraph import deadlock, leases, stale
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import get_node
@@ -33,12 +33,13 @@ def next_node(g: Graph, *, claim: bool = False, run_id: str | None = None,
     $CLAVAIN_RUN_ID, else a new id; it is only used (and returned) when claiming."""
     cfg = cfg if cfg is not None else config_mod.load(g.state.config)
     now = now or store_now(g.conn)  # the server's clock on a shared store
-    released = leases.release_stale_locks(g, cfg=cfg, now=now)
+    released = stale.release_stale_locks(g, cfg=cfg, now=now)
     run_id = current_run_id(run_id) if claim else None
 
     def pick() -> dict[str, Any] | None:
         if claim:
-            return leases.claim_next(g, run_id=run_id, pid=pid, now=now)
+            return leases.claim_next(g, run_id=run_id, pid=pid, now=now,
+                                     lease_seconds=leases.lease_of(cfg))
         found = leases.select_next(g, now=now)
         return get_node(g, found) if found else None
 

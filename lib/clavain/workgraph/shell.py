@@ -9,8 +9,6 @@ its group and raises `Interrupted`; at any other moment it is held until the run
 
 from __future__ import annotations
 
-import contextlib
-import os
 import signal
 import subprocess
 import threading
@@ -21,8 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clavain.fsutil import open_inside
-
-TERM_GRACE_SECONDS = 5.0
+from clavain.processes import kill_group, stop_group
 
 
 @dataclass(frozen=True)
@@ -40,39 +37,6 @@ class CommandOutcome:
     def as_dict(self) -> dict[str, Any]:
         return {"index": self.index, "command": self.command, "exit_code": self.exit_code,
                 "timed_out": self.timed_out, "log": str(self.log_path)}
-
-
-def kill_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
-def group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def stop_group(pgid: int, *, grace: float = TERM_GRACE_SECONDS,
-               proc: subprocess.Popen[bytes] | None = None) -> None:
-    """SIGTERM to the group, then SIGKILL once `grace` has passed (or at once when the leader
-    is gone, for whatever it left behind). For a verify command, a runner, a recovered
-    orphan: `bash -c "make test"` leaves the real work in grandchildren."""
-    kill_group(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            break
-        if proc is None and not group_alive(pgid):
-            return
-        time.sleep(0.05)
-    kill_group(pgid, signal.SIGKILL)
-    if proc is not None:
-        proc.wait()
 
 
 class Interrupted(Exception):

@@ -9,8 +9,8 @@ Each command's output goes to `.clavain/runs/<run-id>/<node>/cmd-N.log`, the res
 Recording the outcome makes the verifier a runner like any other: it claims the node under the
 one run-id rule (explicit, else $CLAVAIN_RUN_ID, else a new id; never the current holder's),
 which requires the node's dependencies to be done, and holds the lock with its own pid, so a
-verifier that dies is released as a failed attempt; it renews that lease while a long command
-runs. SIGTERM or SIGINT kills the running command's whole process group and gives the claim
+verifier that dies is given back as a crash (`stale`); it renews that lease while a long
+command runs. SIGTERM or SIGINT kills the running command's whole process group and gives the claim
 back unspent (`shell.SignalGuard`).
 
 Test commands count against the current budget run's `maxTestRuns` (`TestRunBudget`): each one
@@ -40,7 +40,7 @@ from clavain.store.graph_db import dialect
 from clavain.workgraph import kv
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.leases import claim_node, heartbeat
+from clavain.workgraph.leases import claim_node, heartbeat, lease_of
 from clavain.workgraph.nodes import release_claim, require_node
 from clavain.workgraph.results import apply_result, check_applicable
 from clavain.workgraph.runner_env import current_run_id, fence_from_env, runner_env
@@ -244,7 +244,7 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
         raise ClavainError("bash is not on PATH; the shell verifier runs each command with "
                            "`bash -c`")
     renew = None
-    lease = float(config_mod.get(cfg, "defaults.lockLeaseSeconds", 3600))
+    lease = lease_of(cfg)
     fence = fence_from_env(node_id)  # a supervisor's claim, handed to this verify
     if apply:
         _claim_for_verify(g, node, run_id, fence)
