@@ -147,7 +147,8 @@ sys.exit(1)
 
 # A node's work that proves it never ran twice at once: it holds an exclusive flock on a
 # marker named for its node while it works (a second holder logs an overlap instead of
-# waiting), and logs when it starts and ends. argv: the log folder, the node, seconds of work.
+# waiting), and logs when it starts and ends (pid, time). argv: the log folder, the node,
+# seconds of work. `benchmarks/chaos.py` runs it too.
 FLOCK_WORK = """
 import fcntl, os, sys, time
 folder, node, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
@@ -159,11 +160,11 @@ try:
     fcntl.flock(marker, fcntl.LOCK_EX | fcntl.LOCK_NB)
 except BlockingIOError:
     log("overlaps.log", node)
-log("executions.log", f"start {node} {os.getpid()}")
+log("executions.log", f"start {node} {os.getpid()} {time.time():.6f}")
 time.sleep(seconds)
-with open(node + ".txt", "a") as out:
+with open(node + ".txt", "w") as out:
     out.write(node + "\\n")
-log("executions.log", f"end {node} {os.getpid()}")
+log("executions.log", f"end {node} {os.getpid()} {time.time():.6f}")
 """
 
 
@@ -182,7 +183,7 @@ def executions(folder: Path) -> list[tuple[str, str, int]]:
     """(start|end, node, pid) lines of FLOCK_WORK's log."""
     path = folder / "executions.log"
     lines = path.read_text().split("\n") if path.exists() else []
-    return [(kind, node, int(pid)) for kind, node, pid in
+    return [(kind, node, int(pid)) for kind, node, pid, _ in
             (line.split() for line in lines if line.strip())]
 
 

@@ -206,8 +206,7 @@ def _runner_started(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict
             return note_runner(g, node["id"], ctx.run_id, fence=node.get("lock_generation"),
                                pid=pid, identity=identity)
 
-    if not store_faults.wait_out(lambda: reconnecting(g.conn, note),
-                                 seconds=ctx.store_wait_seconds(), stopped=ctx.stop.is_set):
+    if not _store(ctx, g, note):
         raise _GiveBack("its claim was taken back before its runner started")
     inject("runner_started")
 
