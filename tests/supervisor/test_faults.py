@@ -347,3 +347,39 @@ def test_a_kv_value_holding_nul_comes_back_exactly(tmp_path: Path) -> None:
     got, entry = kit.run_cli_json(state, "kv", "get", "--node", "task-a", "--key", "out.raw")
     assert got.returncode == 0, got.stderr
     assert entry["value"] == value
+
+
+@both_backends
+def test_a_worker_whose_claim_is_taken_back_stops_its_runner(tmp_path: Path) -> None:
+    """Another host took the node (its lease judged ours gone): our runner is stopped at the
+    next renewal instead of working on beside the new one, and nothing of it is recorded."""
+    import threading
+
+    from clavain.store.graph_db import open_graph_db
+
+    state = kit.make_project(tmp_path / "p", {"defaults": {"lockLeaseSeconds": 3}})
+    specs, logs = kit.flock_tasks(tmp_path, {"task-a": 60})
+    kit.add(state, specs, scaffold=False)
+
+    def take_it() -> None:
+        kit.wait_until(lambda: kit.executions(logs), what="the runner's start")
+        conn = open_graph_db(state)
+        try:
+            conn.execute("UPDATE nodes SET lock_run_id = 'thief', lock_host = 'elsewhere', "
+                         "lock_generation = lock_generation + 1 WHERE id = 'task-a'")
+        finally:
+            conn.close()
+
+    thief = threading.Thread(target=take_it)
+    thief.start()
+    events: list[dict] = []
+    began = time.monotonic()
+    kit.run(state, events, runner="shell", max_iterations=1)
+    thief.join(30)
+    assert time.monotonic() - began < 30  # not the runner's 60 s
+    finished = next(e for e in events if e["event"] == "finished")
+    assert finished["outcome"] == "not_recorded" and "taken back" in finished["summary"]
+    [(kind, _, pid)] = kit.executions(logs)
+    assert kind == "start" and not _alive(pid)
+    node = kit.node(state, "task-a")
+    assert (node["lock_run_id"], node["status"], node["attempts"]) == ("thief", "in_progress", 0)

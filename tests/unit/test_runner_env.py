@@ -180,11 +180,14 @@ def test_a_runner_applies_and_renews_only_its_own_node(state: StatePaths) -> Non
     ok = "echo '{\"status\":\"success\",\"summary\":\"done\"}' | "
     for script in (ok + '"$CLAVAIN_BIN" graph apply task-b --result -',
                    '"$CLAVAIN_BIN" graph heartbeat task-b',
-                   ok + 'env -u CLAVAIN_FENCE "$CLAVAIN_BIN" graph apply task-b --result -'):
+                   ok + 'env -u CLAVAIN_FENCE "$CLAVAIN_BIN" graph apply task-b --result -',
+                   '"$CLAVAIN_BIN" graph claim plan-1', '"$CLAVAIN_BIN" graph next --claim',
+                   '"$CLAVAIN_BIN" verify task-b'):
         refused = _run_in_runner(state, "task-a", script, cwd=state.project)
         assert refused.returncode == 2, (script, refused.stdout)
-        assert "works on node 'task-a'" in refused.stderr
-        assert "task-b" in refused.stderr and "lease ran out" not in refused.stderr
+        assert "works on node 'task-a'" in refused.stderr, script
+        assert "lease ran out" not in refused.stderr
+    assert _node(state, "plan-1")["status"] == "open"
     assert _node(state, "task-b")["status"] == "in_progress"
     own = _run_in_runner(state, "task-b", ok + '"$CLAVAIN_BIN" graph apply task-b --result -',
                          cwd=state.project)

@@ -221,6 +221,10 @@ def _next(args: argparse.Namespace) -> int:
 
     if args.pid is not None and not 0 < args.pid < 2**31:
         raise ClavainError(f"--pid must be a positive process id, got {args.pid}")
+    if args.claim:
+        from clavain.workgraph.runner_env import refuse_other_node
+
+        refuse_other_node(None, "claim")
     g = graph_for_read(args.graph)  # nothing to claim without a database
     envelope = next_node(g, claim=args.claim, run_id=args.run_id, pid=args.pid)
     if not args.json:
@@ -243,8 +247,9 @@ def _next(args: argparse.Namespace) -> int:
 
 def _claim(args: argparse.Namespace) -> int:
     from clavain.workgraph.leases import claim_named
-    from clavain.workgraph.runner_env import current_run_id
+    from clavain.workgraph.runner_env import current_run_id, refuse_other_node
 
+    refuse_other_node(args.id, "claim")
     run_id = current_run_id(args.run_id)
     node = claim_named(existing_graph(args.graph), args.id, run_id=run_id)
     if args.json:

@@ -25,9 +25,12 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from clavain.workgraph.runner_env import refuse_other_node
     from clavain.workgraph.shell import Interrupted
     from clavain.workgraph.verifier import result_line, run_verify
 
+    if args.apply:  # a check run without recording it is anyone's to run
+        refuse_other_node(args.node_id, "record the check of")
     g = existing_graph(args.graph)
     with closing(g.conn):
         try:

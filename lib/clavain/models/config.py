@@ -37,9 +37,8 @@ class Defaults(_Strict):
                                                             "claim: every machine judges it "
                                                             "by the claimer's lease)")
     maxCrashes: int = Field(5, ge=1, le=1000, description="times a node may be given back "
-                                                          "because its holder died or lost "
-                                                          "the store (no attempt spent) "
-                                                          "before it fails")
+                                                          "because its holder died (no "
+                                                          "attempt spent) before it fails")
     autoResetFailedMax: int = Field(0, ge=0, description="times the deadlock breaker may reopen "
                                                          "one failed blocker (0: never)")
     verifyTimeoutSeconds: float = Field(600, gt=0, description="per verify command")

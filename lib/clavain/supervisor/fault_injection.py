@@ -28,7 +28,6 @@ import threading
 FAULT_VARIABLE = "CLAVAIN_FAULT"
 POINTS = ("after_claim", "worker_start", "runner_started", "runner_ended", "before_merge",
           "after_merge", "before_record", "after_record")
-ACTIONS = ("raise", "locked", "malformed", "kill")
 
 _seen: dict[str, int] = {}
 _lock = threading.Lock()

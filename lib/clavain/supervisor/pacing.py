@@ -148,8 +148,14 @@ class Pacing:
                 self._countdown(ending["wait"], left, until, ending.get("message"))
             if ending["wait"] == "rate_limit" or dialect(conn) == "sqlite":
                 self.stop.wait(min(1.0, left))
-            elif conn.wait_for_ready(graph_id, min(1.0, left)):
-                break  # the graph changed on the server: look again now
+                continue
+            try:
+                if conn.wait_for_ready(graph_id, min(1.0, left)):
+                    break  # the graph changed on the server: look again now
+            except Exception as exc:
+                if store_faults.kind(exc) is None:
+                    raise
+                break  # the server went away: the next claim waits for it, with a countdown
         if ending["wait"] == "rate_limit":
             self.rate_limited_until = None
 

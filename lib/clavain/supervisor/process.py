@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from clavain.errors import ClavainError
 from clavain.processes import kill_group, stop_group
@@ -57,7 +58,7 @@ def _read(path: Path) -> str:
 
 
 def run_process(argv: list[str], *, stdin_text: str, cwd: Path, env: dict[str, str],
-                log_dir: Path, timeout: float, stop: threading.Event,
+                log_dir: Path, timeout: float, stop: Any,
                 on_start: Callable[[int], None] | None = None,
                 renew: Callable[[], None] | None = None, renew_every: float = 60.0
                 ) -> ProcessOutcome:
@@ -93,7 +94,7 @@ def run_process(argv: list[str], *, stdin_text: str, cwd: Path, env: dict[str, s
                           _read(stderr_path), stdout_path, stderr_path)
 
 
-def _wait(proc: subprocess.Popen[bytes], deadline: float, stop: threading.Event,
+def _wait(proc: subprocess.Popen[bytes], deadline: float, stop: Any,
           renew: Callable[[], None] | None, renew_every: float) -> tuple[bool, bool]:
     """(timed out, stopped) once the process ends or must be stopped."""
     next_renewal = time.monotonic() + renew_every

@@ -17,10 +17,8 @@ from clavain.errors import ClavainError
 from clavain.fsutil import read_json_object, write_json_atomic
 from clavain.paths import StatePaths
 from clavain.processes import pid_alive, process_identity, same_process, stop_recorded_group
-from clavain.store.db import transaction
-from clavain.workgraph.graphs import Graph
+from clavain.supervisor import run_claims
 from clavain.workgraph.leases import this_host
-from clavain.workgraph.nodes import release_claim
 from clavain.workgraph.verifier import safe_path_part
 
 RECORD_NAME = "supervisor.json"
@@ -104,12 +102,14 @@ def resumable(state: StatePaths, run_id: str) -> dict[str, Any]:
 
 
 def live_runs(state: StatePaths) -> set[str]:
-    """Ids of the runs whose supervisor is still at work (on another host: assumed so)."""
+    """Ids of the runs still at work: their supervisor lives (on another host: assumed so), or
+    a runner recovery could not stop is still in their record."""
     live = set()
     for path in sorted(state.runs.glob(f"*/{RECORD_NAME}")) if state.runs.is_dir() else []:
         record = read_json_object(path)
         if (record is not None and record.get("status") == "running"
-                and isinstance(record.get("run_id"), str) and supervisor_alive(record)):
+                and isinstance(record.get("run_id"), str)
+                and (supervisor_alive(record) or record.get("runners"))):
             live.add(record["run_id"])
     return live
 
@@ -135,12 +135,13 @@ def abandoned_runs(state: StatePaths) -> list[dict[str, Any]]:
     return found
 
 
-def _stop_runner(runner: object, *, grace: float | None = None) -> bool:
-    """Stop one recorded runner's process group; False when it is gone or no longer ours."""
+def _stop_runner(runner: object, *, grace: float | None = None) -> bool | None:
+    """Stop one recorded runner's process group (`processes.stop_recorded_group`: True gone
+    now, False nothing of it ran, None still there)."""
     if not isinstance(runner, dict):
         return False
     kwargs = {} if grace is None else {"grace": grace}
-    return bool(stop_recorded_group(runner.get("pid"), runner.get("identity"), **kwargs))
+    return stop_recorded_group(runner.get("pid"), runner.get("identity"), **kwargs)
 
 
 def kill_runners(state: StatePaths, run_id: str) -> list[str]:
@@ -163,7 +164,7 @@ def recover(state: StatePaths, conn: Any) -> list[dict[str, Any]]:
         running = {node: runners[node] for node, gone in outcome.items() if gone is None}
         released = []
         if isinstance(record.get("run_id"), str) and isinstance(record.get("graph_id"), str):
-            released = release_run_claims(
+            released = run_claims.give_back(
                 state, conn, record["run_id"], record["graph_id"], crashed=True,
                 keep=set(running),
                 why=f"supervisor of run {record['run_id']} died (pid {record.get('pid')})")
@@ -175,34 +176,3 @@ def recover(state: StatePaths, conn: Any) -> list[dict[str, Any]]:
         recovered.append({"run_id": record.get("run_id"), "stopped_runners": stopped,
                           "released": released, "still_running": sorted(running)})
     return recovered
-
-
-def release_run_claims(state: StatePaths, conn: Any, run_id: str, graph_id: str, *,
-                       why: str, crashed: bool = False, keep: set[str] | None = None
-                       ) -> list[str]:
-    """Give back every node `run_id` holds in `graph_id` (but those in `keep`), no attempt
-    spent; `crashed`: its supervisor died, which counts against each node's crash limit."""
-    from clavain import config as config_mod
-    from clavain.store.graph_db import store_now
-    from clavain.workgraph.nodes import get_node
-    from clavain.workgraph.stale import give_back_crashed
-
-    g = Graph(conn, graph_id, state)
-    cfg = config_mod.load(state.config) if crashed else {}
-    now = store_now(conn)
-    at = now_iso(now)
-    released = []
-    with transaction(conn):
-        held = [row[0] for row in conn.execute(
-            "SELECT id FROM nodes WHERE graph_id = ? AND lock_run_id = ? ORDER BY id",
-            (g.id, run_id)) if row[0] not in (keep or ())]
-        for node_id in held:
-            if crashed:
-                node = get_node(g, node_id)
-                gone = node is not None and give_back_crashed(g, cfg, node, why=why, at=at,
-                                                              now=now)
-            else:
-                gone = release_claim(g, node_id, run_id, at=at, why=why)
-            if gone:
-                released.append(node_id)
-    return released

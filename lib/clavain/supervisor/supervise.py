@@ -135,12 +135,15 @@ class Supervisor:
             except BaseException:
                 self._stop_workers()  # no runner outlives a supervisor that failed
                 with contextlib.suppress(Exception):
-                    run_claims.settle_at_end(self.g, self.run_id, why="its supervisor failed")
+                    run_claims.settle_at_end(self.state, self.g, self.run_id,
+                                             why="its supervisor failed",
+                                             working=set(self.active))
                 record.finish("failed", keep_runners=bool(self.active))
                 raise
             status = "interrupted" if self.signal else ending["status"]
-            claims = run_claims.settle_at_end(self.g, self.run_id, why=self._ending_why(status))
-            record.finish(status, keep_runners=bool(self.active))
+            claims = run_claims.settle_at_end(self.state, self.g, self.run_id,
+                                              why=self._ending_why(status), working=set())
+            record.finish(status)
             nodes, problem = self._nodes()
             crashes = {n["id"]: n["crashes"] for n in nodes if n.get("crashes")}
             summary = metrics.write(status=status, reason=ending.get("reason"), crashes=crashes)
@@ -220,17 +223,19 @@ class Supervisor:
         self._reconcile(event["node"])
 
     def _reconcile(self, node_id: str | None = None) -> None:
-        """Give back the run's claims (on `node_id`, or all) that no worker holds."""
+        """Give back the run's claims (on `node_id`, or all) that no worker holds. One try: a
+        store that does not answer is waited for by the next claim, and the run's end tries
+        again."""
         if self.ctx is not None and self.ctx.halt.is_set():
             return  # a damaged database takes no more writes; the end says what is held
         try:
-            released = self.pacing.store(lambda: run_claims.give_back_orphans(
-                self.g, self.run_id, set(self.active), node_id=node_id,
-                why="its worker ended without giving it back"))
+            released = run_claims.give_back(
+                self.state, self.conn, self.run_id, self.g.id, keep=set(self.active),
+                only=node_id, why="its worker ended without giving it back")
         except Exception as exc:
-            if store_faults.kind(exc) is None and not isinstance(exc, StoreOutage):
+            if store_faults.kind(exc) is None:
                 raise
-            return  # the run's next claim meets the same store, and ends with the cause
+            return
         if released:
             self.report({"event": "reconciled", "released": released})
 
@@ -240,8 +245,9 @@ class Supervisor:
         while len(self.busy_workers) < self.workers and not self.stop.is_set():
             self._drain()  # a finished node is reported before what it made ready starts
             held = self.pacing.hold(
-                halt=ctx.halt_message if ctx.halt.is_set() else None, spent=budget.spent(),
-                started=self.started_calls, limit=self.options.max_iterations)
+                halt=ctx.halt_message if ctx.halt.is_set() else None,
+                spent=self._spent(budget), started=self.started_calls,
+                limit=self.options.max_iterations)
             if held is not None:
                 return held
             try:
@@ -257,13 +263,14 @@ class Supervisor:
             if envelope["node"] is None:
                 return self._idle(envelope)
             node = envelope["node"]
-            if node["id"] in self.active:
+            if node["id"] in self.active or ctx.halt.is_set():
                 # Its runner gave the claim back (a verify that stopped) before its worker
                 # reported: never two workers on one node. It is claimed again once that
-                # worker's event is in.
-                with transaction(self.conn):
+                # worker's event is in. Or a worker found the store damaged meanwhile.
+                with contextlib.suppress(Exception), transaction(self.conn):
                     release_claim(self.g, node["id"], self.run_id, at=now_iso(),
-                                  why="its previous worker has not finished",
+                                  why="its previous worker has not finished"
+                                  if node["id"] in self.active else "the store is damaged",
                                   fence=node["lock_generation"])
                 return None
             inject("after_claim")
@@ -305,11 +312,21 @@ class Supervisor:
         return worker
 
     def _idle(self, envelope: dict[str, Any]) -> dict[str, Any] | None:
-        if envelope["reason"] == "running" and not self.active and set(
-                envelope.get("running") or ()) & set(run_claims.held(self.g, self.run_id)):
+        orphans = set(envelope.get("running") or ()) - set(self.active)
+        if envelope["reason"] == "running" and orphans & set(run_claims.held(self.g,
+                                                                            self.run_id)):
             self._reconcile()  # never wait on a claim of this run that no worker holds
-            envelope = {**envelope, "reason": "ready"}  # look again at once
+            if not self.active:
+                envelope = {**envelope, "reason": "ready"}  # look again at once
         return self.pacing.idle(envelope, self.conn, ours_running=bool(self.active))
+
+    def _spent(self, budget: RunBudget) -> str | None:
+        """What the run's budget says is spent; a budget that cannot be read stops the run
+        (a limit must never be passed because its counters were out of reach)."""
+        try:
+            return budget.spent()
+        except Exception as exc:
+            return f"the run's budget could not be read ({one_line(exc)}); stopped to be safe"
 
     def _running(self) -> list[dict[str, Any]]:
         now = time.monotonic()

@@ -96,6 +96,20 @@ def _env(ctx: RunContext, node: dict[str, Any], cwd: Path) -> dict[str, str]:
         SUPERVISED_RUN_VARIABLE: ctx.budget.key, "CLAVAIN_WORKDIR": str(cwd)})
 
 
+class _Stops:
+    """What stops a runner: the run stopping, or its claim taken back (`run_process` asks
+    `is_set` and waits with `wait`)."""
+
+    def __init__(self, run: threading.Event, lost: threading.Event) -> None:
+        self.run, self.lost = run, lost
+
+    def is_set(self) -> bool:
+        return self.run.is_set() or self.lost.is_set()
+
+    def wait(self, timeout: float) -> bool:
+        return self.run.wait(timeout) or self.lost.is_set()
+
+
 class _GiveBack(Exception):
     """The node goes back unspent: the run is stopping, nothing of the node's own failed."""
 
@@ -179,15 +193,21 @@ def _attempt(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict[str, A
                             packet_mode=ctx.packet_mode)
     if ctx.stop.is_set():
         raise _GiveBack("the run stopped before its runner started")
+    lost = threading.Event()
     process = run_process(
         call.argv, stdin_text=call.stdin_text, cwd=cwd, env=_env(ctx, node, cwd),
-        log_dir=log_dir, timeout=call.timeout, stop=ctx.stop,
+        log_dir=log_dir, timeout=call.timeout, stop=_Stops(ctx.stop, lost),
         on_start=lambda pid: _runner_started(ctx, g, node, event, route, pid),
-        renew=lambda: _renew(g, node, ctx.run_id),
+        renew=lambda: _renew(g, node, ctx.run_id, lost),
         renew_every=max(1.0, lease_of(ctx.cfg) / 3))
     ctx.record.runner_ended(node["id"])
     _end(event)
     inject("runner_ended")
+    if lost.is_set():
+        event.update(outcome="not_recorded", summary=(
+            "its claim was taken back while its runner worked (its lease ran out, or its "
+            "holder was taken for dead): the runner was stopped and nothing was recorded"))
+        return
     event.update(_settle(ctx, g, node, route, process, call.timeout,
                          tree[0] if tree else None, log_dir))
 
@@ -211,10 +231,17 @@ def _runner_started(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict
     inject("runner_started")
 
 
-def _renew(g: Graph, node: dict[str, Any], run_id: str) -> None:
-    # A store that is briefly unreachable (a server restart) costs one renewal, not the node.
-    with contextlib.suppress(Exception):
+def _renew(g: Graph, node: dict[str, Any], run_id: str, lost: threading.Event) -> None:
+    """Renew the claim's lease while the runner works. A claim taken back meanwhile (its lease
+    ran out, another host took the node) stops the runner: its work would only be refused.
+    A store that is briefly unreachable (a server restart) costs one renewal, not the node."""
+    try:
         heartbeat(g, node["id"], run_id=run_id, fence=node.get("lock_generation"))
+    except ClavainError as exc:
+        if store_faults.kind(exc) is None:
+            lost.set()
+    except Exception:
+        return
 
 
 def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
@@ -224,7 +251,10 @@ def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
         return _settle_verify(ctx, g, node, process)
     outcome = interpret(route.runner, process, timeout)
     usage = {"tokens": outcome.tokens, "cost_usd": outcome.cost_usd}
-    ctx.budget.add_usage(tokens=outcome.tokens, cost_usd=outcome.cost_usd)
+    try:  # the run's ledger (the project's own file) must not cost the node its result
+        ctx.budget.add_usage(tokens=outcome.tokens, cost_usd=outcome.cost_usd)
+    except Exception as exc:
+        usage["budget_problem"] = f"{type(exc).__name__}: {exc}"
     if outcome.kind != "result":
         _release(ctx, g, node, outcome.note)
         return {**usage, "outcome": GIVEN_BACK[outcome.kind], "summary": outcome.note,
@@ -365,23 +395,29 @@ def _claim_lost(ctx: RunContext, g: Graph, node: dict[str, Any]) -> str | None:
     return None
 
 
-def _release(ctx: RunContext, g: Graph, node: dict[str, Any], why: str) -> None:
-    """Give the claim back unspent, under its fence (a no-op once it is not this claim)."""
+def _release(ctx: RunContext, g: Graph, node: dict[str, Any], why: str, *,
+             wait: bool = True) -> None:
+    """Give the claim back unspent, under its fence (a no-op once it is not this claim);
+    `wait`: wait out a store that does not answer (else one try)."""
     def release() -> None:
         with transaction(g.conn):
             release_claim(g, node["id"], ctx.run_id, at=now_iso(), why=why,
                           fence=node.get("lock_generation"))
 
-    _store(ctx, g, release)
+    if wait:
+        _store(ctx, g, release)
+    else:
+        reconnecting(g.conn, release)
 
 
 def _give_back(ctx: RunContext, conn: Any, node: dict[str, Any], why: str) -> str:
-    """`_release` for a worker that is failing: never raises. Returns `why`, plus the reason
-    the claim is still held when even that failed (the supervisor gives it back later)."""
+    """`_release` for a worker that is failing, tried once (it may have waited for the store
+    already): never raises. Returns `why`, plus the reason the claim is still held when even
+    that failed (the supervisor gives it back later)."""
     if conn is None:
         return f"{why}; its claim is kept until the store answers (the run gives it back)"
     try:
-        _release(ctx, Graph(conn, ctx.graph_id, ctx.state), node, why)
+        _release(ctx, Graph(conn, ctx.graph_id, ctx.state), node, why, wait=False)
     except Exception as exc:
         return (f"{why}; its claim is kept until the store answers (the run gives it back): "
                 f"{type(exc).__name__}: {exc}")

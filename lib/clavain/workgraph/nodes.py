@@ -300,9 +300,9 @@ def fence_condition(fence: int | None) -> tuple[str, tuple[int, ...]]:
 def release_claim(g: Graph, node_id: str, run_id: str, *, at: str, why: str,
                   fence: int | None = None, crashed: bool = False) -> bool:
     """Give `run_id`'s claim on `node_id` back without spending an attempt (the runner was
-    stopped, the node cannot finish yet, or — `crashed` — its holder died or lost the store,
-    which adds one to the node's crash count instead). SQL only; False when the run held
-    nothing (or, with `fence`, not under that claim generation)."""
+    stopped, the node cannot finish yet, or — `crashed` — its holder died, which adds one to
+    the node's crash count instead). SQL only; False when the run held nothing (or, with
+    `fence`, not under that claim generation)."""
     fenced, params = fence_condition(fence)
     released = g.conn.execute(
         f"UPDATE nodes SET status = 'open', {LOCK_CLEARED}, crashes = crashes + ?, "

@@ -103,15 +103,17 @@ def runner_env(state: StatePaths, node: dict[str, Any], run_id: str,
     return env
 
 
-def refuse_other_node(node_id: str, action: str, *, own: str | None = None) -> None:
+def refuse_other_node(node_id: str | None, action: str, *, own: str | None = None) -> None:
     """A runner touches only its own node: inside a runner's environment (`CLAVAIN_NODE_ID`, or
-    `own` when the caller names the writer) `action` on any other node is refused. A person,
-    outside any runner, may act on every node. Every front door that writes for a runner (apply,
-    heartbeat, KV) asks this one function."""
+    `own` when the caller names the writer) `action` on any other node (`node_id` None: on
+    whichever node would come next) is refused. A person, outside any runner, may act on every
+    node. Every front door that writes for a runner (apply, heartbeat, KV, verify, claims) asks
+    this one function."""
     own = own if own is not None else os.environ.get("CLAVAIN_NODE_ID")
     if own and node_id != own:
+        which = f"node {node_id!r}" if node_id is not None else "another node"
         raise ClavainError(f"this runner works on node {own!r} (CLAVAIN_NODE_ID): it may not "
-                           f"{action} node {node_id!r}; a person, outside any runner, may")
+                           f"{action} {which}; a person, outside any runner, may")
 
 
 def fence_from_env(node_id: str) -> int | None:

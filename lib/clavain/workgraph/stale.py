@@ -102,24 +102,38 @@ def release_stale_locks(g: Graph, *, cfg: dict[str, Any] | None = None,
         return []
     fences = {}
     for row, reason in stale:
-        if _runner_stopped(row, host) is None:
+        # Looked at again just before its runner is stopped: a holder that renewed meanwhile
+        # keeps its runner and its claim.
+        fresh = g.conn.execute(_LOCKED + " AND id = ?", (g.id, row["id"])).fetchone()
+        if fresh is None or _claim_of(fresh) != _claim_of(row) or stale_reason(
+                fresh, now=now or store_now(g.conn), host=host,
+                reader_lease_seconds=lease) is None:
+            continue
+        stopped = _runner_stopped(fresh, host)
+        if stopped is None:
             continue  # its runner still works on it: never two runners on one node
-        fences[row["id"]] = (row["lock_run_id"], row["lock_generation"], reason)
+        fences[row["id"]] = (_claim_of(row), reason, stopped)
     if not fences:
         return []
     now = now or store_now(g.conn)
     released, at = [], now_iso(now)
     limit = int(config_mod.get(cfg, "defaults.maxCrashes", 5))
     with transaction(g.conn):
-        for node_id, (run_id, generation, reason) in fences.items():
+        for node_id, (claim, reason, stopped) in fences.items():
             node = get_node(g, node_id)
-            if node is None or (node["lock_run_id"], node["lock_generation"]) != (
-                    run_id, generation):
-                continue  # renewed, finished or claimed again meanwhile
+            if node is None or _claim_of(node) != claim:
+                continue  # finished or claimed again meanwhile
+            if not stopped and stale_reason(node, now=now, host=host,
+                                            reader_lease_seconds=lease) is None:
+                continue  # renewed meanwhile, its runner untouched: still its holder's
             if give_back_crashed(g, cfg, node, why=f"stale lock released: {reason}", at=at,
                                  now=now, limit=limit):
                 released.append(node_id)
     return released
+
+
+def _claim_of(row: Any) -> tuple[Any, Any]:
+    return row["lock_run_id"], row["lock_generation"]
 
 
 def _runner_stopped(row: Any, host: str) -> bool | None:
@@ -132,9 +146,9 @@ def _runner_stopped(row: Any, host: str) -> bool | None:
 
 def give_back_crashed(g: Graph, cfg: dict[str, Any], node: dict[str, Any], *, why: str,
                       at: str, now: datetime, limit: int | None = None) -> bool:
-    """Give back a claim whose holder crashed (died, or lost the store): no attempt spent, one
-    more crash; at the crash limit the node fails with the reason instead. SQL only (the caller
-    holds the transaction). False when its run held nothing."""
+    """Give back a claim whose holder crashed (died, or went quiet past its lease): no attempt
+    spent, one more crash; at the crash limit the node fails with the reason instead. SQL only
+    (the caller holds the transaction). False when its run held nothing."""
     run_id = node["lock_run_id"]
     if run_id is None:
         return False
