@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from clavain.supervisor import fault_injection
+from clavain.supervisor import fault_injection, run_record
 from tests.supervisor import kit
 from tests.supervisor.test_run import _alive
 
@@ -265,6 +265,8 @@ def test_a_kill_between_recording_and_clean_up_leaves_no_git_clutter(tmp_path: P
     proc.communicate(timeout=60)
     assert proc.returncode == -signal.SIGKILL
     assert kit.branches(state) and kit.worktree_folders(state)  # what the kill left
+    # An orphaned runner still at work keeps its worktree in use: wait until none is left.
+    kit.wait_until(lambda: not run_record.live_runs(state), what="the orphans' end")
     doctor = json.loads(kit.run_cli_json(state, "doctor")[0].stdout)
     row = next(r for r in doctor["checks"] if r["check"] == "git")
     assert row["status"] == "warn" and "the next `clavain run` removes them" in row["detail"]

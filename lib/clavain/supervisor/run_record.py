@@ -16,7 +16,13 @@ from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import read_json_object, write_json_atomic
 from clavain.paths import StatePaths
-from clavain.processes import pid_alive, process_identity, same_process, stop_recorded_group
+from clavain.processes import (
+    group_running,
+    pid_alive,
+    process_identity,
+    same_process,
+    stop_recorded_group,
+)
 from clavain.supervisor import run_claims
 from clavain.workgraph.leases import this_host
 from clavain.workgraph.verifier import safe_path_part
@@ -103,15 +109,25 @@ def resumable(state: StatePaths, run_id: str) -> dict[str, Any]:
 
 def live_runs(state: StatePaths) -> set[str]:
     """Ids of the runs still at work: their supervisor lives (on another host: assumed so), or
-    a runner recovery could not stop is still in their record."""
+    a runner their record names still runs (its supervisor died; recovery has not stopped it
+    yet, or could not): its worktree is in use."""
     live = set()
     for path in sorted(state.runs.glob(f"*/{RECORD_NAME}")) if state.runs.is_dir() else []:
         record = read_json_object(path)
-        if (record is not None and record.get("status") == "running"
-                and isinstance(record.get("run_id"), str)
-                and (supervisor_alive(record) or record.get("runners"))):
+        if record is None or record.get("status") != "running" or not isinstance(
+                record.get("run_id"), str):
+            continue
+        runners = record.get("runners") if isinstance(record.get("runners"), dict) else {}
+        if supervisor_alive(record) or any(_runner_running(r) for r in runners.values()):
             live.add(record["run_id"])
     return live
+
+
+def _runner_running(runner: object) -> bool:
+    pid = runner.get("pid") if isinstance(runner, dict) else None
+    if not isinstance(pid, int) or pid <= 1 or not group_running(pid):
+        return False
+    return not pid_alive(pid) or same_process(pid, runner.get("identity"))
 
 
 def kept_branches(state: StatePaths) -> set[str]:
