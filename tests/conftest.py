@@ -21,7 +21,7 @@ _LEAKY_ENV = ("CLAVAIN_STATE_DIR", "CLAVAIN_DB", "CLAVAIN_PROJECT_DIR", "CLAUDE_
               "CLAVAIN_RUN_ID", "CLAVAIN_FENCE", "CLAVAIN_PARENT_NODE_ID",
               "CLAVAIN_ARTIFACTS_DIR", "CLAVAIN_BIN",
               "CLAVAIN_HOOK_TRACE", "CLAVAIN_PLUGIN_DATA", "CLAVAIN_PYTHON", "CLAVAIN_GRAPH",
-              "CLAUDECODE", "CLAUDE_CODE_SESSION_ID")
+              "CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT")
 
 
 @pytest.fixture(autouse=True)
@@ -54,11 +54,17 @@ def run_cli(project: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
     """Run `bin/clavain ARGS` as a real subprocess in the project."""
 
     def run(*args: str, input: str | None = None, env: dict[str, str] | None = None,
-            cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(BIN / "clavain"), *args], input=input, capture_output=True, text=True,
-            cwd=cwd or project, env=subprocess_env(**(env or {})), timeout=120,
-        )
+            cwd: Path | None = None, person: bool = False) -> subprocess.CompletedProcess[str]:
+        """`person`: at a terminal of its own (tests/person.py), for what only a person may
+        do; otherwise as an agent's or a script's command is (no terminal)."""
+        argv = [str(BIN / "clavain"), *args]
+        if person:
+            from tests.person import run_as_person
+
+            return run_as_person(argv, cwd=cwd or project, env=subprocess_env(**(env or {})),
+                                 input=input)
+        return subprocess.run(argv, input=input, capture_output=True, text=True,
+                              cwd=cwd or project, env=subprocess_env(**(env or {})), timeout=120)
 
     return run
 

@@ -34,9 +34,17 @@ def test_status_report_and_reset(project: Path, run_cli, cli_json) -> None:
     assert "## Budgets" in text and "- Bash commands: 3 / 45" in text and "2× `pytest`" in text
     assert "## Tokens and cost" in text
     assert cli_json("report", "--run", "s1")["run"] == "session:s1"  # the bare id
-    assert cli_json("budget", "reset") == {"run": "session:s1", "calls_removed": 4}
+    refused = run_cli("budget", "reset")  # no terminal: an agent's, or a script's
+    assert refused.returncode == 2 and "`/clavain:budget reset`" in refused.stderr
+    assert cli_json("budget", "status")["budgets"][0]["used"] == 3
+    reset = cli_json("budget", "reset", person=True)
+    assert (reset["run"], reset["calls_removed"]) == ("session:s1", 4)
+    assert reset["decided_by"]["via"] == "terminal"
     after = cli_json("budget", "status")  # nothing counted since: the limits, unused
     assert after["budgets"][0] == {"budget": "Bash commands", "used": 0, "limit": 45}
+    decided = cli_json("report", "--run", "s1")["person_decisions"]
+    assert [d["what"] for d in decided] == ["budget reset (4 call(s) forgotten)"]
+    assert "## A person's decisions" in run_cli("report", "--run", "s1").stdout
 
 
 def test_denied_calls_are_not_top_commands_and_the_last_one_is_called_so(project: Path,
@@ -119,7 +127,8 @@ def test_the_report_shows_how_an_unknown_model_was_priced(project: Path, run_cli
 
 
 def test_the_active_sprint_is_the_current_run(project: Path, cli_json, run_cli) -> None:
-    started = cli_json("sprint", "start", "--complexity", "4", "rework the billing service")
+    started = cli_json("sprint", "start", "--complexity", "4", "rework the billing service",
+                       person=True)
     _calls(project, "session:old", ["ls"])
     _calls(project, f"sprint:{started['sprint_id']}", ["make test"])
     status = cli_json("budget", "status")
@@ -131,7 +140,7 @@ def test_the_active_sprint_is_the_current_run(project: Path, cli_json, run_cli) 
 
 
 def test_a_finished_sprint_keeps_its_report(project: Path, cli_json) -> None:
-    started = cli_json("sprint", "start", "--complexity", "2", "rename foo")
+    started = cli_json("sprint", "start", "--complexity", "2", "rename foo", person=True)
     _calls(project, f"sprint:{started['sprint_id']}", ["pytest", "pytest"])
     summary = cli_json("sprint", "summary")
     assert summary["budgets"][1] == {"budget": "Test runs", "used": 2, "limit": 5}
@@ -147,7 +156,8 @@ def test_before_anything_is_counted_the_limits_show_unused(run_cli, cli_json) ->
     report = cli_json("report")
     assert report["run"] == "session (none counted yet)" and report["tokens"] == 0
     assert report["budgets"][0] == {"budget": "Bash commands", "used": 0, "limit": 45}
-    started = cli_json("sprint", "start", "--complexity", "5", "research caching options")
+    started = cli_json("sprint", "start", "--complexity", "5", "research caching options",
+                       person=True)
     status = cli_json("budget", "status")
     assert status["run"] == f"sprint:{started['sprint_id']}" and status["scope"] == "large"
     missing = run_cli("report", "--run", "sprint:nope", "--json")

@@ -377,7 +377,8 @@ def test_clavain_graph_in_the_environment_picks_the_graph_and_graph_flag_wins(
 
 def test_the_active_sprints_graph_is_the_current_one(run_cli, cli_json) -> None:
     cli_json("graph", "add", "--id", "before", "--type", "task")
-    sprint = cli_json("sprint", "start", "--complexity", "2", "add a login page")["sprint_id"]
+    sprint = cli_json("sprint", "start", "--complexity", "2", "add a login page",
+                      person=True)["sprint_id"]
     assert (run_cli("graph", "add", "--id", "t1", "--type", "task").stdout.strip()
             == f"added t1 to graph {sprint}")
     # A new sprint does not see the open work added before it.
@@ -392,7 +393,8 @@ def test_the_active_sprints_graph_is_the_current_one(run_cli, cli_json) -> None:
 def test_a_closed_graph_refuses_new_nodes_in_one_line(run_cli, cli_json, project,
                                                       outcome) -> None:
     if outcome == "abandoned":
-        closed = cli_json("sprint", "start", "--complexity", "2", "try a thing")["sprint_id"]
+        closed = cli_json("sprint", "start", "--complexity", "2", "try a thing",
+                          person=True)["sprint_id"]
         cli_json("graph", "add", "--id", "t1", "--type", "task")
         assert run_cli("sprint", "abandon").returncode == 0
     else:

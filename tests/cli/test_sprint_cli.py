@@ -77,7 +77,8 @@ def test_errors_are_one_line_exit_2_and_write_nothing(run_cli, project: Path, ar
 
 def test_every_shortcut_is_one_line_exit_2_and_the_checkpoint_untouched(run_cli, project: Path
                                                                         ) -> None:
-    assert run_cli("sprint", "start", "--complexity", "3", "add a greeting").returncode == 0
+    assert run_cli("sprint", "start", "--complexity", "3", "add a greeting",
+                   person=True).returncode == 0
     checkpoint = project / ".clavain" / "checkpoint.json"
     before = checkpoint.read_bytes()
     for args, message in (
@@ -95,7 +96,8 @@ def test_every_shortcut_is_one_line_exit_2_and_the_checkpoint_untouched(run_cli,
     assert run_cli("sprint", "done", "plan", "--plan", "plan.md").returncode == 0
     refused = run_cli("sprint", "done", "plan-review")
     assert refused.returncode == 2 and "no verdict yet from lens plan" in refused.stderr
-    waived = run_cli("sprint", "done", "plan-review", "--waive", "the user read the plan")
+    waived = run_cli("sprint", "done", "plan-review", "--waive", "the user read the plan",
+                     person=True)
     assert waived.returncode == 0 and "gate WAIVED (the user read the plan)" in waived.stdout
     refused = run_cli("sprint", "done", "execute")
     assert refused.returncode == 2
@@ -134,14 +136,14 @@ def test_abandon_sets_a_damaged_checkpoint_aside_and_doctor_names_it(run_cli, cl
 
 def test_a_new_sprint_never_sees_an_abandoned_sprints_tasks(run_cli, cli_json,
                                                             project: Path) -> None:
-    run_cli("sprint", "start", "--complexity", "2", "first piece of work")
+    run_cli("sprint", "start", "--complexity", "2", "first piece of work", person=True)
     (project / "plan.md").write_text(PLAN)
     assert run_cli("sprint", "done", "plan", "--plan", "plan.md").returncode == 0
     first = cli_json("sprint", "status")["sprint_id"]
     abandoned = cli_json("sprint", "abandon")
     assert sorted(abandoned["cancelled"]) == ["final-verify", "integrate", "task-a",
                                               "verify-task-a"]
-    run_cli("sprint", "start", "--complexity", "2", "second piece of work")
+    run_cli("sprint", "start", "--complexity", "2", "second piece of work", person=True)
     nothing = run_cli("graph", "next")
     assert nothing.returncode == 3 and "task-a" not in nothing.stdout + nothing.stderr
     # Task ids need only be unique within a sprint: the same plan records again.
@@ -155,7 +157,7 @@ def test_a_new_sprint_never_sees_an_abandoned_sprints_tasks(run_cli, cli_json,
 
 
 def test_summary_shows_the_last_sprint_that_ended(run_cli, cli_json, project: Path) -> None:
-    run_cli("sprint", "start", "--complexity", "2", "first piece of work")
+    run_cli("sprint", "start", "--complexity", "2", "first piece of work", person=True)
     sprint_id = cli_json("sprint", "status")["sprint_id"]
     run_cli("sprint", "abandon")
     summary = cli_json("sprint", "summary")
@@ -171,7 +173,7 @@ def test_read_only_commands_work_on_a_read_only_state_folder(run_cli, project: P
 
     if os.geteuid() == 0:
         pytest.skip("root writes through read-only modes")
-    run_cli("sprint", "start", "--complexity", "2", "first piece of work")
+    run_cli("sprint", "start", "--complexity", "2", "first piece of work", person=True)
     root = project / ".clavain"
     modes = {p: p.stat().st_mode for p in [root, *root.rglob("*")]}
     try:
@@ -186,18 +188,36 @@ def test_read_only_commands_work_on_a_read_only_state_folder(run_cli, project: P
             path.chmod(stat.S_IMODE(mode))
 
 
-def test_inside_claude_code_the_cli_refuses_a_waiver_or_a_skip(run_cli, project: Path) -> None:
-    inside = {"CLAUDECODE": "1"}
-    refused = run_cli("sprint", "start", "--skip-to", "ship", "rename foo", env=inside)
+@pytest.mark.parametrize("env", [{"CLAUDECODE": "1"}, {"CLAUDECODE": ""}, {}],
+                         ids=["inside-claude-code", "emptied-variable", "no-variable"])
+def test_without_a_person_at_a_terminal_the_cli_refuses_a_waiver_or_a_skip(
+        run_cli, project: Path, env: dict) -> None:
+    """No variable makes a person: with it set, emptied or gone, a command with no terminal
+    (an agent's, a script's) is refused, and says what the person types instead."""
+    refused = run_cli("sprint", "start", "--skip-to", "ship", "rename foo", env=env)
     assert refused.returncode == 2 and "is a person's decision" in refused.stderr
-    assert run_cli("sprint", "start", "--complexity", "2", "rename foo", env=inside
-                   ).returncode == 0
+    assert "/clavain:sprint --skip-to STEP TASK" in refused.stderr
+    assert not (project / ".clavain" / "checkpoint.json").exists()
+    lowered = run_cli("sprint", "start", "--complexity", "1", "add a login page with oauth",
+                      env=env)
+    assert lowered.returncode == 2 and "below the classifier's" in lowered.stderr
+    assert run_cli("sprint", "start", "--complexity", "2", "rename foo", env=env
+                   ).returncode == 0  # not below the classifier's: anyone's choice
     (project / "plan.md").write_text(PLAN)
-    assert run_cli("sprint", "done", "plan", "--plan", "plan.md", env=inside).returncode == 0
-    refused = run_cli("sprint", "done", "execute", "--waive", "trust me", env=inside)
+    assert run_cli("sprint", "done", "plan", "--plan", "plan.md", env=env).returncode == 0
+    refused = run_cli("sprint", "done", "execute", "--waive", "trust me", env=env)
     assert refused.returncode == 2 and "passing a gate (--waive) is a person's decision" in \
         refused.stderr
+    assert "`/clavain:sprint --waive execute REASON`" in refused.stderr
     abbreviated = run_cli("sprint", "done", "execute", "--wai", "trust me")
     assert abbreviated.returncode == 2 and "unrecognized arguments: --wai" in abbreviated.stderr
-    # The person, in a terminal:
-    assert run_cli("sprint", "done", "execute", "--waive", "ran it on staging").returncode == 0
+    # The person, in a terminal: allowed, and recorded as theirs.
+    assert run_cli("sprint", "done", "execute", "--waive", "ran it on staging",
+                   person=True).returncode == 0
+    import json
+
+    waiver = json.loads((project / ".clavain" / "checkpoint.json").read_text())["waivers"][0]
+    assert waiver["decided_by"]["by"] == "person" and waiver["decided_by"]["via"] == "terminal"
+    assert waiver["decided_by"]["terminal"].startswith("/dev/")
+    summary = run_cli("sprint", "summary").stdout
+    assert "WAIVED execute: ran it on staging" in summary and "by a person at /dev/" in summary

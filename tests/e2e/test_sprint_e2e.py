@@ -194,4 +194,4 @@ def test_the_request_is_never_parsed_by_a_shell(claude_runner: ClaudeRunner, typ
     checkpoint = json.loads((project / ".clavain" / "checkpoint.json").read_text())
     assert checkpoint["description"] == " ".join(typed.split()[2:])
     assert not list(project.rglob("PWNED*")) and not list(claude_runner.home.rglob("PWNED*"))
-    assert not list((project / ".clavain" / "scratch").glob("sprint-request-*"))
+    assert not list((project / ".clavain" / "typed").glob("sprint-request-*"))

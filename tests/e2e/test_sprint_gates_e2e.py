@@ -253,7 +253,7 @@ def test_a_complexity_3_sprint_reaches_ship_only_through_its_gates(
 
     # The shortcuts, refused.
     assert "the sprint is at step brainstorm, not ship" in r["ship-early"], why
-    assert "passing a gate with `--waive` is a person's decision" in r["waive-early"], why
+    assert "`clavain … --waive` is a person's decision" in r["waive-early"], why
     assert "brainstorm done" in r["brainstorm"] and "strategy done" in r["strategy"], why
     assert "step plan records its plan: `clavain sprint done plan --plan PATH`" in \
         r["plan-no-path"], why
@@ -319,10 +319,12 @@ def test_a_complexity_3_sprint_reaches_ship_only_through_its_gates(
 # ------------------------------------------------------------------ a reviewer still running
 
 def _clavain(runner: ClaudeRunner, *args: str) -> subprocess.CompletedProcess[str]:
-    """The plugin's CLI run by a person in the project (not through the model)."""
+    """The plugin's CLI run by a person at a terminal in the project (not through the model)."""
+    from tests.person import run_as_person
+
     env = runner.env({"CLAVAIN_PYTHON": sys.executable})
-    return subprocess.run([str(REPO / "bin" / "clavain"), *args], cwd=runner.project, env=env,
-                          text=True, capture_output=True, timeout=60)
+    return run_as_person([str(REPO / "bin" / "clavain"), *args], cwd=runner.project, env=env,
+                         timeout=60)
 
 
 def _stamp(value: str) -> float:

@@ -174,7 +174,7 @@ def test_the_agent_cannot_waive_a_sprint_gate(run_hook, tmp_path: Path) -> None:
                     "cd src && clavain sprint done ship --waive=done"):
         denied = _pre(run_hook, project, "Bash", {"command": command})
         assert denied["permissionDecision"] == "deny"
-        assert "passing a gate with `--waive` is a person's decision" in \
+        assert "`clavain … --waive` is a person's decision" in \
             denied["permissionDecisionReason"]
     # The gate itself, and waive mentioned elsewhere, are not the agent lifting it.
     assert _pre(run_hook, project, "Bash", {"command": "clavain sprint done ship"}) is None
@@ -187,11 +187,42 @@ def test_the_agent_cannot_waive_a_sprint_gate(run_hook, tmp_path: Path) -> None:
     '"$CLAVAIN_BIN" sprint done quality-gates --waive "slow"',
     "python3 -m clavain sprint done ship --waive x",
     "(cd src && /opt/plugin/bin/clavain sprint done test --waive r)",
+    # Split quotes, an emptied variable, words made at run time: read as words, or refused.
+    'CLAUDECODE= clavain sprint done execute --wai""ve "not needed"',
+    "clavain sprint done execute --wai\\ve x",
+    "env -u CLAUDECODE clavain sprint done execute --waive x",
+    "x=reset; clavain budget $x",
+    'clavain budget "$(echo reset)"',
+    "clavain budget `echo reset`",
+    "clavain budget $'re\\x73et'",
+    'eval "clavain budget reset"',
+    "echo reset | xargs clavain budget",
+    "c=clavain; $c budget reset",
+    "$CLAVAIN_BIN budget reset",
+    "setsid clavain budget reset &",
+    "nohup clavain loop --reset-circuit --run r &",
+    "clavain sprint start --skip-to execute add greeting",
+    "clavain sprint start --from-prompt",
+    "clavain loop session-start fix everything",
 ])
-def test_no_spelling_of_a_waiver_gets_past(run_hook, tmp_path: Path, command: str) -> None:
+def test_no_spelling_of_a_persons_decision_gets_past(run_hook, tmp_path: Path,
+                                                     command: str) -> None:
     project = _project(tmp_path)
     denied = _pre(run_hook, project, "Bash", {"command": command})
-    assert denied["permissionDecision"] == "deny", command
+    assert denied is not None and denied["permissionDecision"] == "deny", command
+    assert "is a person's decision" in denied["permissionDecisionReason"]
+
+
+@pytest.mark.parametrize("command", [
+    '"$CLAVAIN_BIN" kv put --key out.notes --value "$(cat notes.md)"',
+    "clavain graph show $NODE", "clavain sprint done execute", "clavain status",
+    "$EDITOR notes.md", "grep -rn -- --waive docs",
+])
+def test_everyday_clavain_commands_are_not_taken_for_a_persons(run_hook, tmp_path: Path,
+                                                               command: str) -> None:
+    project = _project(tmp_path)
+    decided = _pre(run_hook, project, "Bash", {"command": command})
+    assert decided is None or decided["permissionDecision"] != "deny", (command, decided)
 
 
 @pytest.mark.parametrize(("tool", "tool_input"), [

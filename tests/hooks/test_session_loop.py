@@ -53,11 +53,13 @@ def _clavain(project: Path, *args: str, session: str = SESSION) -> subprocess.Co
 
 def _terminal(project: Path, *args: str, session: str = SESSION) -> subprocess.CompletedProcess:
     """A person's own `clavain loop session-start` outside Claude Code, naming the session."""
+    from tests.person import run_as_person
+
     env = dict(os.environ, CLAVAIN_PYTHON=sys.executable, CLAVAIN_BOOTSTRAP="0")
     for name in ("CLAVAIN_PROJECT_DIR", "CLAUDE_CODE_SESSION_ID", "CLAUDECODE"):
         env.pop(name, None)
-    return subprocess.run([str(REPO / "bin" / "clavain"), *args, "--session", session],
-                          capture_output=True, text=True, cwd=project, env=env, timeout=120)
+    return run_as_person([str(REPO / "bin" / "clavain"), *args, "--session", session],
+                         cwd=project, env=env)
 
 
 def _register(run_hook, project: Path, typed: str, session: str = SESSION) -> str:
@@ -321,9 +323,11 @@ def test_an_unexpected_failure_ends_the_loop_with_a_message(run_hook, tmp_path: 
     ("--max-iterations 4 -- --not-an-option",
      {"cancel": False, "max_iterations": 4, "automation": None, "task": "--not-an-option"}),
     ("  --cancel  ", {"cancel": True, "max_iterations": None, "automation": None, "task": ""}),
+    ("--reset-circuit loop-x", {"cancel": False, "max_iterations": None, "automation": None,
+                                "reset_circuit": "loop-x", "task": ""}),
 ])
 def test_the_typed_arguments(typed: str, expected: dict) -> None:
-    assert parse_loop_arguments(typed) == expected
+    assert parse_loop_arguments(typed) == {"reset_circuit": None, **expected}
 
 
 @pytest.mark.parametrize(("typed", "problem"), [

@@ -77,7 +77,7 @@ def test_a_sprint_started_by_the_cli_is_not_uncommitted_work(run_hook, tmp_path:
 
     project = _project(tmp_path)
     cli = subprocess.run([str(Path(__file__).parents[2] / "bin" / "clavain"), "sprint", "start",
-                          "--complexity", "2", "add OAuth login"], cwd=project,
+                          "--complexity", "4", "add OAuth login"], cwd=project,
                          capture_output=True, text=True,
                          env={**os.environ, "CLAVAIN_PYTHON": sys.executable,
                               "CLAVAIN_PROJECT_DIR": str(project),

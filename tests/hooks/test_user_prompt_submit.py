@@ -112,15 +112,17 @@ def test_a_missing_record_or_a_bad_session_is_one_line(tmp_path: Path) -> None:
     for bad in ("../../etc/passwd", "", "a b", "x" * 300):
         with pytest.raises(ClavainError, match="is not a Claude Code session id"):
             typed_request.record(state, bad, "text")
-    state.scratch.mkdir(parents=True)
-    (state.scratch / "sprint-request-s2.txt").write_bytes(b"\xff\xfe bad bytes")
+    typed = state.root / typed_request.TYPED_FOLDER
+    typed.mkdir(parents=True)
+    (typed / "sprint-request-s2.txt").write_bytes(b"\xff\xfe bad bytes")
     with pytest.raises(ClavainError, match="not UTF-8"):
         typed_request.take(state, "s2")
 
 
 def test_a_fifo_in_place_of_the_record_does_not_hang(tmp_path: Path) -> None:
     state = StatePaths(tmp_path / ".clavain", project=tmp_path)
-    state.scratch.mkdir(parents=True)
-    os.mkfifo(state.scratch / "sprint-request-s3.txt")
+    typed = state.root / typed_request.TYPED_FOLDER
+    typed.mkdir(parents=True)
+    os.mkfifo(typed / "sprint-request-s3.txt")
     with pytest.raises(ClavainError, match="no request recorded"):
         typed_request.take(state, "s3")

@@ -14,10 +14,15 @@ BLOCK = ("Done.\n---CLAVAIN_STATUS---\nTASK_COMPLETED: check:tests\nSTATUS: COMP
          "NEXT_RECOMMENDATION: run the linter\n---END_CLAVAIN_STATUS---\n")
 
 
-def _cli(state, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(kit.REPO / "bin" / "clavain"), *args], cwd=state.project,
-                          env=kit.cli_env(state), capture_output=True, text=True, input=input,
-                          timeout=120)
+def _cli(state, *args: str, input: str | None = None, person: bool = False
+         ) -> subprocess.CompletedProcess[str]:
+    argv = [str(kit.REPO / "bin" / "clavain"), *args]
+    if person:  # at a terminal of its own (tests/person.py)
+        from tests.person import run_as_person
+
+        return run_as_person(argv, cwd=state.project, env=kit.cli_env(state), input=input)
+    return subprocess.run(argv, cwd=state.project, env=kit.cli_env(state), capture_output=True,
+                          text=True, input=input, timeout=120)
 
 
 def test_iterate_lists_failing_checks_and_runnable_nodes(tmp_path: Path) -> None:
@@ -77,9 +82,13 @@ def test_summary_and_circuit_levers_after_a_run(tmp_path: Path) -> None:
     assert summary["breaker_trips"] == 1 and summary["breaker_state"] == "OPEN"
     status = _cli(state, "loop", "--circuit-status")
     assert "circuit OPEN" in status.stdout and "no progress" in status.stdout
-    reset = json.loads(_cli(state, "loop", "--reset-circuit", "--run", "loop-x",
-                            "--json").stdout)
+    # An agent (no terminal) may not close it; the refusal says what the person types.
+    refused = _cli(state, "loop", "--reset-circuit", "--run", "loop-x", "--json")
+    assert refused.returncode == 2 and "/clavain:loop --reset-circuit loop-x" in refused.stdout
+    reset = json.loads(_cli(state, "loop", "--reset-circuit", "--run", "loop-x", "--json",
+                            person=True).stdout)
     assert reset["state"] == "CLOSED"
+    assert "reset by a person at /dev/" in reset["history"][-1]["reason"]
     again = _cli(state, "loop", "--runner", "idle", "--run-id", "loop-x")
     assert again.returncode == 2 and "exists" in again.stderr
 
@@ -124,5 +133,6 @@ def test_an_agent_cannot_loop_its_own_session(tmp_path: Path) -> None:
     done = subprocess.run([str(kit.REPO / "bin" / "clavain"), "loop", "session-start",
                            "fix", "everything"], cwd=state.project, env=env,
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "what the person typed" in done.stderr
+    assert done.returncode == 2 and "looping a session is a person's decision" in done.stderr
+    assert "/clavain:loop TASK" in done.stderr
     assert not (state.root / "loops").exists() or not list((state.root / "loops").iterdir())

@@ -208,5 +208,5 @@ def test_a_run_is_charged_from_its_start_across_its_sessions(tmp_path: Path) -> 
     usage.measure(conn, run_key="sprint:x", transcript=str(second))
     row = conn.execute("SELECT tokens FROM budget_runs").fetchone()
     assert row["tokens"] == 110  # not the 5,000 before the sprint, m1 once
-    assert report.reset(conn, "sprint:x") == 0
+    assert report.reset(conn, "sprint:x", {"by": "person", "via": "test"}) == 0
     assert conn.execute("SELECT count(*) FROM budget_usage").fetchone()[0] == 0

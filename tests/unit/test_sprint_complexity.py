@@ -191,10 +191,11 @@ def test_agrees_with_people_on_the_labelled_requests() -> None:
     ("--files 12 split the monolith", {"files": 12, "text": "split the monolith"}),
     ("-- --verbose flag for the CLI", {"text": "--verbose flag for the CLI"}),
     ("  add a --verbose flag  \n", {"text": "add a --verbose flag"}),
+    ("--waive test ran it on staging", {"waive": "test", "text": "ran it on staging"}),
 ])
 def test_the_typed_line_is_read_verbatim(raw: str, expected: dict) -> None:
     defaults = {"complexity": None, "skip_to": None, "files": 0, "from_step": None,
-                "resume": False}
+                "resume": False, "waive": None}
     assert parse(raw) == {**defaults, **expected}
 
 

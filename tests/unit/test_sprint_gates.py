@@ -305,15 +305,21 @@ def test_resume_from_step_only_goes_back(state) -> None:
     assert state.sprint_checkpoint.read_bytes() == before
 
 
-def test_waivers_and_skips_are_a_persons_decision(state) -> None:
+def test_waivers_skips_and_lower_complexity_are_a_persons_decision(state) -> None:
     with pytest.raises(ClavainError, match=r"skipping steps \(--skip-to\) is a person's "
                                            "decision"):
-        lifecycle.start(state, "rename foo to bar", skip_to="ship", by_person=False)
+        lifecycle.start(state, "rename foo to bar", skip_to="ship", decided_by=None)
+    with pytest.raises(ClavainError, match=r"below the classifier's 4 \(--complexity 1\)"):
+        lifecycle.start(state, "add OAuth login", complexity="1", decided_by=None)
     assert not state.sprint_checkpoint.exists()
-    lifecycle.start(state, "rename foo to bar", complexity="2")
+    person = {"by": "person", "via": "terminal", "terminal": "/dev/pts/1", "user": "ann",
+              "at": "2026-11-27T10:00:00.000Z"}
+    started = lifecycle.start(state, "add OAuth login", complexity="2", decided_by=person)
+    assert started["person_decisions"] == [
+        {"what": "complexity 2, below the classifier's 4", "decided_by": person}]
     work.record_plan(state)
     _refused(state, "execute", r"passing a gate \(--waive\) is a person's decision",
-             waive="the agent thinks so", by_person=False)
+             waive="the agent thinks so", decided_by=None)
 
 
 def test_a_check_passes_only_through_the_shell_verifier(state) -> None:

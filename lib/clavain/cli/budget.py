@@ -21,6 +21,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                         "to give it more room)", _reset)
     reset.add_argument("--run", metavar="RUN", help="another run: `sprint:<id>`, "
                        "`session:<id>` or the bare id")
+    reset.add_argument("--from-prompt", action="store_true",
+                       help="what the person typed after /clavain:budget (recorded by the "
+                            "UserPromptSubmit hook): how a person resets inside Claude Code")
     add_json_flag(reset)
     report = add_command(commands, "report", "what a run spent: budgets, top commands, denied "
                          "calls, repeated patches, tokens and cost", _report)
@@ -51,10 +54,27 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _reset(args: argparse.Namespace) -> int:
+    from clavain.authority import require_person
     from clavain.guards.report import project_reset
     from clavain.paths import StatePaths
 
-    done = project_reset(StatePaths.discover(), args.run)
+    state = StatePaths.discover()
+    record = None
+    if args.from_prompt:
+        from clavain.errors import ClavainError
+        from clavain.sprint import typed_request
+
+        record = typed_request.take_record(state, kind="budget")
+        words = record["arguments"].split()
+        if words[:1] != ["reset"] or len(words) not in (1, 3) or (
+                len(words) == 3 and words[1] != "--run"):
+            raise ClavainError("/clavain:budget takes `reset` or `reset --run RUN`, got "
+                               f"{record['arguments']!r}")
+        args.run = words[2] if len(words) == 3 else None
+    decided_by = require_person("resetting a run's budget", typed=record,
+                                in_claude_code="/clavain:budget reset",
+                                in_terminal="clavain budget reset")
+    done = project_reset(state, args.run, decided_by)
     if args.json:
         emit_json(done)
     else:

@@ -101,7 +101,15 @@ def _loop(args: argparse.Namespace) -> int:
 
         raise ClavainError("--reset-circuit needs --run RUN: say which run a person looked at")
     if args.reset_circuit or args.circuit_status:
-        status = controls.circuit(state, args.run, reset=args.reset_circuit)
+        reset_by = None
+        if args.reset_circuit:
+            from clavain.authority import require_person
+
+            reset_by = require_person(
+                "closing a loop's circuit breaker", typed=None,
+                in_claude_code=f"/clavain:loop --reset-circuit {args.run}",
+                in_terminal=f"clavain loop --reset-circuit --run {args.run}")
+        status = controls.circuit(state, args.run, reset_by=reset_by)
         if args.json:
             emit_json(status)
         else:
@@ -159,7 +167,8 @@ def parse_loop_arguments(text: str) -> dict[str, Any]:
     task verbatim (no shell ever parses it); `--` ends the options."""
     from clavain.errors import ClavainError
 
-    found: dict[str, Any] = {"cancel": False, "max_iterations": None, "automation": None}
+    found: dict[str, Any] = {"cancel": False, "max_iterations": None, "automation": None,
+                             "reset_circuit": None}
     rest = text.strip()
     while rest.startswith("--"):
         word, rest = [*rest.split(None, 1), ""][:2]
@@ -169,9 +178,10 @@ def parse_loop_arguments(text: str) -> dict[str, Any]:
         if name == "--cancel" and not equals:
             found["cancel"] = True
             continue
-        if name not in ("--max-iterations", "--automation"):
+        if name not in ("--max-iterations", "--automation", "--reset-circuit"):
             raise ClavainError(f"unknown option {name!r} (/clavain:loop [--max-iterations N] "
-                               "[--automation auto|ask|plan] TASK | --cancel)")
+                               "[--automation auto|ask|plan] TASK | --cancel | "
+                               "--reset-circuit RUN)")
         if not equals:
             value, rest = [*rest.split(None, 1), "", ""][:2]
         found[name[2:].replace("-", "_")] = value
@@ -182,6 +192,8 @@ def parse_loop_arguments(text: str) -> dict[str, Any]:
         found["max_iterations"] = int(limit)
     if found["cancel"] and (rest or limit or found["automation"]):
         raise ClavainError("--cancel takes nothing else")
+    if found["reset_circuit"] is not None and (rest or limit or found["automation"]):
+        raise ClavainError("--reset-circuit RUN takes nothing else")
     return {**found, "task": rest}
 
 
@@ -199,29 +211,41 @@ def _session_id(explicit: str | None) -> str:
 
 
 def _session_start(args: argparse.Namespace) -> int:
-    import os
 
-    from clavain.errors import ClavainError
     from clavain.loop import session_loop
     from clavain.paths import StatePaths
     from clavain.project import ensure_state
 
-    if not args.from_prompt and (os.environ.get("CLAUDECODE") or os.environ.get(
-            "CLAUDE_CODE_SESSION_ID")):
-        # The agent's own Bash call must not loop a session its person never asked to loop.
-        raise ClavainError("inside Claude Code a loop starts only from what the person typed "
-                           "(/clavain:loop TASK)")
     state = ensure_state(StatePaths.discover())
     session = _session_id(args.session)
+    record = None
     if args.from_prompt:
-        from clavain.sprint.typed_request import take
+        from clavain.sprint.typed_request import take_record
 
-        options = parse_loop_arguments(take(state, session, kind="loop"))
+        record = take_record(state, session, kind="loop")
+        options = parse_loop_arguments(record["arguments"])
     else:
         options = {"cancel": False, "max_iterations": args.max_iterations,
-                   "automation": args.automation, "task": " ".join(args.task)}
+                   "automation": args.automation, "task": " ".join(args.task),
+                   "reset_circuit": None}
     if options["cancel"]:
         return _print_cancelled(session_loop.cancel(state, session), args.json)
+    # A loop of a session, and its breaker, start and close only when a person says so: the
+    # agent's own Bash call must not loop a session its person never asked to loop.
+    from clavain.authority import require_person
+
+    decided_by = require_person(
+        "closing a loop's circuit breaker" if options["reset_circuit"] else "looping a session",
+        typed=record, in_claude_code="/clavain:loop --reset-circuit RUN"
+        if options["reset_circuit"] else "/clavain:loop TASK",
+        in_terminal="clavain loop --reset-circuit --run RUN" if options["reset_circuit"]
+        else "clavain loop session-start --session ID TASK")
+    if options["reset_circuit"]:
+        from clavain.loop import controls
+
+        status = controls.circuit(state, options["reset_circuit"], reset_by=decided_by)
+        emit_json(status) if args.json else print(controls.render_circuit(status), end="")
+        return 0
     started = session_loop.start(state, session, options["task"],
                                  max_iterations=options["max_iterations"],
                                  automation=options["automation"], graph=args.graph)

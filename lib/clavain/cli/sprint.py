@@ -106,13 +106,16 @@ def _start(args: argparse.Namespace) -> int:
     from clavain.project import ensure_state
     from clavain.sprint import lifecycle
 
+    record = None  # what the person typed in Claude Code (`--from-prompt`)
+    args.waive = None
     if args.stdin or args.from_prompt:
         from clavain.sprint.invocation import parse
 
         if args.from_prompt:
-            from clavain.sprint.typed_request import take
+            from clavain.sprint import typed_request
 
-            typed = parse(take(_state()))
+            record = typed_request.take_record(_state())
+            typed = parse(record["arguments"])
         else:
             from clavain.cli._input import read_input
 
@@ -121,6 +124,12 @@ def _start(args: argparse.Namespace) -> int:
         for key, value in typed.items():
             if value not in (None, False, 0):
                 setattr(args, key, value)
+    decided_by = _decided_by(record)
+    if args.waive:  # `/clavain:sprint --waive STEP REASON`: the text is the reason
+        args.step, args.waive = args.waive, " ".join(args.text)
+        args.plan = args.decision = None
+        return _report_done(lifecycle.done(_state(), args.step, waive=args.waive,
+                                           decided_by=decided_by), args)
     if args.resume:
         return _print_resume(lifecycle.resume(_state(), from_step=args.from_step), args)
     if args.from_step:
@@ -129,13 +138,9 @@ def _start(args: argparse.Namespace) -> int:
         raise ClavainError("--from-step goes with --resume")
     state = _state()
     text = " ".join(args.text)
-    from clavain.hints import in_claude_code
-
-    # Inside Claude Code only what the user typed (`--from-prompt`) speaks for a person.
     started = lifecycle.start(ensure_state(state) if text.strip() else state, text,
                               complexity=args.complexity, skip_to=args.skip_to,
-                              file_count=args.files,
-                              by_person=args.from_prompt or not in_claude_code())
+                              file_count=args.files, decided_by=decided_by)
     _worked_on(started["sprint_id"])
     if args.json:
         emit_json(started)
@@ -160,11 +165,24 @@ def _done(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    from clavain.hints import in_claude_code
-
     report = lifecycle.done(_state(), args.step, plan_path=args.plan, decision=args.decision,
                             waive=args.waive, progress=None if args.json else progress,
-                            by_person=not in_claude_code())
+                            decided_by=_decided_by(None) if args.waive is not None else None)
+    return _report_done(report, args)
+
+
+def _decided_by(record: dict | None) -> dict | None:
+    """A person's provenance for a person-only decision, or None when an agent asks
+    (`clavain.authority`: process ancestry, a terminal, what was typed in Claude Code)."""
+    from clavain.authority import who_asks
+
+    asker = who_asks(typed=record)
+    return asker.provenance if asker.is_person else None
+
+
+def _report_done(report: dict, args: argparse.Namespace) -> int:
+    from clavain.sprint import lifecycle
+
     if not report["archived"]:
         _worked_on(report["sprint_id"])
     if args.json:

@@ -37,8 +37,9 @@ LIFT = ("Clavain budget: changing the budgets themselves (`.clavain/config.json`
 STATE = ("Clavain: its state (`.clavain/`: the sprint checkpoint, verdicts, the database) changes "
          "only through the `clavain` CLI and its hooks, so that a gate cannot be passed by "
          "editing a file. Only `.clavain/scratch/` (the handoff note) is yours to write.")
-WAIVE = ("Clavain sprint: passing a gate with `--waive` is a person's decision, not an agent's. "
-         "Do the work the gate names, or stop and ask the user to waive it.")
+PERSON = ("Clavain: {why} is a person's decision, not an agent's (passing a gate, skipping "
+          "steps, resetting a budget or a breaker, starting a loop, speaking for what the user "
+          "typed). Do the work the gate names, or stop and ask the user.")
 STOP = ("Stop here: do not retry this call or work around it. Return partial success (what is "
         "done, what is left and why) or escalate to a person.")
 
@@ -55,7 +56,7 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
 
     call = {"tool": tool, "kind": "other", "subject": "", "fingerprint": None, "undo": None,
             "tests": 0, "changed": False, "clavain": False, "lifts_budget": False,
-            "waives_gate": False, "edits_state": False}
+            "person_only": None, "edits_state": False}
     if tool == "Bash":
         command = text("command")
         tests = len(commands.find_test_runs(command, patterns))
@@ -70,10 +71,7 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
                     lifts_budget=commands.lifts_budget(command) or
                     (changed and bool(config_path) and
                      os.path.basename(config_path) in command and ".clavain" in command),
-                    # Text, not words: `bash -c '…'`, `env …`, a path to the launcher or
-                    # `python -m clavain` all end in the same CLI, and options are never
-                    # abbreviated there.
-                    waives_gate="--waive" in command and "sprint" in command,
+                    person_only=commands.person_only(command),
                     edits_state=changed and _names_state(command))
     elif tool in ("WebFetch", "WebSearch"):
         call.update(kind="web", subject=text("url") or text("query"))
@@ -201,8 +199,8 @@ def refusal(conn, run, call: dict, limits: dict, now: float) -> str | None:
     """Why the call is denied before counting (a budget spent, its lifting), or None."""
     if call["lifts_budget"]:
         return LIFT
-    if call["waives_gate"]:
-        return WAIVE
+    if call["person_only"]:
+        return PERSON.format(why=call["person_only"])
     if call["edits_state"]:
         return STATE
     where = f"({limits['profile']}/{limits['scope']}, run {run['run_key']})"

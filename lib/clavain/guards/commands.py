@@ -176,6 +176,61 @@ def lifts_budget(command: str) -> bool:
     return False
 
 
+# Words of a `clavain` command that make it a person's decision (`clavain.authority` decides in
+# the CLI too: this deny comes first and changes nothing).
+PERSON_OPTIONS = ("--waive", "--skip-to", "--reset-circuit", "--from-prompt")
+PERSON_PAIRS = (("budget", "reset"), ("loop", "session-start"))
+# How a runner's packets name the CLI: the launcher the supervisor puts in its environment.
+CLAVAIN_VARIABLES = ("$CLAVAIN_BIN", "${CLAVAIN_BIN}")
+# The command groups with a person-only action somewhere below them: a word of theirs that
+# cannot be read might be it (under `kv`, `graph`, … none can).
+PERSON_GROUPS = ("sprint", "budget", "loop")
+
+
+def person_only(command: str) -> str | None:
+    """Why `command` asks for what only a person may do, read as words (quotes, escapes and
+    wrappers resolved), or None. A `clavain` command whose words cannot be read statically
+    (`$x`, `$(…)`, backticks, `$'…'`, a command name that is a variable, `eval` or `xargs`
+    around it) counts too when it could reach such an action: it is refused rather than
+    guessed at."""
+    if "clavain" not in command.lower() and "$" not in command and "`" not in command:
+        return None  # the common call: nothing to read
+    for _, found in read_parts(command):
+        for words, _writes in found:
+            if not words:
+                continue
+            first = "clavain" if words[0] in CLAVAIN_VARIABLES else words[0]
+            asked = _asks_person(words[1:])
+            if first[:1] in ("$", "`"):
+                if asked or "clavain" in command.lower():
+                    return f"its command name `{first}` is not written out"
+                continue
+            if first != "clavain":
+                continue
+            if asked:
+                return asked
+            hidden = [w for w in words[1:] if "$" in w or "`" in w]
+            group = words[1] if len(words) > 1 else ""
+            if hidden and (group in hidden or group in PERSON_GROUPS):
+                return f"its words are not written out (`{hidden[0][:40]}`)"
+    if "clavain" in command and any(word in command for word in (" xargs ", "eval ")):
+        return "`xargs` or `eval` builds its words"
+    return None
+
+
+def _asks_person(arguments: list[str]) -> str | None:
+    """The person-only part of a `clavain` command's arguments, as said to the agent."""
+    named = [w.split("=", 1)[0] for w in arguments]
+    for option in PERSON_OPTIONS:
+        if option in named:
+            return f"`clavain … {option}`"
+    plain = [w for w in arguments if not w.startswith("-")]
+    for pair in PERSON_PAIRS:
+        if tuple(plain[:2]) == pair:
+            return f"`clavain {' '.join(pair)}`"
+    return None
+
+
 def _protected(word: str, near: bool) -> bool:
     path = word.replace("\\", "/")
     if any(name in path for name in PROTECTED):

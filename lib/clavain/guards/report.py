@@ -7,6 +7,7 @@ summary and `.clavain/runs/<sprint>/report.md` all read it from here.
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 from clavain.errors import ClavainError
@@ -27,8 +28,16 @@ def current_run(conn: Any, sprint_id: str | None) -> str | None:
 
 
 def runs(conn: Any) -> list[str]:
-    return [row["run_key"] for row in conn.execute(
+    """Every run with counts, newest first, then those a person reset (their decisions stay
+    on record)."""
+    counted = [row["run_key"] for row in conn.execute(
         "SELECT run_key FROM budget_runs ORDER BY updated_at DESC, run_key")]
+    try:
+        reset = [row[0] for row in conn.execute(
+            "SELECT run_key FROM person_decisions GROUP BY run_key ORDER BY max(id) DESC")]
+    except sqlite3.OperationalError:  # a read-only database from before version 8
+        reset = []
+    return counted + [key for key in reset if key not in counted]
 
 
 def build(conn: Any, run_key: str, limits: dict) -> dict[str, Any]:
@@ -94,6 +103,12 @@ def render(report: dict[str, Any]) -> str:
     lines += [f"  - {model}: ${counts.get('cost_usd', 0):.4f}"
               + (f" ({counts['pricing_note']})" if counts.get("pricing_note") else "")
               for model, counts in sorted(report["models"].items())]
+    if report.get("person_decisions"):
+        from clavain.authority import describe
+
+        lines += ["", "## A person's decisions"]
+        lines += [f"- {d['at']} {d['what']}: {describe(d['decided_by'])}"
+                  for d in report["person_decisions"]]
     hook = report["hook_ms"]
     if hook["calls"]:
         lines += ["", f"PreToolUse hook (from its launcher's start): p50 {hook['p50']:.1f} ms, p95 "
@@ -101,15 +116,38 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def reset(conn: Any, run_key: str) -> int:
-    """Forget a run's counts, calls, red tests and usage; returns the calls removed."""
+def reset(conn: Any, run_key: str, decided_by: dict[str, Any]) -> int:
+    """Forget a run's counts, calls, red tests and usage, and record who decided it (a
+    person: `clavain.authority`); returns the calls removed."""
+    from clavain.clock import now_iso
     from clavain.store.db import transaction
 
     with transaction(conn):
         removed = conn.execute("DELETE FROM budget_calls WHERE run_key = ?", (run_key,)).rowcount
         for table in ("budget_red_tests", "budget_usage", "budget_runs"):
             conn.execute(f"DELETE FROM {table} WHERE run_key = ?", (run_key,))
+        record_decision(conn, run_key, f"budget reset ({removed} call(s) forgotten)",
+                        decided_by, at=now_iso())
     return removed
+
+
+def record_decision(conn: Any, run_key: str, what: str, decided_by: dict[str, Any], *,
+                    at: str) -> None:
+    """One person-only decision and who made it (SQL only: the caller's transaction)."""
+    import json
+
+    conn.execute("INSERT INTO person_decisions (run_key, what, decided_by_json, at) "
+                 "VALUES (?, ?, ?, ?)", (run_key, what, json.dumps(decided_by), at))
+
+
+def decisions(conn: Any, run_key: str) -> list[dict[str, Any]]:
+    """The person-only decisions made for `run_key`, oldest first, and who made them."""
+    try:
+        rows = conn.execute("SELECT what, decided_by_json, at FROM person_decisions "
+                            "WHERE run_key = ? ORDER BY id", (run_key,)).fetchall()
+    except sqlite3.OperationalError:  # a read-only database from before version 8
+        return []
+    return [{"what": row[0], "decided_by": json.loads(row[1]), "at": row[2]} for row in rows]
 
 
 def empty(run_key: str, limits: dict) -> dict[str, Any]:
@@ -119,7 +157,8 @@ def empty(run_key: str, limits: dict) -> dict[str, Any]:
             "budgets": [{"budget": label, "used": 0.0 if column == "cost_usd" else 0,
                          "limit": limits[key]} for column, key, label in BUDGETS],
             "top_commands": [], "denied": [], "patch_repeats": [], "tokens": 0,
-            "cost_usd": 0.0, "models": {}, "hook_ms": {"calls": 0, "p50": None, "p95": None}}
+            "cost_usd": 0.0, "models": {}, "hook_ms": {"calls": 0, "p50": None, "p95": None},
+            "person_decisions": []}
 
 
 def resolve_run(conn: Any, run_key: str) -> str:
@@ -182,18 +221,22 @@ def project_report(state: Any, run_key: str | None = None, *,
         else:
             if measure_now:
                 measure(conn, run_key=run_key)
-            report = build(conn, run_key, context["limits"])
+            report = {**build(conn, run_key, context["limits"]),
+                      "person_decisions": decisions(conn, run_key)}
         return {**report, "problems": context["problems"]}
     finally:
         if conn is not None:
             conn.close()
 
 
-def project_reset(state: Any, run_key: str | None = None) -> dict[str, Any]:
+def project_reset(state: Any, run_key: str | None, decided_by: dict[str, Any]
+                  ) -> dict[str, Any]:
+    """A person's budget reset of `run_key` (else the current run), recorded as theirs."""
     conn = _connect(state)
     try:
         run_key, _ = _target(state, conn, run_key)
-        return {"run": run_key, "calls_removed": reset(conn, run_key) if conn is not None else 0}
+        removed = reset(conn, run_key, decided_by) if conn is not None else 0
+        return {"run": run_key, "calls_removed": removed, "decided_by": decided_by}
     finally:
         if conn is not None:
             conn.close()

@@ -1,8 +1,9 @@
-"""UserPromptSubmit: when the prompt is `/clavain:sprint …` or `/clavain:loop …`, record what
-follows the command for this session (`clavain.sprint.typed_request`), so `clavain sprint start
---from-prompt` (or `clavain loop session-start --from-prompt`) gets the request without any shell
-parsing it. bin/clavain-hook starts no interpreter for any other prompt. Never fails the host:
-a failure is one line in hooks.log, and the command then says the request was not recorded."""
+"""UserPromptSubmit: when the prompt is `/clavain:sprint …`, `/clavain:loop …` or
+`/clavain:budget …`, record what follows the command for this session
+(`clavain.sprint.typed_request`), so the command's `clavain … --from-prompt` gets what the person
+typed without any shell parsing it, and `clavain.authority` knows a person asked.
+bin/clavain-hook starts no interpreter for any other prompt. Never fails the host: a failure is
+one line in hooks.log, and the command then says the request was not recorded."""
 
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         from clavain.project import ensure_state
         from clavain.sprint import typed_request
 
-        for kind, command in (("sprint", typed_request.COMMAND),
-                              ("loop", typed_request.LOOP_COMMAND)):
+        for kind, command in typed_request.COMMANDS.items():
             arguments = typed_request.arguments_of(payload.get("prompt"), command)
             if arguments is not None:
                 state = ensure_state(StatePaths.discover(payload_cwd(payload)))

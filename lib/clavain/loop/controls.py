@@ -11,7 +11,10 @@ from clavain.loop.decide import breaker_for
 from clavain.paths import StatePaths
 
 
-def circuit(state: StatePaths, run_id: str | None, *, reset: bool = False) -> dict[str, Any]:
+def circuit(state: StatePaths, run_id: str | None, *,
+            reset_by: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The breaker of a loop run; `reset_by`: a person's provenance (`clavain.authority`)
+    closing it, recorded in its history."""
     run_id = run_id or records.latest_loop(state)
     if run_id is None:
         raise ClavainError("no loop run yet in this project (`clavain loop` starts one)")
@@ -19,8 +22,10 @@ def circuit(state: StatePaths, run_id: str | None, *, reset: bool = False) -> di
     if not path.parent.joinpath(records.LOOP_NAME).exists():
         raise ClavainError(f"no loop run {run_id!r}")
     breaker = breaker_for(state, run_id)
-    if reset:
-        breaker.reset("reset by a person (clavain loop --reset-circuit)")
+    if reset_by is not None:
+        from clavain.authority import describe
+
+        breaker.reset(f"reset by {describe(reset_by)}")
     return {"run_id": run_id, **breaker.status()}
 
 

@@ -20,6 +20,22 @@ Step = Literal["brainstorm", "strategy", "plan", "plan-review", "execute", "test
                "quality-gates", "resolve", "ship"]
 
 
+class DecidedBy(BaseModel):
+    """Who made a person-only decision (`clavain.authority`): where, and when."""
+
+    model_config = ConfigDict(extra="forbid", title="DecidedBy")
+
+    by: Literal["person"] = Field(description="only a person makes these decisions")
+    via: str = Field(min_length=1, max_length=40,
+                     description="terminal, slash_command (typed in Claude Code), or library")
+    terminal: str | None = Field(default=None, max_length=200, description="the terminal")
+    user: str | None = Field(default=None, max_length=200, description="the user at it")
+    session_id: str | None = Field(default=None, max_length=200,
+                                   description="the Claude Code session it was typed in")
+    prompt: str | None = Field(default=None, max_length=300, description="what was typed")
+    at: str | None = Field(default=None, description="when (UTC)")
+
+
 class Waiver(BaseModel):
     """A gate a person passed on purpose (`clavain sprint done STEP --waive REASON`)."""
 
@@ -29,6 +45,17 @@ class Waiver(BaseModel):
     reason: str = Field(min_length=1, max_length=2000, description="why, in the person's words")
     problems: list[str] = Field(description="what the gate refused when it was waived")
     at: str = Field(min_length=1, description="when (UTC)")
+    decided_by: DecidedBy | None = Field(default=None, description="who waived it")
+
+
+class PersonDecision(BaseModel):
+    """A route decision only a person may make: steps skipped, a complexity below the
+    classifier's."""
+
+    model_config = ConfigDict(extra="forbid", title="PersonDecision")
+
+    what: str = Field(min_length=1, max_length=300, description="the decision, in words")
+    decided_by: DecidedBy
 
 
 class Checkpoint(BaseModel):
@@ -70,6 +97,8 @@ class Checkpoint(BaseModel):
                                   "review gate are filed after it)")
     waivers: list[Waiver] = Field(default_factory=list,
                                   description="gates a person passed on purpose")
+    person_decisions: list[PersonDecision] = Field(
+        default_factory=list, description="steps skipped, complexity lowered: by whom, when")
 
 
 def render_schema() -> str:

@@ -4,22 +4,23 @@ The command's text never holds it: the UserPromptSubmit hook records the raw pro
 and `clavain sprint start --from-prompt` takes them (`clavain.sprint.typed_request`), so no shell
 ever parses them (an apostrophe in "fix the user's login" cannot break the command, a `$(…)` or
 a heredoc delimiter cannot run anything). Leading options are read here — `--complexity N`,
-`--skip-to STEP`, `--files N`, `--resume`, `--from-step STEP`, also as `--option=value` — and
-the rest, untouched, is the request.
+`--skip-to STEP`, `--files N`, `--resume`, `--from-step STEP`, `--waive STEP` (the rest is
+the reason), also as `--option=value` — and the rest, untouched, is the request.
 """
 
 from __future__ import annotations
 
 from clavain.errors import ClavainError
 
-VALUED = ("--complexity", "--skip-to", "--files", "--from-step")
+VALUED = ("--complexity", "--skip-to", "--files", "--from-step", "--waive")
 FLAGS = ("--resume",)
 
 
 def parse(raw: str) -> dict[str, object]:
-    """{"complexity", "skip_to", "files", "from_step", "resume", "text"} from the raw line."""
+    """{"complexity", "skip_to", "files", "from_step", "resume", "waive", "text"} from the raw
+    line (`waive`: the step whose gate the person passes; the text is then the reason)."""
     options: dict[str, object] = {"complexity": None, "skip_to": None, "files": 0,
-                                  "from_step": None, "resume": False}
+                                  "from_step": None, "resume": False, "waive": None}
     rest = raw.strip()
     while rest.startswith("--"):
         head, _, tail = rest.partition(" ")

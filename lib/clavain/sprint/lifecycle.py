@@ -27,27 +27,42 @@ def new_sprint_id() -> str:
     return new_run_id("sprint")
 
 
-PERSON_ONLY = "{what} is a person's decision, not an agent's: {how}"
+PERSON_ONLY = ("{what} is a person's decision, not an agent's: the user types `{slash}` in "
+               "Claude Code, or runs `{terminal}` in a terminal")
+# What a direct caller of the library is (its own code, its tests): the front doors pass what
+# `clavain.authority` says instead — a person's provenance, or None for an agent.
+LIBRARY_CALLER = {"by": "person", "via": "library"}
 
 
 def start(state: StatePaths, description: str, *, complexity: Any = None,
           skip_to: str | None = None, file_count: int = 0,
-          by_person: bool = True) -> dict[str, Any]:
+          decided_by: dict[str, Any] | None = LIBRARY_CALLER) -> dict[str, Any]:
     """Classify, route and checkpoint a new sprint with its own workgraph. Refused while
     another one is active. Verdicts left in `.clavain/verdicts/` from before are archived, so
-    the sprint starts with none that are not its own."""
+    the sprint starts with none that are not its own. Skipping steps and a complexity below the
+    classifier's are a person's decisions (`decided_by`, recorded in the checkpoint)."""
     text = " ".join(description.split())
     if not text:
         raise ClavainError("a sprint needs a description of the work")
     if skip_to is not None:
         check_step(skip_to)
-        if not by_person:
+        if decided_by is None:
             raise ClavainError(PERSON_ONLY.format(
-                what="skipping steps (--skip-to)",
-                how="the user types `/clavain:sprint --skip-to STEP TASK`"))
+                what="skipping steps (--skip-to)", slash="/clavain:sprint --skip-to STEP TASK",
+                terminal="clavain sprint start --skip-to STEP TASK"))
     override = check_complexity(complexity) if complexity is not None else None
     classified = classify(text, file_count)
-    score = override or int(classified["score"])  # type: ignore[call-overload]
+    classified_score = int(classified["score"])  # type: ignore[call-overload]
+    if override is not None and override < classified_score and decided_by is None:
+        raise ClavainError(PERSON_ONLY.format(
+            what=f"a complexity below the classifier's {classified_score} (--complexity "
+                 f"{override})", slash=f"/clavain:sprint --complexity {override} TASK",
+            terminal=f"clavain sprint start --complexity {override} TASK"))
+    score = override or classified_score
+    person_decisions = [{"what": what, "decided_by": decided_by} for what in (
+        *([f"skipped to step {skip_to}"] if skip_to else []),
+        *([f"complexity {override}, below the classifier's {classified_score}"]
+          if override is not None and override < classified_score else []))]
     route = plan_route(score, skip_to=skip_to)
     reasons = ([f"set by the user: {override}"] if override else []) + list(
         classified["reasons"])  # type: ignore[call-overload]
@@ -73,7 +88,7 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
             "decisions": [f"archived {earlier} earlier verdict file(s)"] if earlier else [],
             "git_sha": store.git_head(state.project), "started_at": at, "updated_at": at,
             "graph_id": sprint_id, "branch": store.git_branch(state.project),
-            "step_started_at": at, "waivers": [],
+            "step_started_at": at, "waivers": [], "person_decisions": person_decisions,
         }
 
     created = store.change(state, begin)
@@ -149,18 +164,20 @@ def check_order(active: dict[str, Any], step: str) -> None:
 def done(state: StatePaths, step: str, *, plan_path: str | None = None,
          decision: str | None = None, waive: str | None = None,
          progress: Callable[[str], None] | None = None,
-         wait_seconds: float | None = None, by_person: bool = True) -> dict[str, Any]:
+         wait_seconds: float | None = None,
+         decided_by: dict[str, Any] | None = LIBRARY_CALLER) -> dict[str, Any]:
     """Record `step` as finished: only the current step, only through its gate (or with a
-    person's waiver), with the plan it produced and a decision; ship archives the sprint."""
+    person's waiver, `decided_by` recorded with it), with the plan it produced and a decision;
+    ship archives the sprint."""
     from clavain.sprint import gates
 
     check_step(step)
     if waive is not None and not waive.strip():
         raise ClavainError("a waiver needs a reason (--waive \"why this gate is passed\")")
-    if waive is not None and not by_person:
+    if waive is not None and decided_by is None:
         raise ClavainError(PERSON_ONLY.format(
-            what="passing a gate (--waive)",
-            how="the user runs `clavain sprint done STEP --waive REASON` in a terminal"))
+            what="passing a gate (--waive)", slash=f"/clavain:sprint --waive {step} REASON",
+            terminal=f"clavain sprint done {step} --waive REASON"))
     active = require_active(state)
     check_order(active, step)
     if step == "plan":
@@ -193,7 +210,7 @@ def done(state: StatePaths, step: str, *, plan_path: str | None = None,
                                    "REASON)")
             if refused:
                 waiver = {"step": step, "reason": " ".join(waive.split()), "problems": refused,
-                          "at": now_iso()}
+                          "at": now_iso(), "decided_by": decided_by}
             updated = _advance(state, current, step, plan_path, decision, waiver)
             archived = budget = None
             if updated["current_step"] is None:

@@ -55,8 +55,10 @@ def summarize(state: StatePaths, sprint: dict[str, Any], budget: Any = None, *,
             "complexity": sprint["complexity"], "outcome": sprint.get("outcome", "active"),
             "steps_done": len([s for s in sprint["completed_steps"] if s in sprint["route"]]),
             "steps_total": len(sprint["route"]), "current_step": sprint["current_step"],
-            "waived": [{"step": w["step"], "reason": w["reason"], "problems": w["problems"]}
+            "waived": [{"step": w["step"], "reason": w["reason"], "problems": w["problems"],
+                        "decided_by": w.get("decided_by")}
                        for w in sprint.get("waivers", [])],
+            "person_decisions": list(sprint.get("person_decisions", [])),
             "skipped": dict(sprint.get("skipped", {})),
             "agents_dispatched": len(found), "verdict_counts": count_by_status(found),
             "tokens_measured": total_tokens(found),
@@ -65,14 +67,18 @@ def summarize(state: StatePaths, sprint: dict[str, Any], budget: Any = None, *,
 
 
 def render(summary: dict[str, Any]) -> str:
+    from clavain.authority import describe
+
     counts = ", ".join(f"{n} {status}" for status, n in summary["verdict_counts"].items())
     outcome = "" if summary["outcome"] == "active" else f" ({summary['outcome']})"
     return "\n".join([
         f"Sprint {summary['sprint_id']}{outcome}: {summary['description'][:80]}",
         f"- Steps completed: {summary['steps_done']}/{summary['steps_total']}"
         + (f" (next: {summary['current_step']})" if summary["current_step"] else ""),
-        *[f"- WAIVED {w['step']}: {w['reason']} (the gate said: {'; '.join(w['problems'])})"
-          for w in summary["waived"]],
+        *[f"- WAIVED {w['step']}: {w['reason']} (the gate said: {'; '.join(w['problems'])}; "
+          f"by {describe(w.get('decided_by'))})" for w in summary["waived"]],
+        *[f"- Decided by a person: {d['what']} ({describe(d['decided_by'])})"
+          for d in summary.get("person_decisions", [])],
         *([f"- Skipped: {_skipped(summary.get('skipped', {}))}"]
           if summary.get("skipped") else []),
         f"- Agents dispatched: {summary['agents_dispatched']}",

@@ -23,9 +23,12 @@ from clavain.paths import StatePaths
 
 COMMAND = "/clavain:sprint"
 LOOP_COMMAND = "/clavain:loop"
+BUDGET_COMMAND = "/clavain:budget"
+# Each slash command whose arguments are recorded, by the kind of record it leaves.
+COMMANDS = {"sprint": COMMAND, "loop": LOOP_COMMAND, "budget": BUDGET_COMMAND}
 MAX_CHARS = 100_000
 SESSION_VARIABLE = "CLAUDE_CODE_SESSION_ID"
-_CLI = {"sprint": "sprint start", "loop": "loop session-start"}
+_CLI = {"sprint": "sprint start", "loop": "loop session-start", "budget": "budget reset"}
 
 
 def arguments_of(prompt: object, command: str = COMMAND) -> str | None:
@@ -51,8 +54,13 @@ def checked_session_id(session_id: object) -> str:
     return session_id
 
 
+# Not in `scratch/` (the agent's to write): the PreToolUse hook refuses every tool's write
+# anywhere in the state folder but there, so a record here is what the hook wrote.
+TYPED_FOLDER = "typed"
+
+
 def _path(state: StatePaths, session_id: object, kind: str = "sprint") -> Path:
-    return state.scratch / f"{kind}-request-{checked_session_id(session_id)}.txt"
+    return state.root / TYPED_FOLDER / f"{kind}-request-{checked_session_id(session_id)}.txt"
 
 
 def record(state: StatePaths, session_id: object, arguments: str, kind: str = "sprint") -> None:
@@ -61,12 +69,19 @@ def record(state: StatePaths, session_id: object, arguments: str, kind: str = "s
     from clavain.fsutil import real_folder, write_atomic
 
     path = _path(state, session_id, kind)
-    real_folder(state.root, state.scratch)
+    real_folder(state.root, path.parent)
     write_atomic(path, arguments[:MAX_CHARS], inside=state.root)
 
 
 def take(state: StatePaths, session_id: str | None = None, kind: str = "sprint") -> str:
     """The arguments recorded for this session (read once: the record is deleted)."""
+    return take_record(state, session_id, kind)["arguments"]
+
+
+def take_record(state: StatePaths, session_id: str | None = None, kind: str = "sprint"
+                ) -> dict[str, str]:
+    """`take`, with what `clavain.authority` records of a person's decision made this way:
+    {"arguments", "session_id", "prompt"} (the prompt as typed)."""
     from clavain.fsutil import read_regular
 
     session_id = session_id or os.environ.get(SESSION_VARIABLE)
@@ -85,6 +100,8 @@ def take(state: StatePaths, session_id: str | None = None, kind: str = "sprint")
     from clavain.textio import BadText, decode
 
     try:
-        return decode(raw, str(path))
+        arguments = decode(raw, str(path))
     except BadText as exc:
         raise ClavainError(str(exc)) from None
+    return {"arguments": arguments, "session_id": session_id,
+            "prompt": f"{COMMANDS[kind]} {arguments}".strip()}

@@ -1,0 +1,174 @@
+"""Who asks: a person, or an agent session. The one answer every front door asks before an
+action only a person may take — passing a gate (`--waive`), skipping steps (`--skip-to`), a
+complexity below the classifier's, resetting a budget or a breaker.
+
+It rests only on what an agent cannot change from its Bash tool with one command:
+- **Process ancestry.** Claude Code runs every Bash command as a descendant of its own process
+  (`claude`); a command whose ancestors include one is an agent's, whatever its environment
+  says. Read from `/proc` on Linux, from `ps` elsewhere.
+- **A controlling terminal.** A person at a terminal has one; a Bash tool command runs in a
+  session of its own without one, and a command detached from it (`setsid … &`, `nohup … &`)
+  has none either.
+- **What the person typed.** Inside Claude Code a person speaks through a slash command: the
+  UserPromptSubmit hook (run by the host before the model sees the prompt) records the typed
+  text, and the command's `!` line takes it (`typed_request`); the PreToolUse hook refuses an
+  agent's own `--from-prompt` and any write to where the record lives.
+An environment variable alone (`CLAUDECODE`, which `env -u` removes) never makes a person; its
+presence still marks an agent. Anything that cannot be told is an agent: a person-only action
+then gets one line saying what the person types instead.
+
+What this cannot see: an agent that starts a program outside its session with a terminal of
+its own (a detached `tmux`, `script` under `setsid`) or writes Clavain's files by other means.
+That needs Claude Code's sandbox (docs/ARCHITECTURE.md, "Who may do what").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+# Claude Code's process, by the name of what it runs: the native binary, or the npm package.
+HOST_NAMES = ("claude", "claude.exe")
+HOST_PACKAGE = "@anthropic-ai/claude-code"
+HOST_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT")
+MAX_ANCESTORS = 64
+
+
+@dataclass(frozen=True)
+class Asker:
+    """The answer: `person` or `agent`, how it was told (`via`), and the provenance a
+    person-only decision records."""
+
+    by: str
+    via: str
+    detail: str = ""
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_person(self) -> bool:
+        return self.by == "person"
+
+
+def who_asks(*, typed: dict[str, Any] | None = None) -> Asker:
+    """A person or an agent (module docstring). `typed`: the record of what a person typed in
+    Claude Code, taken by a `--from-prompt` command ({"session_id", "prompt"}): it speaks for
+    the person (the command runs below the host, as the agent's would; what keeps the agent
+    from writing such a record or running `--from-prompt` itself is the PreToolUse hook)."""
+    from clavain.clock import now_iso
+
+    at = now_iso()
+    if typed is not None:
+        return Asker("person", "slash_command", "typed in Claude Code",
+                     {"by": "person", "via": "slash_command",
+                      "session_id": typed.get("session_id"),
+                      "prompt": str(typed.get("prompt") or "")[:300], "at": at})
+    try:
+        host = host_ancestor()
+    except Exception as exc:  # cannot be told: an agent
+        return Asker("agent", "unknown", f"process ancestry unreadable ({exc})")
+    if host is not None:
+        return Asker("agent", "claude_code", f"a Claude Code process ({host}) runs it")
+    marked = [name for name in HOST_VARIABLES if os.environ.get(name)]
+    if marked:
+        return Asker("agent", "environment", f"{marked[0]} is set")
+    terminal = controlling_terminal()
+    if terminal is None:
+        return Asker("agent", "no_terminal", "no terminal: not a person at a keyboard")
+    return Asker("person", "terminal", f"typed at {terminal}",
+                 {"by": "person", "via": "terminal", "terminal": terminal,
+                  "user": _user(), "at": at})
+
+
+def require_person(action: str, *, in_claude_code: str, in_terminal: str,
+                   typed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The provenance of a person's decision to take `action`, or ClavainError naming what the
+    person types: `in_claude_code` (a slash command) or `in_terminal` (a CLI command)."""
+    from clavain.errors import ClavainError
+
+    asker = who_asks(typed=typed)
+    if asker.is_person:
+        return asker.provenance
+    raise ClavainError(f"{action} is a person's decision, not an agent's ({asker.detail}): "
+                       f"the user types `{in_claude_code}` in Claude Code, or runs "
+                       f"`{in_terminal}` in a terminal")
+
+
+def controlling_terminal() -> str | None:
+    """The controlling terminal's name, or None when the process has none."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | getattr(os, "O_NOCTTY", 0))
+    except OSError:
+        return None
+    os.close(fd)
+    for standard in (0, 1, 2):  # its own name, when a standard stream is on it
+        with contextlib.suppress(OSError):
+            if os.isatty(standard):
+                return os.ttyname(standard)
+    return "/dev/tty"
+
+
+def host_ancestor(pid: int | None = None) -> str | None:
+    """The first ancestor of `pid` (default: this process) that is Claude Code, as "name
+    (pid N)", or None."""
+    current = os.getppid() if pid is None else pid
+    for _ in range(MAX_ANCESTORS):
+        if current <= 1:
+            return None
+        parent, names = _process(current)
+        if any(_is_host(name) for name in names):
+            return f"{names[0]} (pid {current})"
+        if parent == current:
+            return None
+        current = parent
+    return None
+
+
+def _is_host(name: str) -> bool:
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    return base in HOST_NAMES or HOST_PACKAGE in name
+
+
+def _process(pid: int) -> tuple[int, list[str]]:
+    """(parent pid, the names it goes by: comm, exe, argv[0], argv[1])."""
+    if os.path.isdir("/proc/self"):
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            stat = handle.read()
+        comm = stat[stat.index("(") + 1:stat.rindex(")")]
+        parent = int(stat[stat.rindex(")") + 2:].split()[1])
+        names = [comm]
+        with contextlib.suppress(OSError):  # another user's process: its name is enough
+            names.append(os.readlink(f"/proc/{pid}/exe"))
+        with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as handle:
+            names += [arg.decode("utf-8", "replace")
+                      for arg in handle.read().split(b"\0")[:2] if arg]
+        return parent, names
+    import subprocess
+
+    done = subprocess.run(["ps", "-o", "ppid=", "-o", "comm=", "-p", str(pid)],
+                          capture_output=True, text=True, timeout=5, check=True)
+    ppid, _, comm = done.stdout.strip().partition(" ")
+    return int(ppid), [comm.strip()]
+
+
+def _user() -> str:
+    try:
+        import pwd
+
+        return pwd.getpwuid(os.getuid()).pw_name
+    except (ImportError, KeyError):
+        return os.environ.get("USER", "")
+
+
+def describe(provenance: dict[str, Any] | None) -> str:
+    """Who decided, in a few words, for a summary or a report."""
+    if not provenance:
+        return "who decided was not recorded"
+    if provenance.get("via") == "library":
+        return "a program calling Clavain's library"
+    if provenance.get("via") == "slash_command":
+        return (f"a person in Claude Code session {provenance.get('session_id')} "
+                f"({provenance.get('prompt', '')[:80]!r}) at {provenance.get('at')}")
+    return (f"a person at {provenance.get('terminal')} ({provenance.get('user')}) at "
+            f"{provenance.get('at')}")
