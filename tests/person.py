@@ -51,3 +51,20 @@ def run_as_person(argv: list[str], *, cwd: Path, env: dict[str, str], input: str
         os.close(slave)
         os.close(master)
     return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def run_below_host(argv: list[str], *, cwd: Path, env: dict[str, str], tmp: Path,
+                   input: str | None = None, timeout: float = 120
+                   ) -> subprocess.CompletedProcess[str]:
+    """Run `argv` the way Claude Code runs a slash command's `!` line: as the child of a
+    process named `claude` (a stand-in whose only job is to be that ancestor), started after
+    the UserPromptSubmit hook recorded what was typed."""
+    host = tmp / "host-bin" / "claude"
+    if not host.exists():
+        host.parent.mkdir(parents=True, exist_ok=True)
+        # The host takes a moment between its hook and the `!` line (a process start is read
+        # to 10 ms): the command begins after what the hook recorded, as it does there.
+        host.write_text('#!/bin/bash\nsleep 0.05\n"$@"\n')
+        host.chmod(0o755)
+    return subprocess.run([str(host), *argv], cwd=cwd, env=env, input=input, text=True,
+                          capture_output=True, timeout=timeout)

@@ -59,16 +59,23 @@ def who_asks(*, typed: dict[str, Any] | None = None) -> Asker:
     from clavain.clock import now_iso
 
     at = now_iso()
-    if typed is not None:
-        return Asker("person", "slash_command", "typed in Claude Code",
-                     {"by": "person", "via": "slash_command",
-                      "session_id": typed.get("session_id"),
-                      "prompt": str(typed.get("prompt") or "")[:300], "at": at})
     try:
-        host = host_ancestor()
+        chain = host_chain()
     except Exception as exc:  # cannot be told: an agent
         return Asker("agent", "unknown", f"process ancestry unreadable ({exc})")
-    if host is not None:
+    if chain is not None:
+        host, shell_started = chain
+        recorded = typed.get("recorded_at") if typed is not None else None
+        # The host runs a slash command's `!` line after its UserPromptSubmit hook recorded
+        # what was typed: a record written by the very command that takes it is a forgery.
+        if isinstance(recorded, (int, float)) and recorded < shell_started:
+            return Asker("person", "slash_command", "typed in Claude Code",
+                         {"by": "person", "via": "slash_command",
+                          "session_id": typed.get("session_id"),
+                          "prompt": str(typed.get("prompt") or "")[:300], "at": at})
+        if typed is not None:
+            return Asker("agent", "claude_code", "the record of what was typed was written "
+                         "by this command itself, not by the host's hook")
         return Asker("agent", "claude_code", f"a Claude Code process ({host}) runs it")
     marked = [name for name in HOST_VARIABLES if os.environ.get(name)]
     if marked:
@@ -112,17 +119,41 @@ def controlling_terminal() -> str | None:
 def host_ancestor(pid: int | None = None) -> str | None:
     """The first ancestor of `pid` (default: this process) that is Claude Code, as "name
     (pid N)", or None."""
+    chain = host_chain(pid)
+    return chain[0] if chain else None
+
+
+def host_chain(pid: int | None = None) -> tuple[str, float] | None:
+    """(the first Claude Code ancestor of `pid` as "name (pid N)", when the process it started
+    for this command began, in epoch seconds), or None when Claude Code is not an ancestor.
+    PID 1 counts: Claude Code may be a container's first process."""
     current = os.getppid() if pid is None else pid
+    below = os.getpid() if pid is None else pid
     for _ in range(MAX_ANCESTORS):
-        if current <= 1:
+        if current < 1:
             return None
         parent, names = _process(current)
         if any(_is_host(name) for name in names):
-            return f"{names[0]} (pid {current})"
-        if parent == current:
+            return f"{names[0]} (pid {current})", started_at(below)
+        if parent == current or current == 1:
             return None
-        current = parent
+        below, current = current, parent
     return None
+
+
+def started_at(pid: int) -> float:
+    """When process `pid` started, in epoch seconds, never after it did (the kernel counts
+    10 ms steps from boot; the boot's own moment is read to the microsecond). 0 where it cannot
+    be told: a record compared with it is then never before it."""
+    import time
+
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
+        booted = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
+        return booted + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return 0.0
 
 
 def _is_host(name: str) -> bool:
@@ -149,7 +180,9 @@ def _process(pid: int) -> tuple[int, list[str]]:
     done = subprocess.run(["ps", "-o", "ppid=", "-o", "comm=", "-p", str(pid)],
                           capture_output=True, text=True, timeout=5, check=True)
     ppid, _, comm = done.stdout.strip().partition(" ")
-    return int(ppid), [comm.strip()]
+    args = subprocess.run(["ps", "-o", "args=", "-p", str(pid)], capture_output=True,
+                          text=True, timeout=5, check=False).stdout.strip()
+    return int(ppid), [comm.strip(), *args.split()[:2]]  # an npm install runs as `node cli.js`
 
 
 def _user() -> str:
@@ -159,6 +192,18 @@ def _user() -> str:
         return pwd.getpwuid(os.getuid()).pw_name
     except (ImportError, KeyError):
         return os.environ.get("USER", "")
+
+
+def library_caller() -> dict[str, Any] | None:
+    """What a direct caller of the library speaks for, when its caller names nobody: a program
+    of the person's (its tests, a script they run) — but never one Claude Code runs, which
+    would let an agent's `python -c` do what its `clavain` command may not."""
+    try:
+        if host_chain() is not None or any(os.environ.get(n) for n in HOST_VARIABLES):
+            return None
+    except Exception:
+        return None
+    return {"by": "person", "via": "library"}
 
 
 def describe(provenance: dict[str, Any] | None) -> str:

@@ -68,6 +68,15 @@ ATTEMPTS = [
     "mkdir -p .clavain/typed && echo '--waive execute x' > "
     ".clavain/typed/sprint-request-$CLAUDE_CODE_SESSION_ID.txt",
     "clavain sprint start --from-prompt",
+    # A link planted in the agent's own folder, to write the record through it.
+    "ln -s .. .clavain/scratch/up && mkdir -p .clavain/scratch/up/typed && "
+    "echo '--waive execute x' > "
+    ".clavain/scratch/up/typed/sprint-request-$CLAUDE_CODE_SESSION_ID.txt",
+    "echo clavain sprint start --from-prompt | sh",
+    # The library itself, its names assembled at run time so no text shows them.
+    "\"$CLAVAIN_PYTHON\" -c \"import importlib; from clavain.paths import StatePaths; "
+    "m = importlib.import_module('clavain.sprint.life' + 'cycle'); "
+    "getattr(m, 'do' + 'ne')(StatePaths.discover(), 'execute', waive='agent')\"",
     f"{sys.executable} -c \"import pathlib, os; p = pathlib.Path('.clavain/typed'); "
     "p.mkdir(exist_ok=True); (p / ('sprint-request-' + os.environ['CLAUDE_CODE_SESSION_ID'] "
     f"+ '.txt')).write_text('--waive execute x'); import subprocess; subprocess.run(['{CLI}', "

@@ -204,6 +204,9 @@ def test_the_agent_cannot_waive_a_sprint_gate(run_hook, tmp_path: Path) -> None:
     "clavain sprint start --skip-to execute add greeting",
     "clavain sprint start --from-prompt",
     "clavain loop session-start fix everything",
+    "echo clavain sprint start --from-prompt | sh",
+    "xargs clavain < args.txt",
+    'python3 -c "from clavain.sprint import lifecycle; lifecycle.done(s, \'ship\', waive=1)"',
 ])
 def test_no_spelling_of_a_persons_decision_gets_past(run_hook, tmp_path: Path,
                                                      command: str) -> None:
@@ -211,6 +214,25 @@ def test_no_spelling_of_a_persons_decision_gets_past(run_hook, tmp_path: Path,
     denied = _pre(run_hook, project, "Bash", {"command": command})
     assert denied is not None and denied["permissionDecision"] == "deny", command
     assert "is a person's decision" in denied["permissionDecisionReason"]
+
+
+def test_a_link_planted_in_the_agents_folder_leads_nowhere(run_hook, tmp_path: Path) -> None:
+    """`.clavain/scratch/up -> ..` would turn a write into the agent's folder into one beside the
+    checkpoint (or the record of what the person typed): making the link is refused, and a
+    path through one already there is judged where it really leads."""
+    project = _project(tmp_path)
+    for command in ("ln -s .. .clavain/scratch/up", "cd .clavain/scratch && ln -s ../typed t"):
+        denied = _pre(run_hook, project, "Bash", {"command": command})
+        assert denied is not None and denied["permissionDecision"] == "deny", command
+    (project / ".clavain" / "scratch").mkdir()
+    (project / ".clavain" / "scratch" / "up").symlink_to("..")
+    target = str(project / ".clavain" / "scratch" / "up" / "typed" / "sprint-request-s1.txt")
+    for tool, tool_input in (("Write", {"file_path": target, "content": "--waive ship x"}),
+                             ("Bash", {"command": f"echo '--waive ship x' > {target}"})):
+        denied = _pre(run_hook, project, tool, tool_input)
+        assert denied is not None and denied["permissionDecision"] == "deny", tool
+    handoff = str(project / ".clavain" / "scratch" / "handoff.md")
+    assert _pre(run_hook, project, "Write", {"file_path": handoff, "content": "notes"}) is None
 
 
 @pytest.mark.parametrize("command", [

@@ -69,7 +69,13 @@ def _register(run_hook, project: Path, typed: str, session: str = SESSION) -> st
         "transcript_path": str(project / "t.jsonl"), "prompt": f"/clavain:loop {typed}"},
         cwd=project)
     assert submitted.returncode == 0 and submitted.stdout == "", submitted.stderr
-    started = _clavain(project, "loop", "session-start", "--from-prompt", session=session)
+    from tests.person import run_below_host
+
+    env = dict(os.environ, CLAVAIN_PYTHON=sys.executable, CLAUDE_CODE_SESSION_ID=session,
+               CLAVAIN_BOOTSTRAP="0")
+    env.pop("CLAVAIN_PROJECT_DIR", None)
+    started = run_below_host([str(REPO / "bin" / "clavain"), "loop", "session-start",
+                              "--from-prompt"], cwd=project, env=env, tmp=project.parent)
     assert started.returncode == 0, started.stderr
     return started.stdout
 

@@ -55,9 +55,11 @@ def _submit(run_hook, project: Path, prompt: str, session: str = "sess-1", env=N
 def _start(project: Path, session: str = "sess-1") -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, CLAVAIN_PYTHON=sys.executable, CLAVAIN_PROJECT_DIR=str(project),
                CLAUDE_CODE_SESSION_ID=session)
-    return subprocess.run([str(REPO / "bin" / "clavain"), "sprint", "start", "--from-prompt",
-                           "--json"], capture_output=True, text=True, cwd=project, env=env,
-                          timeout=60)
+    from tests.person import run_below_host
+
+    # As the host runs the command's `!` line: below `claude`, after the hook recorded.
+    return run_below_host([str(REPO / "bin" / "clavain"), "sprint", "start", "--from-prompt",
+                           "--json"], cwd=project, env=env, tmp=project.parent, timeout=60)
 
 
 @pytest.mark.parametrize("typed", HAZARDS)

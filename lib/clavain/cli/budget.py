@@ -65,7 +65,7 @@ def _reset(args: argparse.Namespace) -> int:
         from clavain.sprint import typed_request
 
         record = typed_request.take_record(state, kind="budget")
-        words = record["arguments"].split()
+        words = record["arguments"].replace("--run=", "--run ", 1).split()
         if words[:1] != ["reset"] or len(words) not in (1, 3) or (
                 len(words) == 3 and words[1] != "--run"):
             raise ClavainError("/clavain:budget takes `reset` or `reset --run RUN`, got "

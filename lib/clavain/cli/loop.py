@@ -192,8 +192,10 @@ def parse_loop_arguments(text: str) -> dict[str, Any]:
         found["max_iterations"] = int(limit)
     if found["cancel"] and (rest or limit or found["automation"]):
         raise ClavainError("--cancel takes nothing else")
-    if found["reset_circuit"] is not None and (rest or limit or found["automation"]):
-        raise ClavainError("--reset-circuit RUN takes nothing else")
+    if found["reset_circuit"] is not None and (rest or limit or found["automation"]
+                                               or found["cancel"]
+                                               or not found["reset_circuit"]):
+        raise ClavainError("--reset-circuit RUN names the loop run and takes nothing else")
     return {**found, "task": rest}
 
 
@@ -228,6 +230,7 @@ def _session_start(args: argparse.Namespace) -> int:
         options = {"cancel": False, "max_iterations": args.max_iterations,
                    "automation": args.automation, "task": " ".join(args.task),
                    "reset_circuit": None}
+    resetting = options["reset_circuit"] is not None
     if options["cancel"]:
         return _print_cancelled(session_loop.cancel(state, session), args.json)
     # A loop of a session, and its breaker, start and close only when a person says so: the
@@ -235,12 +238,12 @@ def _session_start(args: argparse.Namespace) -> int:
     from clavain.authority import require_person
 
     decided_by = require_person(
-        "closing a loop's circuit breaker" if options["reset_circuit"] else "looping a session",
+        "closing a loop's circuit breaker" if resetting else "looping a session",
         typed=record, in_claude_code="/clavain:loop --reset-circuit RUN"
-        if options["reset_circuit"] else "/clavain:loop TASK",
-        in_terminal="clavain loop --reset-circuit --run RUN" if options["reset_circuit"]
+        if resetting else "/clavain:loop TASK",
+        in_terminal="clavain loop --reset-circuit --run RUN" if resetting
         else "clavain loop session-start --session ID TASK")
-    if options["reset_circuit"]:
+    if resetting:
         from clavain.loop import controls
 
         status = controls.circuit(state, options["reset_circuit"], reset_by=decided_by)

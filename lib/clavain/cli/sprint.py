@@ -126,6 +126,13 @@ def _start(args: argparse.Namespace) -> int:
                 setattr(args, key, value)
     decided_by = _decided_by(record)
     if args.waive:  # `/clavain:sprint --waive STEP REASON`: the text is the reason
+        others = [name for name in ("complexity", "skip_to", "resume", "from_step", "files")
+                  if getattr(args, name, None)]
+        if others:
+            from clavain.errors import ClavainError
+
+            raise ClavainError(f"--waive STEP REASON takes nothing else (got --"
+                               f"{others[0].replace('_', '-')})")
         args.step, args.waive = args.waive, " ".join(args.text)
         args.plan = args.decision = None
         return _report_done(lifecycle.done(_state(), args.step, waive=args.waive,

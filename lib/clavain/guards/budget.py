@@ -72,7 +72,8 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
                     (changed and bool(config_path) and
                      os.path.basename(config_path) in command and ".clavain" in command),
                     person_only=commands.person_only(command),
-                    edits_state=changed and _names_state(command))
+                    edits_state=(changed and _names_state(command))
+                    or commands.links_into_state(command))
     elif tool in ("WebFetch", "WebSearch"):
         call.update(kind="web", subject=text("url") or text("query"))
     elif tool in EDIT_TOOLS:
@@ -99,6 +100,8 @@ def _names_state(text: str) -> bool:
     """Whether a path or command names Clavain's state folder beyond the agents' folders (config
     edits have their own check and message). A `..` anywhere after an agents' folder may climb
     back out of it, so it counts as naming the state folder."""
+    if _escapes_agent_folder(text):
+        return True
     rest = text.replace(".clavain/config.json", "")
     for folder in AGENT_FOLDERS:
         pieces = rest.split(folder)
@@ -106,6 +109,22 @@ def _names_state(text: str) -> bool:
             return True
         rest = "".join(pieces)
     return ".clavain" in rest
+
+
+def _escapes_agent_folder(text: str) -> bool:
+    """Whether a path under an agents' folder really lies elsewhere in the state folder: a link
+    planted there (`.clavain/scratch/up -> ..`) turns a write into the agent's folder into one
+    beside the checkpoint. Each path-like word is resolved on disk (only when one is there)."""
+    if ".clavain/scratch" not in text and ".clavain/worktrees" not in text:
+        return False
+    for word in text.replace("'", " ").replace('"', " ").replace("=", " ").split():
+        if ".clavain/scratch" not in word and ".clavain/worktrees" not in word:
+            continue
+        real = os.path.realpath(word).replace("\\", "/")
+        if "/.clavain" in real and not any("/" + folder in real + "/"
+                                           for folder in AGENT_FOLDERS):
+            return True
+    return False
 
 
 def _names_config(path: str) -> bool:

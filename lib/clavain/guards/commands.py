@@ -213,9 +213,30 @@ def person_only(command: str) -> str | None:
             group = words[1] if len(words) > 1 else ""
             if hidden and (group in hidden or group in PERSON_GROUPS):
                 return f"its words are not written out (`{hidden[0][:40]}`)"
-    if "clavain" in command and any(word in command for word in (" xargs ", "eval ")):
-        return "`xargs` or `eval` builds its words"
+    if "clavain" in command:
+        spaced = f" {command} "
+        for mark in "|;&()`\n":
+            spaced = spaced.replace(mark, " ")
+        if " xargs " in spaced or " eval " in spaced:
+            return "`xargs` or `eval` builds its words"
+        if any(name in command for name in LIBRARY_PERSON_CALLS):
+            return "it calls Clavain's library for what only a person may do"
     return None
+
+
+# Library names a program (`python -c '…'`) would call to do a person's part without the CLI.
+LIBRARY_PERSON_CALLS = ("lifecycle", "typed_request", "project_reset", "report.reset",
+                        "controls.circuit", "decided_by", "LIBRARY_CALLER", "person_decisions",
+                        "session_loop.start")
+
+
+def links_into_state(command: str) -> bool:
+    """Whether `command` makes a link that names Clavain's state folder (`ln -s .. .clavain/
+    scratch/up` would let a later write into the agent's folder land beside the checkpoint)."""
+    if "ln" not in command or ".clavain" not in command:
+        return False
+    return any(words[:1] == ["ln"] and any(".clavain" in w for w in words[1:])
+               for _, found in read_parts(command) for words, _ in found)
 
 
 def _asks_person(arguments: list[str]) -> str | None:

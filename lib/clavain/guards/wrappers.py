@@ -315,11 +315,19 @@ def read_parts(command: str, depth: int = 0) -> list[tuple[str, list[Command]]]:
                     found += [c for _, inner in read_parts(text, depth + 1) for c in inner]
         parts.append((part, found))
         said = [w for w, _ in found if w[:1] in (["echo"], ["printf"])][:1]
-        fed = body or " ".join(w for w in said[0][1:] if not w.startswith("-")) \
-            .replace("\\n", "\n") if said else body
+        fed = body or " ".join(_echoed(said[0][1:])).replace("\\n", "\n") if said else body
     if depth == 0:
         _LAST[:] = [command, parts]
     return parts
+
+
+def _echoed(arguments: list[str]) -> list[str]:
+    """The words `echo` (or `printf`) writes: its own leading options (`-n`, `-e`) left out,
+    every later word kept, dashes and all (`echo clavain … --from-prompt | sh`)."""
+    index = 0
+    while index < len(arguments) and arguments[index][:1] == "-" and arguments[index] != "-":
+        index += 1
+    return arguments[index:]
 
 
 # A command `find -exec` runs is read up to this many words: real ones are short, and a nested

@@ -29,9 +29,17 @@ def new_sprint_id() -> str:
 
 PERSON_ONLY = ("{what} is a person's decision, not an agent's: the user types `{slash}` in "
                "Claude Code, or runs `{terminal}` in a terminal")
-# What a direct caller of the library is (its own code, its tests): the front doors pass what
-# `clavain.authority` says instead — a person's provenance, or None for an agent.
-LIBRARY_CALLER = {"by": "person", "via": "library"}
+# A caller that names nobody: `authority.library_caller()` decides (a person's program, unless
+# Claude Code runs it). The front doors pass what `clavain.authority` says instead.
+LIBRARY_CALLER: Any = object()
+
+
+def _decider(decided_by: Any) -> dict[str, Any] | None:
+    if decided_by is LIBRARY_CALLER:
+        from clavain.authority import library_caller
+
+        return library_caller()
+    return decided_by
 
 
 def start(state: StatePaths, description: str, *, complexity: Any = None,
@@ -44,6 +52,7 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
     text = " ".join(description.split())
     if not text:
         raise ClavainError("a sprint needs a description of the work")
+    decided_by = _decider(decided_by)
     if skip_to is not None:
         check_step(skip_to)
         if decided_by is None:
@@ -172,6 +181,7 @@ def done(state: StatePaths, step: str, *, plan_path: str | None = None,
     from clavain.sprint import gates
 
     check_step(step)
+    decided_by = _decider(decided_by) if waive is not None else None
     if waive is not None and not waive.strip():
         raise ClavainError("a waiver needs a reason (--waive \"why this gate is passed\")")
     if waive is not None and decided_by is None:
@@ -206,8 +216,9 @@ def done(state: StatePaths, step: str, *, plan_path: str | None = None,
             waiver = None
             if refused and waive is None:
                 raise ClavainError(f"step {step} is not done: {'; '.join(refused)} (only a "
-                                   "person may pass it on purpose, in a terminal: --waive "
-                                   "REASON)")
+                                   "person may pass it on purpose: `/clavain:sprint --waive "
+                                   f"{step} REASON` in Claude Code, `clavain sprint done "
+                                   f"{step} --waive REASON` in a terminal)")
             if refused:
                 waiver = {"step": step, "reason": " ".join(waive.split()), "problems": refused,
                           "at": now_iso(), "decided_by": decided_by}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 from pathlib import Path
+from typing import Any
 
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
@@ -79,9 +80,10 @@ def take(state: StatePaths, session_id: str | None = None, kind: str = "sprint")
 
 
 def take_record(state: StatePaths, session_id: str | None = None, kind: str = "sprint"
-                ) -> dict[str, str]:
-    """`take`, with what `clavain.authority` records of a person's decision made this way:
-    {"arguments", "session_id", "prompt"} (the prompt as typed)."""
+                ) -> dict[str, Any]:
+    """`take`, with what `clavain.authority` needs to trust it and records of a person's
+    decision made this way: {"arguments", "session_id", "prompt" (as typed), "recorded_at"
+    (when the record was written: it must be before the command taking it began)}."""
     from clavain.fsutil import read_regular
 
     session_id = session_id or os.environ.get(SESSION_VARIABLE)
@@ -90,6 +92,10 @@ def take_record(state: StatePaths, session_id: str | None = None, kind: str = "s
                            f"${SESSION_VARIABLE}, which is not set: outside Claude Code pass the "
                            "request as arguments or on stdin (--stdin)")
     path = _path(state, session_id, kind)
+    try:  # when it was written: ctime, which no one sets back by hand (`touch -d` moves mtime)
+        recorded_at = os.lstat(path).st_ctime
+    except OSError:
+        recorded_at = None
     raw = read_regular(path, MAX_CHARS * 4 + 16)
     if raw is None:
         raise ClavainError(f"no request recorded for session {session_id} ({path}): the "
@@ -103,5 +109,5 @@ def take_record(state: StatePaths, session_id: str | None = None, kind: str = "s
         arguments = decode(raw, str(path))
     except BadText as exc:
         raise ClavainError(str(exc)) from None
-    return {"arguments": arguments, "session_id": session_id,
+    return {"arguments": arguments, "session_id": session_id, "recorded_at": recorded_at,
             "prompt": f"{COMMANDS[kind]} {arguments}".strip()}
