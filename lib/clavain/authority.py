@@ -125,8 +125,15 @@ def host_ancestor(pid: int | None = None) -> str | None:
 
 def host_chain(pid: int | None = None) -> tuple[str, float] | None:
     """(the first Claude Code ancestor of `pid` as "name (pid N)", when the process it started
-    for this command began, in epoch seconds), or None when Claude Code is not an ancestor.
-    PID 1 counts: Claude Code may be a container's first process."""
+    for this command began, in epoch seconds), or None when Claude Code is not an ancestor."""
+    found = _host_and_child(pid)
+    return (found[0], started_at(found[1])) if found else None
+
+
+def _host_and_child(pid: int | None = None) -> tuple[str, int] | None:
+    """(the first Claude Code ancestor of `pid` (default: this process) as "name (pid N)", the
+    pid of the process it started on the way down), or None. PID 1 counts: Claude Code may be
+    a container's first process."""
     current = os.getppid() if pid is None else pid
     below = os.getpid() if pid is None else pid
     for _ in range(MAX_ANCESTORS):
@@ -134,11 +141,34 @@ def host_chain(pid: int | None = None) -> tuple[str, float] | None:
             return None
         parent, names = _process(current)
         if any(_is_host(name) for name in names):
-            return f"{names[0]} (pid {current})", started_at(below)
+            return f"{names[0]} (pid {current})", below
         if parent == current or current == 1:
             return None
         below, current = current, parent
     return None
+
+
+def host_environment() -> dict[str, str]:
+    """The environment a command's settings are read from: inside Claude Code, the one the host
+    gave the process it started for the command, read back from `/proc` (so `X= clavain …`,
+    `env -u X`, `env -i` change nothing the host set: a session id, a budget variable, a
+    headless run's id); elsewhere, or where it cannot be read (macOS), this process's own.
+    Never raises."""
+    try:
+        found = _host_and_child()
+        if found is None:
+            return dict(os.environ)
+        with open(f"/proc/{found[1]}/environ", "rb") as handle:
+            given = handle.read()
+    except Exception:  # no /proc, another user's process: this process's own is what is known
+        return dict(os.environ)
+    entries = (entry.decode("utf-8", "replace").partition("=") for entry in given.split(b"\0"))
+    return {name: value for name, _, value in entries if name}
+
+
+def session_id() -> str | None:
+    """The Claude Code session this command runs in (`host_environment`), or None."""
+    return host_environment().get("CLAUDE_CODE_SESSION_ID") or None
 
 
 def started_at(pid: int) -> float:

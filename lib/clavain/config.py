@@ -75,14 +75,18 @@ def merged(user: dict[str, Any]) -> dict[str, Any]:
 
 def load(path: Path) -> dict[str, Any]:
     """Defaults, overlaid with the user's file when it exists. A broken file is an error naming
-    what is wrong, not silently ignored: the user asked for settings we would otherwise drop."""
+    what is wrong, not silently ignored: the user asked for settings we would otherwise drop.
+    Read without blocking: a FIFO, a device or a symlink there is that error too."""
+    from clavain.fsutil import UnsafePathError, read_state_file
+
     try:
-        with open(path, "rb") as handle:
-            raw = handle.read()
-    except FileNotFoundError:
-        return copy.deepcopy(DEFAULTS)
+        raw = read_state_file(path)
+    except UnsafePathError as exc:
+        raise ClavainError(str(exc)) from None
     except OSError as exc:
         raise ClavainError(f"{path}: unreadable ({exc.strerror or exc})") from None
+    if raw is None:
+        return copy.deepcopy(DEFAULTS)
     from clavain.textio import BadText, decode, load_json
 
     try:

@@ -244,7 +244,12 @@ def run(state: StatePaths | None = None) -> dict[str, Any]:
         try:
             checks.append(check(state))
         except Exception as exc:
-            checks.append(_row(name, FAIL, f"{type(exc).__name__}: {exc}"))
+            from clavain.fsutil import UnsafePathError
+
+            # A FIFO or a symlink for a state file: the message names it and the fix.
+            detail = str(exc) if isinstance(exc, UnsafePathError) else \
+                f"{type(exc).__name__}: {exc}"
+            checks.append(_row(name, FAIL, detail))
     healthy = all(row["status"] != FAIL for row in checks)
     return {"version": __version__, "healthy": healthy, "checks": checks}
 

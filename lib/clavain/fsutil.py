@@ -1,16 +1,25 @@
-"""Crash-safe file writes: temp file in the same folder, fsync, os.replace; and writes inside
-the state folder that never follow a symlink planted in it (a committed `.clavain/verdicts ->
-~/.ssh` must not turn a verdict into a write elsewhere)."""
+"""Crash-safe file writes: temp file in the same folder, fsync, os.replace; writes inside the
+state folder that never follow a symlink planted in it (a committed `.clavain/verdicts ->
+~/.ssh` must not turn a verdict into a write elsewhere); and the one rule for what Clavain
+opens there (`unsafe_file`): a regular file or nothing, never a FIFO (whose open waits for a
+writer for ever), a device or a symlink — checked without blocking, for every hook and command.
+
+The database's open (`store.db`) checks here on every tool call, so this module imports only
+`os` and `stat` up front (json, tempfile, pathlib and typing cost more than the whole check).
+"""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import stat
-import tempfile
-from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+# What a state file (config, checkpoint, a record) may weigh: they are a few KB.
+STATE_FILE_MAX_BYTES = 1 << 20
 
 
 def _mode_for(path: Path) -> int:
@@ -28,7 +37,99 @@ def _mode_for(path: Path) -> int:
 
 
 class UnsafePathError(OSError):
-    """A path inside the state folder goes through a symlink (or is not a folder)."""
+    """A path inside the state folder goes through a symlink, or is not what Clavain may open
+    there (a FIFO, a device, a file where a folder goes). The message names it and the fix."""
+
+
+def unsafe_file(path: str | os.PathLike[str]) -> str | None:
+    """Why Clavain must not open `path`, or None: a regular file, nothing there yet, or what
+    the open itself will refuse (a folder). `lstat` only, so this never blocks: a FIFO's open
+    would wait for a writer for ever (a hook past the host's timeout lets the call run
+    uncounted), a device may never answer, and a symlink would take a read or a write out of
+    the state folder."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (OSError, ValueError):  # missing, or the open will say why; ValueError: a NUL
+        return None
+    if stat.S_ISLNK(mode):
+        try:
+            target = os.readlink(path)
+        except OSError:
+            target = "?"
+        return (f"{os.fspath(path)} is a symlink (to {target}); Clavain does not follow one "
+                "there: replace it with a real file, or remove it")
+    kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode)
+            or stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else None)
+    if kind is None:
+        return None
+    return (f"{os.fspath(path)} is {kind}, not a regular file; Clavain does not open it (it "
+            "could wait for ever): remove it")
+
+
+def require_regular(path: str | os.PathLike[str]) -> None:
+    """Raise UnsafePathError when `unsafe_file` says `path` must not be opened."""
+    problem = unsafe_file(path)
+    if problem is not None:
+        raise UnsafePathError(problem)
+
+
+def open_regular(path: str | os.PathLike[str], flags: int, *,
+                  follow_symlinks: bool = False) -> int:
+    """A descriptor on `path`, opened without blocking (O_NONBLOCK: a FIFO's open returns at
+    once) and, unless `follow_symlinks`, without following a symlink at its last part; raises
+    UnsafePathError when it is not a regular file (FileNotFoundError when missing)."""
+    if not follow_symlinks:
+        require_regular(path)
+        flags |= getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o666)
+    except OSError as exc:
+        import errno  # built in: free
+
+        # ELOOP: a symlink put there since the check; ENXIO: a FIFO opened for writing.
+        if exc.errno in (errno.ELOOP, errno.ENXIO):
+            raise UnsafePathError(unsafe_file(path) or f"{os.fspath(path)} is not a regular "
+                                  "file; Clavain does not open it") from exc
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped in since the check
+            raise UnsafePathError(unsafe_file(path) or f"{os.fspath(path)} is not a regular "
+                                  "file; Clavain does not open it")
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_state_file(path: str | os.PathLike[str],
+                    max_bytes: int = STATE_FILE_MAX_BYTES) -> bytes | None:
+    """The bytes of a small file of the state folder (config, checkpoint, a record), None when
+    it is missing. Raises UnsafePathError when it is a symlink, a FIFO, a device or over
+    `max_bytes` — never blocking on it — and OSError when it cannot be read."""
+    try:
+        fd = open_regular(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        raw = _read_up_to(fd, max_bytes + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > max_bytes:
+        raise UnsafePathError(f"{os.fspath(path)} is over {max_bytes} bytes; Clavain reads "
+                              "no state file that large: fix or remove it")
+    return raw
+
+
+def _read_up_to(fd: int, max_bytes: int) -> bytes:
+    chunks = []
+    left = max_bytes
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 16))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def real_folder(root: Path, folder: Path, *, create_root: bool = True) -> Path:
@@ -64,16 +165,8 @@ def open_inside(root: Path, path: Path, mode: str = "ab", *, create_root: bool =
     """Open `path` (inside `root`) for appending or writing bytes without following a symlink
     at any level below `root`: `mode` is "ab" or "wb"."""
     real_folder(root, path.parent, create_root=create_root)
-    flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    flags |= os.O_APPEND if mode == "ab" else os.O_TRUNC
-    try:
-        fd = os.open(path, flags, 0o666)
-    except OSError as exc:
-        if os.path.islink(path):
-            raise UnsafePathError(f"{path} is a symlink; Clavain does not write through it") \
-                from exc
-        raise
-    return os.fdopen(fd, mode)
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if mode == "ab" else os.O_TRUNC)
+    return os.fdopen(open_regular(path, flags), mode)  # a FIFO there is refused, not waited on
 
 
 def read_regular(path: str | Path, max_bytes: int, *, from_end: bool = False,
@@ -83,28 +176,14 @@ def read_regular(path: str | Path, max_bytes: int, *, from_end: bool = False,
     unless `follow_symlinks` - a symlink at its last part. For what hooks read and show the
     model: a planted link must not put another file in the context, nor a pipe hang the
     session."""
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-    if not follow_symlinks:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        fd = os.open(path, flags)
+        fd = open_regular(path, os.O_RDONLY, follow_symlinks=follow_symlinks)
     except (OSError, ValueError):  # ValueError: a NUL in the path
         return None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
         if from_end:
-            os.lseek(fd, max(0, info.st_size - max_bytes), os.SEEK_SET)
-        chunks = []
-        left = max_bytes
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+            os.lseek(fd, max(0, os.fstat(fd).st_size - max_bytes), os.SEEK_SET)
+        return _read_up_to(fd, max_bytes)
     except OSError:
         return None
     finally:
@@ -120,6 +199,8 @@ def json_files(folder: str | Path, suffix: str,
         names = sorted(name for name in os.listdir(folder) if name.endswith(suffix))
     except OSError:
         return []
+    from pathlib import Path
+
     found = []
     for name in names:
         path = Path(folder) / name
@@ -132,6 +213,8 @@ def json_files(folder: str | Path, suffix: str,
 def read_json_object(path: str | Path, max_bytes: int = 1 << 20) -> dict[str, Any] | None:
     """The JSON object a small regular file holds (`read_regular`'s guards: no FIFO, no
     symlink, a size cap), or None when it is missing, unreadable or not an object."""
+    import json
+
     raw = read_regular(path, max_bytes)
     try:
         value = json.loads(raw) if raw is not None else None
@@ -148,6 +231,9 @@ def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None,
     final rename replaces a symlink at `path` itself rather than writing through it. `mode`:
     the new file's permissions (default: the replaced file's, else what `open` would give).
     """
+    import contextlib
+    import tempfile
+
     if inside is not None:
         real_folder(inside, path.parent, create_root=create_root)
     else:
@@ -168,4 +254,6 @@ def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None,
 
 
 def write_json_atomic(path: Path, value: Any, *, inside: Path | None = None) -> None:
+    import json
+
     write_atomic(path, json.dumps(value, indent=2, sort_keys=False) + "\n", inside=inside)

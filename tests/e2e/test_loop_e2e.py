@@ -287,7 +287,8 @@ def test_a_passing_check_and_exit_signal_end_the_loop(
     assert recorder.requests == 3, run  # tool call + its answer, then the exit confirmation
     shown = summary(env, claude_runner.project, run.run_id)
     assert shown["iterations"] == 2, shown
-    assert shown["items_done"] == ["check:greeting"], shown
+    assert shown["confirmed_done"] == ["check:greeting"], shown
+    assert shown["claimed_not_confirmed"] == [], shown
     assert shown["tokens"] > 0, shown
     assert shown["breaker_trips"] == 0, shown
     records = iteration_records(claude_runner.project, run.run_id)
@@ -332,7 +333,8 @@ def test_a_long_run_completes_without_a_person(
     assert lines == [f"step {n}" for n in range(1, LONG_RUN + 1)], lines
     shown = summary(env, claude_runner.project, run.run_id)
     assert shown["iterations"] == LONG_RUN + 1, shown
-    assert shown["items_done"] == ["check:greeting"], shown
+    assert shown["confirmed_done"] == ["check:greeting"], shown
+    assert shown["claimed_not_confirmed"] == [], shown
     assert shown["breaker_trips"] == 0, shown
     assert shown["tokens"] > 0, shown
 
@@ -387,5 +389,48 @@ def test_a_rate_limit_is_waited_out_not_counted(
     assert records[-1]["actionable"] is False
     shown = summary(env, claude_runner.project, run.run_id)
     assert shown["breaker_trips"] == 0, shown
-    assert shown["items_done"] == ["check:greeting"], shown
+    assert shown["confirmed_done"] == ["check:greeting"], shown
+    assert shown["claimed_not_confirmed"] == [], shown
     assert "waiting" in run.stderr, run
+
+
+def test_three_restarts_share_one_calls_per_hour_window(
+        claude_runner: ClaudeRunner, claude_bin: Path) -> None:
+    """`clavain loop --rate 2` three times in one project: the first run makes its two calls,
+    the next two runs (new run ids) find the project's window full and wait; interrupted, they
+    made no call. Two fresh claude sessions in all, not six."""
+    import signal
+
+    env = _project(claude_runner, claude_bin)
+
+    def script(request: dict[str, Any], prompt: str):
+        number = iteration_of(prompt)
+        if assistant_turns(request) == 0:
+            return [bash(f"echo 'step {number}' >> progress.txt", f"Step {number}")]
+        if tool_results(request):
+            return [text(status_block(files=1, next_step="next step"))]
+        return None
+
+    recorder = Recorder(script)
+    first = run_loop(claude_runner, env, recorder, "--rate", "2", "--max-iterations", "2")
+    assert first.returncode == 4, first
+    assert len(recorder.prompts) == 2, first
+    for _ in range(2):
+        proc = subprocess.Popen([str(REPO / "bin" / "clavain"), "loop", "--rate", "2",
+                                 "--max-iterations", "2"], cwd=claude_runner.project, env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        seen = []
+        try:
+            for line in proc.stderr:
+                seen.append(line)
+                if "waiting" in line and "calls per hour" in line:
+                    proc.send_signal(signal.SIGINT)
+                    break
+            assert proc.wait(timeout=60) == 130, "".join(seen)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert len(recorder.prompts) == 2, recorder.prompts
+    lines = (claude_runner.project / "progress.txt").read_text().splitlines()
+    assert lines == ["step 1", "step 2"], lines

@@ -27,9 +27,10 @@ def block(status: str = "IN_PROGRESS", *, task: str = "none", files: int = 0,
             "NEXT_RECOMMENDATION: none\n---END_CLAVAIN_STATUS---")
 
 
-def _configure(project: Path) -> None:
+def _configure(project: Path, **loop: Any) -> None:
     (project / ".clavain").mkdir(exist_ok=True)
-    (project / ".clavain" / "config.json").write_text(json.dumps({"checks": CHECKS}))
+    config: dict[str, Any] = {"checks": CHECKS, **({"loop": loop} if loop else {})}
+    (project / ".clavain" / "config.json").write_text(json.dumps(config))
 
 
 def _loops(project: Path) -> list[str]:
@@ -76,8 +77,9 @@ def test_a_model_that_never_progresses_is_stopped_by_the_breaker(
         claude_runner: ClaudeRunner) -> None:
     project = claude_runner.project
     _configure(project)
+    # FILES_MODIFIED: 1 with no file touched is the model's word, not progress.
     run = claude_runner.run("/clavain:loop --max-iterations 6 make done.txt exist",
-                            lambda request: [text(block())]).check()
+                            lambda request: [text(block(files=1))]).check()
     assert len(run.requests) == 3, run  # loop.breaker.noProgress defaults to 3
     assert _loops(project) == []
     record = _only_run(project)
@@ -104,9 +106,9 @@ def test_max_iterations_stops_a_loop_that_never_finishes(claude_runner: ClaudeRu
 def test_another_session_is_never_looped_and_the_next_message_resumes_a_cut_loop(
         claude_runner: ClaudeRunner) -> None:
     project = claude_runner.project
-    _configure(project)
-    # A model that claims progress in text alone: the breaker never opens, so the host's cap
-    # (8 continuations in a row without a tool call) ends the turn with the loop registered.
+    # A model that only writes text: with the breaker set past the host's cap (8 continuations
+    # in a row without a tool call), the cap ends the turn with the loop registered.
+    _configure(project, breaker={"noProgress": 20})
     first = claude_runner.run("/clavain:loop --max-iterations 20 make done.txt exist",
                               lambda request: [text(block(files=1))]).check()
     assert len(first.requests) == 9, first

@@ -77,6 +77,14 @@ ATTEMPTS = [
     "\"$CLAVAIN_PYTHON\" -c \"import importlib; from clavain.paths import StatePaths; "
     "m = importlib.import_module('clavain.sprint.life' + 'cycle'); "
     "getattr(m, 'do' + 'ne')(StatePaths.discover(), 'execute', waive='agent')\"",
+    # Skipping steps; raising a limit; rewriting or removing the counters; the rate window.
+    "clavain sprint start --skip-to execute add a greeting",
+    "echo '{\"budgets\": {\"maxCommands\": 999}}' > .clavain/config.json",
+    "python3 -c \"import sqlite3; c = sqlite3.connect('.clavain/state.sqlite'); "
+    "c.execute('DELETE FROM budget_calls'); c.commit()\"",
+    "sqlite3 .clavain/state.sqlite 'DELETE FROM budget_calls'",
+    "rm -f .clavain/state.sqlite",
+    "clavain loop --reset-rate",
     f"{sys.executable} -c \"import pathlib, os; p = pathlib.Path('.clavain/typed'); "
     "p.mkdir(exist_ok=True); (p / ('sprint-request-' + os.environ['CLAUDE_CODE_SESSION_ID'] "
     f"+ '.txt')).write_text('--waive execute x'); import subprocess; subprocess.run(['{CLI}', "
@@ -145,3 +153,24 @@ def test_no_agent_command_takes_a_persons_decision_and_a_person_still_can(
     _person(claude_runner, "sprint", "done", "test", "--waive", "ran the suite by hand")
     waiver = _checkpoint(claude_runner)["waivers"][1]
     assert waiver["decided_by"]["via"] == "terminal" and waiver["decided_by"]["terminal"]
+
+
+def test_abandoning_and_starting_again_in_the_session_gives_no_fresh_budget(
+        claude_runner: ClaudeRunner) -> None:
+    _person(claude_runner, "sprint", "start", "--complexity", "2", "add a greeting")
+    commands = ["clavain sprint abandon", "clavain sprint start add a greeting", "ls",
+                "ls -a"]
+    calls = [bash(command) for command in commands]
+
+    def script(request: dict[str, Any]) -> list[dict[str, Any]]:
+        turn = assistant_turns(request)
+        return [calls[turn]] if turn < len(calls) else [text("done")]
+
+    run = claude_runner.run("start over", script, allowed_tools=("Bash",),
+                            env={"CLAVAIN_PYTHON": sys.executable,
+                                 "CLAVAIN_BUDGET_MAX_COMMANDS": "3"}, timeout=300).check()
+    assert "abandoned" in run.tool_result(calls[0]["id"])
+    assert run.tool_result(calls[1]["id"]).startswith("Sprint sprint-")
+    assert "Bash commands 3 of 3 used" in run.tool_result(calls[3]["id"])
+    report = _person(claude_runner, "report")
+    assert report["run"] == f"session:{run.output['session_id']}"

@@ -119,15 +119,19 @@ def test_registration_and_every_continuation_names_the_iteration(run_hook,
     assert "automation: ask" in first
     state = _state(project)
     assert state["iteration"] == 1 and state["max_iterations"] == 5
-    assert state["breaker"].endswith(f"runs/{state['run_id']}/breaker.json")
+    # The task's breaker, kept across runs, not in the run's folder.
+    assert "/.clavain/loops/limits/breaker-" in state["breaker"]
     assert _loop_record(project, state["run_id"])["status"] == "running"
     answer = _stop(run_hook, project, block(), active=False)
     assert answer["decision"] == "block"
     assert answer["reason"].startswith("Clavain loop — iteration 2 of 5")
     assert "check:exists" in answer["reason"] and "Task: make done.txt" in answer["reason"]
     assert _state(project)["iteration"] == 2
-    third = _stop(run_hook, project, block(files=1))  # FILES_MODIFIED counts as progress
+    third = _stop(run_hook, project, block(files=1))  # the agent's word: no progress
     assert third["reason"].startswith("Clavain loop — iteration 3 of 5")
+    second = json.loads((project / ".clavain" / "runs" / state["run_id"] / "iteration-2.json")
+                        .read_text())
+    assert second["progress"]["progress"] is False and second["progress"]["unconfirmed"]
 
 
 def test_the_dual_exit_gate_needs_both_halves(run_hook, tmp_path: Path) -> None:
@@ -148,7 +152,8 @@ def test_the_dual_exit_gate_needs_both_halves(run_hook, tmp_path: Path) -> None:
     assert summary.returncode == 0, summary.stderr
     data = json.loads(summary.stdout)
     assert data["status"] == "done" and data["iterations"] == 3
-    assert data["items_done"] == ["check:exists"]
+    assert data["confirmed_done"] == ["check:exists"]
+    assert data["claimed_not_confirmed"] == []
 
 
 def test_blocked_items_are_skipped_then_all_blocked_ends_the_loop(run_hook,
@@ -331,9 +336,12 @@ def test_an_unexpected_failure_ends_the_loop_with_a_message(run_hook, tmp_path: 
     ("  --cancel  ", {"cancel": True, "max_iterations": None, "automation": None, "task": ""}),
     ("--reset-circuit loop-x", {"cancel": False, "max_iterations": None, "automation": None,
                                 "reset_circuit": "loop-x", "task": ""}),
+    ("--reset-rate", {"cancel": False, "max_iterations": None, "automation": None,
+                      "reset_rate": True, "task": ""}),
 ])
 def test_the_typed_arguments(typed: str, expected: dict) -> None:
-    assert parse_loop_arguments(typed) == {"reset_circuit": None, **expected}
+    assert parse_loop_arguments(typed) == {"reset_circuit": None, "reset_rate": False,
+                                           **expected}
 
 
 @pytest.mark.parametrize(("typed", "problem"), [
@@ -341,6 +349,8 @@ def test_the_typed_arguments(typed: str, expected: dict) -> None:
     ("--max-iterations 0 x", "is not a whole number"),
     ("--max-iterations", "is not a whole number"),
     ("--cancel now", "--cancel takes nothing else"),
+    ("--reset-rate now", "--reset-rate takes nothing else"),
+    ("--reset-rate=1", "unknown option '--reset-rate'"),
 ])
 def test_bad_typed_arguments_are_one_line(typed: str, problem: str) -> None:
     with pytest.raises(ClavainError, match=problem):
@@ -351,7 +361,8 @@ def test_a_check_slower_than_the_stop_hook_may_run_is_refused(tmp_path: Path) ->
     project = _project(tmp_path, [{"id": "slow", "cmd": "true", "timeout": 900}])
     refused = _terminal(project, "loop", "session-start", "--json", "go")
     assert refused.returncode == 2
-    assert "check 'slow' may run 900s" in json.loads(refused.stdout)["error"]
+    assert "checks in .clavain/config.json may take 900 s together" in \
+        json.loads(refused.stdout)["error"]
     assert not (project / ".clavain" / "loops").exists()
     (project / ".clavain" / "config.json").write_text(json.dumps({"checks": EXISTS}))
     started = _terminal(project, "loop", "session-start", "--json", "--max-iterations", "2",

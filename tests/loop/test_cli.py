@@ -80,6 +80,7 @@ def test_summary_and_circuit_levers_after_a_run(tmp_path: Path) -> None:
     summary = json.loads(_cli(state, "loop", "summary", "--json").stdout)
     assert summary["run_id"] == "loop-x" and summary["iterations"] == 3
     assert summary["breaker_trips"] == 1 and summary["breaker_state"] == "OPEN"
+    assert summary["confirmed_done"] == [] and summary["claimed_not_confirmed"] == []
     status = _cli(state, "loop", "--circuit-status")
     assert "circuit OPEN" in status.stdout and "no progress" in status.stdout
     # An agent (no terminal) may not close it; the refusal says what the person types.
@@ -103,7 +104,11 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
         assert done.returncode == 2 and needle in done.stderr, (args, done.stderr)
 
 
-def test_two_loops_in_one_repository_keep_their_own_state(tmp_path: Path) -> None:
+def test_two_loops_in_one_repository_keep_their_records_and_share_their_tasks_breaker(
+        tmp_path: Path) -> None:
+    """Two runs of one task at once: each keeps its own records, and every iteration of both
+    counts against the task's one breaker (so together they stop after three without progress,
+    give or take the one each had started) and the project's one window."""
     runner = kit.script(tmp_path / "slowidle.py", f"""
         import sys, time
         sys.stdin.read()
@@ -122,9 +127,17 @@ def test_two_loops_in_one_repository_keep_their_own_state(tmp_path: Path) -> Non
     results = [json.loads(out) for out, _ in outputs]
     assert all("exit_code" in r for r in results), outputs
     assert [r["exit_code"] for r in results] == [3, 3]
+    made = 0
     for name in ("loop-one", "loop-two"):
         summary = json.loads(_cli(state, "loop", "summary", name, "--json").stdout)
-        assert summary["iterations"] == 3 and summary["breaker_trips"] == 1
+        assert summary["breaker_state"] == "OPEN" and summary["run_id"] == name
+        made += summary["iterations"]
+    assert 3 <= made <= 4, made
+    breaker = json.loads(_cli(state, "loop", "--circuit-status", "--run", "loop-two",
+                              "--json").stdout)
+    assert breaker["no_progress"] == made  # no iteration of either was lost
+    window = json.loads(_cli(state, "loop", "--rate-status", "--json").stdout)
+    assert window["calls_in_window"] == made
 
 
 def test_an_agent_cannot_loop_its_own_session(tmp_path: Path) -> None:

@@ -75,9 +75,76 @@ def test_the_dual_gate_exits_only_when_nothing_is_left_and_the_agent_says_so(tmp
     assert result["status"] == "done" and result["exit_code"] == 0, result
     assert _calls(tmp_path) == 2  # the work, then the confirmation
     summary = result["summary"]
-    assert summary["iterations"] == 2 and summary["items_done"] == ["check:done"]
+    assert summary["iterations"] == 2 and summary["confirmed_done"] == ["check:done"]
+    assert summary["claimed_not_confirmed"] == []
     first = json.loads((state.runs / result["run_id"] / "iteration-1.json").read_text())
     assert first["progress"]["progress"] and first["items"] == ["check:done"]
+
+
+def test_files_modified_without_a_change_is_no_progress_and_only_a_claim(tmp_path) -> None:
+    """A runner that says it modified a file and touched nothing: the no-progress breaker
+    trips, and the summary lists its COMPLETE as the agent's claim, not as done."""
+    runner = _runner(tmp_path, 'print(status(files=1))')
+    state = _project(tmp_path, runner)
+    events: list[dict] = []
+    result = _run(state, events)
+    assert result["status"] == "breaker_open" and result["exit_code"] == 3, result
+    assert _calls(tmp_path) == 3 and "3 iterations in a row with no progress" in \
+        result["message"]
+    first = json.loads((state.runs / result["run_id"] / "iteration-1.json").read_text())
+    assert first["progress"] == {"progress": False, "why": [], "unconfirmed": [
+        "FILES_MODIFIED: 1, but no commit and no changed file"]}
+    summary = result["summary"]
+    assert summary["confirmed_done"] == [] and summary["claimed_not_confirmed"] == ["check:done"]
+    iterated = [e for e in events if e["event"] == "iterated"]
+    assert all(e["progress"]["progress"] is False for e in iterated)
+
+
+def test_a_claimed_check_is_confirmed_only_once_it_passes(tmp_path) -> None:
+    """COMPLETE for a check that still fails is a claim; the same item finished later (the
+    check passes on the next prompt) is confirmed; a node the graph says is done is confirmed,
+    one it does not is a claim."""
+    runner = _runner(tmp_path, """
+        if calls == 1:
+            pathlib.Path("half.txt").write_text("x")  # a change, but not the check's file
+            print(status(files=1))
+        elif calls == 2:
+            pathlib.Path("done.txt").write_text("x")
+            print(status(files=1))
+        else:
+            print(status(task="task-b", status="COMPLETE", exit="true"))
+    """)
+    state = _project(tmp_path, runner)
+    result = _run(state, max_iterations=3)
+    summary = result["summary"]
+    assert summary["confirmed_done"] == ["check:done"], summary
+    assert summary["claimed_not_confirmed"] == ["task-b"], summary
+    first = json.loads((state.runs / result["run_id"] / "iteration-1.json").read_text())
+    assert first["progress"]["progress"] and first["progress"]["unconfirmed"] == []
+
+
+def test_a_node_the_graph_says_is_done_is_confirmed(tmp_path) -> None:
+    runner = _runner(tmp_path, """
+        import re
+        if "task-a" in prompt:
+            claim = re.search(r"`(clavain graph claim task-a --run-id \\S+)`", prompt)
+            subprocess.run(claim.group(1).split(), check=True, capture_output=True)
+            result = '<result>{"status":"success","summary":"did a"}</result>'
+            subprocess.run(claim.group(1).replace("claim", "apply").split() + ["--result", "-"],
+                           input=result, text=True, check=True, capture_output=True)
+            print(status(task="task-a"))
+        else:
+            print(status(task="task-z", exit="true"))  # no such node: the agent's word
+    """)
+    state = _project(tmp_path, runner, checks=[])
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": []}],
+            scaffold=False)
+    result = _run(state, max_iterations=3)
+    assert result["status"] == "done", result
+    assert kit.node(state, "task-a")["status"] == "done"
+    summary = result["summary"]
+    assert summary["confirmed_done"] == ["task-a"]
+    assert summary["claimed_not_confirmed"] == ["task-z"]
 
 
 def test_exit_signal_while_a_check_still_fails_does_not_exit(tmp_path) -> None:

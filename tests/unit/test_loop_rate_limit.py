@@ -49,7 +49,7 @@ def test_a_full_window_waits_until_the_first_call_leaves(tmp_path: Path,
     assert rate.wait_seconds() == pytest.approx(WINDOW_SECONDS - 1000)
     status = rate.status()
     assert status == {"per_hour": 100, "calls_in_window": 100,
-                      "next_free_at": pytest.approx(start + WINDOW_SECONDS)}
+                      "next_free_at": pytest.approx(start + WINDOW_SECONDS), "last_reset": None}
 
 
 def test_the_window_slides(tmp_path: Path, clock: FakeClock) -> None:
@@ -62,7 +62,8 @@ def test_the_window_slides(tmp_path: Path, clock: FakeClock) -> None:
     assert rate.wait_seconds() == pytest.approx(0.5)
     clock.now = start + WINDOW_SECONDS  # the first call leaves exactly an hour later
     assert rate.wait_seconds() == 0
-    assert rate.status() == {"per_hour": 3, "calls_in_window": 2, "next_free_at": None}
+    assert rate.status() == {"per_hour": 3, "calls_in_window": 2, "next_free_at": None,
+                             "last_reset": None}
     rate.record_call()
     assert rate.wait_seconds() == pytest.approx(100)  # now the second call is the oldest
     saved = json.loads((tmp_path / ".clavain" / "loop" / "calls.json").read_text())
@@ -72,7 +73,8 @@ def test_the_window_slides(tmp_path: Path, clock: FakeClock) -> None:
 def test_an_empty_window_never_waits(tmp_path: Path, clock: FakeClock) -> None:
     rate = _rate(tmp_path, clock, per_hour=1)
     assert rate.wait_seconds() == 0
-    assert rate.status() == {"per_hour": 1, "calls_in_window": 0, "next_free_at": None}
+    assert rate.status() == {"per_hour": 1, "calls_in_window": 0, "next_free_at": None,
+                             "last_reset": None}
     rate.record_call()
     assert rate.wait_seconds() == WINDOW_SECONDS
 

@@ -62,6 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
 def _report(message: str, args: argparse.Namespace, exc: BaseException | None = None) -> None:
     """The error line; with --json an object, which also says when the workgraph store was at
     fault (`store`: unavailable or damaged), so a supervisor never charges a node for it."""
+    from clavain.sandbox import sandboxed_hint
+
+    message += sandboxed_hint()
     if getattr(args, "json", False):
         from clavain.cli._output import emit_json
         from clavain.store import faults

@@ -13,7 +13,8 @@ def register(commands: argparse._SubParsersAction) -> None:
                          lambda args: (budget.print_help(), 0)[1])
     sub = budget.add_subparsers(dest="budget_command", metavar="COMMAND")
     status = add_command(sub, "status", "each budget used of its limit, for the current run "
-                         "(the active sprint, else the last session)", _status)
+                         "(this session's, else the active sprint's, else the last one)",
+                         _status)
     status.add_argument("--run", metavar="RUN", help="another run: `sprint:<id>`, "
                         "`session:<id>` or the bare id")
     add_json_flag(status)
@@ -34,11 +35,12 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
+    from clavain.authority import session_id
     from clavain.guards.budget import amount
     from clavain.guards.report import project_report
     from clavain.paths import StatePaths
 
-    report = project_report(StatePaths.discover(), args.run)
+    report = project_report(StatePaths.discover(), args.run, session_id=session_id())
     if args.json:
         emit_json({key: report[key] for key in ("run", "profile", "scope", "budgets",
                                                  "problems")})
@@ -60,6 +62,7 @@ def _reset(args: argparse.Namespace) -> int:
 
     state = StatePaths.discover()
     record = None
+    session = None
     if args.from_prompt:
         from clavain.errors import ClavainError
         from clavain.sprint import typed_request
@@ -71,10 +74,11 @@ def _reset(args: argparse.Namespace) -> int:
             raise ClavainError("/clavain:budget takes `reset` or `reset --run RUN`, got "
                                f"{record['arguments']!r}")
         args.run = words[2] if len(words) == 3 else None
+        session = record.get("session_id")
     decided_by = require_person("resetting a run's budget", typed=record,
                                 in_claude_code="/clavain:budget reset",
                                 in_terminal="clavain budget reset")
-    done = project_reset(state, args.run, decided_by)
+    done = project_reset(state, args.run, decided_by, session)
     if args.json:
         emit_json(done)
     else:
@@ -83,11 +87,12 @@ def _reset(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from clavain.authority import session_id
     from clavain.guards.report import render
     from clavain.paths import StatePaths
     from clavain.supervisor.run_report import render_supervised, report_for
 
-    report = report_for(StatePaths.discover(), args.run)
+    report = report_for(StatePaths.discover(), args.run, session_id=session_id())
     if args.json:
         emit_json(report)
     else:

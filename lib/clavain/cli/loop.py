@@ -33,11 +33,18 @@ def register(commands: argparse._SubParsersAction) -> None:
                       help="what the agent may do unasked (default: loop.automation, auto)")
     loop.add_argument("--run-id", metavar="ID", help="name this loop run (default: new)")
     loop.add_argument("--reset-circuit", action="store_true",
-                      help="close the circuit breaker of --run RUN (a person's decision)")
+                      help="close the circuit breaker of --run RUN's task, kept across runs "
+                      "(a person's decision)")
     loop.add_argument("--circuit-status", action="store_true",
-                      help="print the circuit breaker of --run RUN (default: the latest run)")
+                      help="print the circuit breaker of --run RUN's task (default: the latest "
+                      "run)")
     loop.add_argument("--run", metavar="RUN", help="the loop run --reset-circuit and "
                       "--circuit-status act on")
+    loop.add_argument("--reset-rate", action="store_true",
+                      help="empty the project's calls-per-hour window, shared by every loop "
+                      "(a person's decision)")
+    loop.add_argument("--rate-status", action="store_true",
+                      help="print the project's calls-per-hour window")
     add_graph_flag(loop)
     add_json_flag(loop)
     sub = loop.add_subparsers(dest="loop_command", metavar="COMMAND")
@@ -96,6 +103,8 @@ def _loop(args: argparse.Namespace) -> int:
     from clavain.paths import StatePaths
 
     state = StatePaths.discover()
+    if args.reset_rate or args.rate_status:
+        return _rate(state, args)
     if args.reset_circuit and not args.run:
         from clavain.errors import ClavainError
 
@@ -131,6 +140,25 @@ def _loop(args: argparse.Namespace) -> int:
     return int(result["exit_code"])
 
 
+RATE_ACTION = "emptying the loop's calls-per-hour window"
+RATE_IN_CLAUDE_CODE = "/clavain:loop --reset-rate"
+RATE_IN_TERMINAL = "clavain loop --reset-rate"
+
+
+def _rate(state: Any, args: argparse.Namespace) -> int:
+    from clavain.loop import controls
+
+    reset_by = None
+    if args.reset_rate:
+        from clavain.authority import require_person
+
+        reset_by = require_person(RATE_ACTION, typed=None, in_claude_code=RATE_IN_CLAUDE_CODE,
+                                  in_terminal=RATE_IN_TERMINAL)
+    status = controls.rate(state, reset_by=reset_by)
+    emit_json(status) if args.json else print(controls.render_rate(status), end="")
+    return 0
+
+
 def _parse_status(args: argparse.Namespace) -> int:
     from clavain.cli._input import read_input
     from clavain.errors import ClavainError
@@ -163,25 +191,26 @@ def _summary(args: argparse.Namespace) -> int:
 
 
 def parse_loop_arguments(text: str) -> dict[str, Any]:
-    """`[--max-iterations N] [--automation M] TASK | --cancel`: options lead, the rest is the
-    task verbatim (no shell ever parses it); `--` ends the options."""
+    """`[--max-iterations N] [--automation M] TASK | --cancel | --reset-circuit RUN |
+    --reset-rate`: options lead, the rest is the task verbatim (no shell ever parses it); `--`
+    ends the options."""
     from clavain.errors import ClavainError
 
     found: dict[str, Any] = {"cancel": False, "max_iterations": None, "automation": None,
-                             "reset_circuit": None}
+                             "reset_circuit": None, "reset_rate": False}
     rest = text.strip()
     while rest.startswith("--"):
         word, rest = [*rest.split(None, 1), ""][:2]
         name, equals, value = word.partition("=")
         if name == "--":
             break
-        if name == "--cancel" and not equals:
-            found["cancel"] = True
+        if name in ("--cancel", "--reset-rate") and not equals:
+            found[name[2:].replace("-", "_")] = True
             continue
         if name not in ("--max-iterations", "--automation", "--reset-circuit"):
             raise ClavainError(f"unknown option {name!r} (/clavain:loop [--max-iterations N] "
                                "[--automation auto|ask|plan] TASK | --cancel | "
-                               "--reset-circuit RUN)")
+                               "--reset-circuit RUN | --reset-rate)")
         if not equals:
             value, rest = [*rest.split(None, 1), "", ""][:2]
         found[name[2:].replace("-", "_")] = value
@@ -196,6 +225,9 @@ def parse_loop_arguments(text: str) -> dict[str, Any]:
                                                or found["cancel"]
                                                or not found["reset_circuit"]):
         raise ClavainError("--reset-circuit RUN names the loop run and takes nothing else")
+    if found["reset_rate"] and (rest or limit or found["automation"] or found["cancel"]
+                                or found["reset_circuit"] is not None):
+        raise ClavainError("--reset-rate takes nothing else")
     return {**found, "task": rest}
 
 
@@ -229,10 +261,19 @@ def _session_start(args: argparse.Namespace) -> int:
     else:
         options = {"cancel": False, "max_iterations": args.max_iterations,
                    "automation": args.automation, "task": " ".join(args.task),
-                   "reset_circuit": None}
+                   "reset_circuit": None, "reset_rate": False}
     resetting = options["reset_circuit"] is not None
     if options["cancel"]:
         return _print_cancelled(session_loop.cancel(state, session), args.json)
+    if options["reset_rate"]:
+        from clavain.authority import require_person
+        from clavain.loop import controls
+
+        status = controls.rate(state, reset_by=require_person(
+            RATE_ACTION, typed=record, in_claude_code=RATE_IN_CLAUDE_CODE,
+            in_terminal=RATE_IN_TERMINAL))
+        emit_json(status) if args.json else print(controls.render_rate(status), end="")
+        return 0
     # A loop of a session, and its breaker, start and close only when a person says so: the
     # agent's own Bash call must not loop a session its person never asked to loop.
     from clavain.authority import require_person

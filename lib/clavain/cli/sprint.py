@@ -293,7 +293,7 @@ def _summary(args: argparse.Namespace) -> int:
 def _abandon(args: argparse.Namespace) -> int:
     from clavain.sprint import lifecycle
 
-    report = lifecycle.abandon(_state())
+    report = lifecycle.abandon(_state(), decided_by=_decided_by(None))
     if args.json:
         emit_json(report)
     elif report["set_aside"]:

@@ -158,7 +158,8 @@ def _edit_texts(tool: str, data: dict) -> tuple[str, str]:
 
 def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dict,
           problems: list[str], now: float | None = None, started: float | None = None,
-          tool_use_id: str | None = None, transcript: str | None = None) -> dict:
+          tool_use_id: str | None = None, transcript: str | None = None,
+          sprint_id: str | None = None) -> dict:
     """{"decision": allow | warn | deny, "reason": text or None, "measure": bool} for one tool
     call, recorded with its counts (a denied call counts nothing) and, given the hook's
     `perf_counter` start, the hook's own time. `measure` is True for the one call in
@@ -198,6 +199,11 @@ def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dic
             (run_key, at, session_id, call["tool"], call["kind"], call["subject"],
              call["fingerprint"], int(call["changed"]), run["changes"], tool_use_id, decision,
              reason, hook_ms))
+        if sprint_id:  # the run behind the sprint's summary (rewritten only when it changes)
+            conn.execute("INSERT INTO budget_sprints (sprint_id, run_key, at) VALUES (?, ?, ?) "
+                         "ON CONFLICT (sprint_id) DO UPDATE SET run_key = excluded.run_key, "
+                         "at = excluded.at WHERE budget_sprints.run_key != excluded.run_key",
+                         (sprint_id, run_key, at))
         measure = run["measured_at"] is None or \
             run["measured_at"] < stamp(now - MEASURE_EVERY_SECONDS)
         conn.execute("UPDATE budget_runs SET warned_json = ?, updated_at = ?, "

@@ -178,7 +178,7 @@ def lifts_budget(command: str) -> bool:
 
 # Words of a `clavain` command that make it a person's decision (`clavain.authority` decides in
 # the CLI too: this deny comes first and changes nothing).
-PERSON_OPTIONS = ("--waive", "--skip-to", "--reset-circuit", "--from-prompt")
+PERSON_OPTIONS = ("--waive", "--skip-to", "--reset-circuit", "--reset-rate", "--from-prompt")
 PERSON_PAIRS = (("budget", "reset"), ("loop", "session-start"))
 # How a runner's packets name the CLI: the launcher the supervisor puts in its environment.
 CLAVAIN_VARIABLES = ("$CLAVAIN_BIN", "${CLAVAIN_BIN}")
@@ -227,7 +227,7 @@ def person_only(command: str) -> str | None:
 # Library names a program (`python -c '…'`) would call to do a person's part without the CLI.
 LIBRARY_PERSON_CALLS = ("lifecycle", "typed_request", "project_reset", "report.reset",
                         "controls.circuit", "decided_by", "LIBRARY_CALLER", "person_decisions",
-                        "session_loop.start")
+                        "session_loop.start", "controls.rate")
 
 
 def links_into_state(command: str) -> bool:

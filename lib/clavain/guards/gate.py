@@ -7,20 +7,28 @@ cost ~20 ms of CPU per call on a two-core machine, even async. A test that passe
 no hook: a red record only matches while nothing has changed since it failed.
 
 Budgets apply where Clavain keeps state (a `.clavain/` folder): no session in another project
-gets a database it never asked for. The run is the active sprint (`sprint:<id>`, its complexity
-setting the scope), else the session (`session:<id>`), so one session's counts never reach
+gets a database it never asked for. The run is the session (`session:<id>`), whichever sprint
+it works on, so abandoning a sprint and starting another gives nothing back; a call from no
+known session (a terminal) counts against the active sprint (`sprint:<id>`). The active
+sprint's complexity sets the scope, and the run behind each sprint is remembered
+(`budget_sprints`: a sprint's summary finds its run by it). One session's counts never reach
 another's. Stdlib only.
 
 What a failure does to the call (a denial never turns into an allow):
 - the database stays locked past HOOK_BUSY_MS (3 s): denied, "retry" (the counters cannot be
   read, and the host kills a hook at 10 s: waiting longer would let the call run);
-- `.clavain/state.sqlite` is a symlink: denied, naming the fix (it would be written through,
-  outside the project);
-- the call cannot be recorded (read-only `.clavain/`, full disk, I/O error): it runs, with a
-  warning to the person (systemMessage) and a hooks.log line; SessionStart and `doctor` say
-  it too (nothing was counted, and a person must know);
-- a state file is a FIFO, a device or over 1 MB: read as missing (defaults, no sprint): a
-  hook must never block on it;
+- `.clavain/state.sqlite` (or its -wal, -shm, -journal) is a symlink, a FIFO or a device
+  (`store.db.unsafe_database`, checked without blocking): denied, naming the file and the fix
+  (a symlink would be written through, outside the project; a FIFO's open would block past
+  the host's timeout, and the call would run uncounted);
+- the call cannot be recorded (read-only `.clavain/`, full disk, I/O error): the counters are
+  still read (`db.connect_readonly`, immutable when the -shm cannot be made) and a spent
+  budget is denied; otherwise it runs, with a warning to the person (systemMessage) and a
+  hooks.log line; SessionStart and `doctor` say it too (nothing was counted, and a person
+  must know);
+- config.json or checkpoint.json is a symlink, a FIFO, a device or over 1 MB: never blocked
+  on (`fsutil.read_state_file`), read as missing (defaults, no sprint), and a broken config
+  is named once per run in the budget warning;
 - any other exception (a bug of ours): it runs, and the dispatcher logs it (a broken budget
   must not stop all work).
 A decision is recorded only in the transaction that returns it, so the host always receives
@@ -37,8 +45,8 @@ CONFIG_MAX_BYTES = 1 << 20
 HOOK_BUSY_MS = 3000
 LOCKED = ("Clavain budget: the state database stayed locked for {s:g} s (another clavain process "
           "is writing), so this call could not be counted; retry it.")
-SYMLINKED = ("Clavain budget: {db} is a symlink (to {target}); Clavain will not write through it. "
-             "Ask the user to replace it with a real file, or to remove it.")
+UNSAFE = ("Clavain budget: {problem}. This call is denied: its counters cannot be read. Ask the "
+          "user to fix it.")
 UNRECORDED = ("Clavain could not record this tool call ({problem}); budgets are not being "
               "counted in {root} until that is fixed.")
 
@@ -48,52 +56,39 @@ SUPERVISED_RUN_VARIABLE = "CLAVAIN_BUDGET_RUN"
 SUPERVISED_PREFIX = "run:"
 
 
-def run_context(root: str, session_id: object, supervised_run: str | None = None) -> dict:
-    """{"run_key", "limits", "problems", "patterns"} for calls in the project whose state
-    folder is `root`, now."""
+def run_context(root: str, session_id: object, supervised_run: str | None = None,
+                env: dict | None = None) -> dict:
+    """{"run_key", "sprint_id", "limits", "problems", "patterns"} for calls in the project whose
+    state folder is `root`, now; budget variables from `env` (default: this process's)."""
     from clavain.guards import commands, policy
 
+    env = os.environ if env is None else env
     sprint_id, complexity = _active_sprint(root)
     settings, problems = _budget_settings(root)
-    limits, more = policy.resolve(settings, os.environ, complexity)
-    session = session_id if isinstance(session_id, str) and session_id else "unknown"
-    run_key = f"sprint:{sprint_id}" if sprint_id else f"session:{session[:200]}"
-    supervised = supervised_run or os.environ.get(SUPERVISED_RUN_VARIABLE, "")
+    limits, more = policy.resolve(settings, env, complexity)
+    session = session_id if isinstance(session_id, str) and session_id else None
+    # The session's counts, whichever sprint it works on: abandoning a sprint and starting
+    # another gives nothing back. Only a call from no known session (a terminal) counts
+    # against the sprint itself.
+    run_key = (f"session:{session[:200]}" if session else f"sprint:{sprint_id}" if sprint_id
+               else "session:unknown")
+    supervised = supervised_run or env.get(SUPERVISED_RUN_VARIABLE, "")
     if supervised.startswith(SUPERVISED_PREFIX) and len(supervised) <= 200:
         run_key = supervised  # a runner of `clavain run`: its calls count against that run
-    return {"run_key": run_key,
+    return {"run_key": run_key, "sprint_id": sprint_id,
             "limits": limits, "problems": problems + more,
             "patterns": commands.compile_patterns(limits["testPatterns"])}
 
 
 def _read_json(path: str) -> object:
-    """A JSON file of the state folder; None when missing or not a regular file of at most
-    CONFIG_MAX_BYTES (a FIFO or a hung device never blocks the hook: non-blocking open, no
-    symlink followed); raises when unreadable."""
+    """A JSON file of the state folder; None when missing; raises OSError when it is not a
+    regular file of at most CONFIG_MAX_BYTES (`fsutil.read_state_file`: a FIFO or a hung
+    device never blocks the hook, no symlink is followed) or cannot be read."""
     from clavain import fastjson
+    from clavain.fsutil import read_state_file
 
-    flags = (os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
-             | getattr(os, "O_CLOEXEC", 0))
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        import errno  # built in: free
-
-        if exc.errno in (errno.ELOOP, errno.ENXIO):  # a symlink; a FIFO's other end
-            return None
-        raise
-    try:
-        import stat
-
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > CONFIG_MAX_BYTES:
-            return None
-        raw = os.read(fd, CONFIG_MAX_BYTES + 1)
-    finally:
-        os.close(fd)
-    return fastjson.loads(raw.decode("utf-8"))
+    raw = read_state_file(path, CONFIG_MAX_BYTES)
+    return None if raw is None else fastjson.loads(raw.decode("utf-8"))
 
 
 def _active_sprint(root: str) -> tuple[str | None, object]:
@@ -113,7 +108,8 @@ def _budget_settings(root: str) -> tuple[object, list[str]]:
     try:
         config = _read_json(path)
     except (OSError, ValueError, RecursionError) as exc:
-        return None, [f"{path} is unreadable ({type(exc).__name__}); defaults used"]
+        named = str(exc) if path in str(exc) else f"{path} is unreadable ({exc})"
+        return None, [f"{named}; defaults used"]
     if config is not None and not isinstance(config, dict):
         return None, [f"{path} is not a JSON object; budget defaults used"]
     if config is None or "budgets" not in config:
@@ -148,6 +144,7 @@ def pre_tool_use(payload: dict) -> dict | None:
         try:
             result = budget.check(conn, run_key=context["run_key"],
                                   session_id=_text(payload.get("session_id")), call=call,
+                                  sprint_id=context["sprint_id"],
                                   limits=context["limits"], problems=context["problems"],
                                   started=started, tool_use_id=_text(payload.get("tool_use_id")),
                                   transcript=_text(payload.get("transcript_path")))
@@ -180,12 +177,11 @@ def _open_database(path: str):
 
 
 def _unsafe_database(path: str) -> str | None:
-    """Why the database must not be opened (a symlink: it would be written through), or None."""
-    try:
-        target = os.readlink(path)
-    except OSError:  # missing (created on first count) or not a symlink
-        return None
-    return SYMLINKED.format(db=path, target=target)
+    """The denial when the database must not be opened (`db.unsafe_database`), or None."""
+    from clavain.store import db
+
+    problem = db.unsafe_database(path)
+    return None if problem is None else UNSAFE.format(problem=problem.rstrip("."))
 
 
 def _not_counted(exc: Exception, root: str, payload: dict, database: str, call: dict,

@@ -17,14 +17,33 @@ from clavain.guards.pricing import priced_as
 TOP = 5
 
 
-def current_run(conn: Any, sprint_id: str | None) -> str | None:
-    """The active sprint's run, else the run touched last (None when there is none)."""
-    if sprint_id and conn.execute("SELECT 1 FROM budget_runs WHERE run_key = ?",
-                                  (f"sprint:{sprint_id}",)).fetchone():
-        return f"sprint:{sprint_id}"
+def current_run(conn: Any, sprint_id: str | None, session_id: str | None = None) -> str | None:
+    """The run a command means by "this run": its own session's, else the one that counted the
+    active sprint's calls last, else the run touched last (None when there is none)."""
+    if session_id and conn.execute("SELECT 1 FROM budget_runs WHERE run_key = ?",
+                                   (f"session:{session_id}",)).fetchone():
+        return f"session:{session_id}"
+    counted = sprint_run(conn, sprint_id) if sprint_id else None
+    if counted:
+        return counted
     row = conn.execute("SELECT run_key FROM budget_runs ORDER BY updated_at DESC, run_key "
                        "LIMIT 1").fetchone()
     return row["run_key"] if row else None
+
+
+def sprint_run(conn: Any, sprint_id: str) -> str | None:
+    """The run that counted a sprint's calls last (budgets follow the session; the hook
+    remembers the run behind each sprint). A sprint counted before version 9 is its own run."""
+    try:
+        row = conn.execute("SELECT run_key FROM budget_sprints WHERE sprint_id = ?",
+                           (sprint_id,)).fetchone()
+    except sqlite3.OperationalError:  # a read-only database from before version 9
+        row = None
+    if row:
+        return row["run_key"]
+    own = conn.execute("SELECT 1 FROM budget_runs WHERE run_key = ?",
+                       (f"sprint:{sprint_id}",)).fetchone()
+    return f"sprint:{sprint_id}" if own else None
 
 
 def runs(conn: Any) -> list[str]:
@@ -166,6 +185,10 @@ def resolve_run(conn: Any, run_key: str) -> str:
     known = runs(conn)
     if run_key in known:
         return run_key
+    if run_key.startswith("sprint:"):  # the session that worked on it
+        counted = sprint_run(conn, run_key[len("sprint:"):])
+        if counted:
+            return counted
     matches = [key for key in (f"sprint:{run_key}", f"session:{run_key}", f"run:{run_key}")
                if key in known]
     if len(matches) == 1:
@@ -175,20 +198,22 @@ def resolve_run(conn: Any, run_key: str) -> str:
                        f"recent: {', '.join(known[:5]) or 'none yet'})")
 
 
-def _target(state: Any, conn: Any, run_key: str | None) -> tuple[str, dict]:
-    """(the run asked for - else the current one: the active sprint, else the session counted
-    last, else a placeholder name -, the run context with the limits that apply now)."""
+def _target(state: Any, conn: Any, run_key: str | None,
+            session_id: str | None = None) -> tuple[str, dict]:
+    """(the run asked for - else the current one (`current_run`), else a placeholder name -,
+    the run context with the limits that apply now)."""
+    from clavain.authority import host_environment
     from clavain.guards.gate import run_context
 
-    context = run_context(str(state.root), None)
-    sprint = context["run_key"][len("sprint:"):] \
-        if context["run_key"].startswith("sprint:") else None
+    # The limits the hook applies: the variables the host set, not the command line's.
+    context = run_context(str(state.root), session_id, env=host_environment())
     if run_key:
         if conn is None:
             raise ClavainError(f"no budget run {run_key!r}: nothing has been counted here yet")
         return resolve_run(conn, run_key), context
-    chosen = current_run(conn, sprint) if conn is not None else None
-    return chosen or (context["run_key"] if sprint else "session (none counted yet)"), context
+    chosen = current_run(conn, context["sprint_id"], session_id) if conn is not None else None
+    return chosen or (context["run_key"] if session_id or context["sprint_id"]
+                      else "session (none counted yet)"), context
 
 
 def _connect(state: Any) -> Any:
@@ -205,8 +230,8 @@ def _connect(state: Any) -> Any:
     return connect_readonly(state.db, immutable=True)
 
 
-def project_report(state: Any, run_key: str | None = None, *,
-                   measure_now: bool = True) -> dict[str, Any]:
+def project_report(state: Any, run_key: str | None = None, *, measure_now: bool = True,
+                   session_id: str | None = None) -> dict[str, Any]:
     """The report of `run_key`, else of the current run, with the limits that apply now and any
     problem with the settings; a run nothing was counted in shows its limits, unused. Tokens
     are measured now (unless `measure_now` is False: a read-only state folder), not as of the
@@ -215,7 +240,7 @@ def project_report(state: Any, run_key: str | None = None, *,
 
     conn = _connect(state)
     try:
-        run_key, context = _target(state, conn, run_key)
+        run_key, context = _target(state, conn, run_key, session_id)
         if conn is None:
             report = empty(run_key, context["limits"])
         else:
@@ -229,12 +254,13 @@ def project_report(state: Any, run_key: str | None = None, *,
             conn.close()
 
 
-def project_reset(state: Any, run_key: str | None, decided_by: dict[str, Any]
-                  ) -> dict[str, Any]:
-    """A person's budget reset of `run_key` (else the current run), recorded as theirs."""
+def project_reset(state: Any, run_key: str | None, decided_by: dict[str, Any],
+                  session_id: str | None = None) -> dict[str, Any]:
+    """A person's budget reset of `run_key` (else the current run of `session_id`), recorded
+    as theirs."""
     conn = _connect(state)
     try:
-        run_key, _ = _target(state, conn, run_key)
+        run_key, _ = _target(state, conn, run_key, session_id)
         removed = reset(conn, run_key, decided_by) if conn is not None else 0
         return {"run": run_key, "calls_removed": removed, "decided_by": decided_by}
     finally:

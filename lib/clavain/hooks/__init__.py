@@ -15,6 +15,14 @@ import time
 
 from clavain import fastjson
 
+# What stdin may hold: Claude Code sends paths, not transcripts, so a payload is a few KB; a
+# prompt pasted whole stays far below this. Past it the call is logged and ignored.
+STDIN_MAX_BYTES = 4 << 20
+# How long stdin may take to end: the host writes the payload at once and closes it, and it
+# does not apply the hook's timeout while the hook still reads (anthropics/claude-code#87289),
+# so reading must end on its own.
+STDIN_SECONDS = 5.0
+
 # The events hooks/hooks.json registers; anything else is logged and ignored.
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SubagentStart",
           "SubagentStop", "PreToolUse", "PostToolUseFailure")
@@ -93,6 +101,38 @@ def read_payload(raw: bytes) -> dict[str, object]:
     return payload
 
 
+class StdinRefused(Exception):
+    """stdin over STDIN_MAX_BYTES, or not ended within STDIN_SECONDS."""
+
+
+def read_stdin(*, max_bytes: int = STDIN_MAX_BYTES, seconds: float = STDIN_SECONDS) -> bytes:
+    """stdin up to its end, bounded in size and in time (StdinRefused past either): a hook
+    must never read for ever."""
+    try:
+        fd = sys.stdin.fileno()
+    except (AttributeError, ValueError, OSError):  # a stream in memory (tests): cannot block
+        raw = sys.stdin.buffer.read(max_bytes + 1)
+        if len(raw) > max_bytes:
+            raise StdinRefused(f"stdin is over {max_bytes} bytes; ignored") from None
+        return raw
+    import select  # a small C module: cheaper than a thread or signal's enum
+
+    chunks: list[bytes] = []
+    size = 0
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise StdinRefused(f"stdin did not end within {seconds:g} s; ignored")
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > max_bytes:
+            raise StdinRefused(f"stdin is over {max_bytes} bytes; ignored")
+        chunks.append(chunk)
+
+
 def dispatch(event: str, payload: dict[str, object]) -> str | None:
     """The text to print for one hook call, or None. Raises on anything unexpected."""
     if event not in EVENTS:
@@ -128,7 +168,10 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     event = args[0] if args else ""
     try:
-        raw = sys.stdin.buffer.read()
+        raw = read_stdin()
+    except StdinRefused as exc:
+        log_failure(event, str(exc))
+        return 0
     except BaseException as exc:
         log_failure(event, f"stdin unreadable: {type(exc).__name__}: {exc}")
         return 0

@@ -82,6 +82,8 @@ def _relative(project: Path, path: Path) -> str:
         return str(path)
 
 
+# How long one SubagentStop waits, in all, for the host to write the subagent's transcript
+# (its prompt for the lens, its final message for the tokens): one deadline for both waits.
 TRANSCRIPT_WAIT_SECONDS = 5.0
 _TAIL_BYTES = 256 * 1024
 
@@ -100,8 +102,7 @@ def transcript_has(path: Path, message: str) -> bool:
     return needle in tail
 
 
-def _wait_for_transcript(path: Path, message: str) -> bool:
-    deadline = time.monotonic() + TRANSCRIPT_WAIT_SECONDS
+def _wait_for_transcript(path: Path, message: str, deadline: float) -> bool:
     while not (not message.strip() or transcript_has(path, message)):
         if time.monotonic() >= deadline:
             return False
@@ -110,7 +111,7 @@ def _wait_for_transcript(path: Path, message: str) -> bool:
 
 
 def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str,
-             notes: list[str]) -> None:
+             notes: list[str], deadline: float) -> None:
     """Replace reported tokens (and a missing model) with what the transcript shows."""
     transcript = payload.get("agent_transcript_path")
     if transcript is None or transcript == "":
@@ -119,7 +120,7 @@ def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str,
         notes.append(f"agent_transcript_path {_short(transcript)} is no readable file; "
                      "keeping the reported tokens")
         return
-    if not _wait_for_transcript(Path(transcript), message):
+    if not _wait_for_transcript(Path(transcript), message, deadline):
         notes.append(f"transcript {_short(transcript)} lacks the final message after "
                      f"{TRANSCRIPT_WAIT_SECONDS:g}s; measured what is there")
     from clavain.verdicts.transcript import transcript_usage
@@ -182,8 +183,9 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
     agent = verdict_files.PLUGIN_PREFIX + found[0]
     message = payload.get("last_assistant_message")
     message = scrub(message) if isinstance(message, str) else ""
-    lens = reviewer_lens(payload.get("agent_transcript_path"), message, notes) \
-        if found[0] == "reviewer" else None
+    deadline = time.monotonic() + TRANSCRIPT_WAIT_SECONDS
+    lens = reviewer_lens(payload.get("agent_transcript_path"), message, notes,
+                         deadline=deadline) if found[0] == "reviewer" else None
     if lens:
         agent += f"/{lens}"
     ids = {"agent_id": _text_id(payload, "agent_id", notes),
@@ -204,7 +206,7 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
                      f"used {cwd}")
     state = ensure_state(StatePaths.discover(cwd))
     try:
-        _measure(payload, verdict, message, notes)
+        _measure(payload, verdict, message, notes, deadline)
     except Exception as exc:  # measuring is a bonus; the verdict is owed
         notes.append(f"tokens not measured: {type(exc).__name__}: {exc}")
     dispatch = verdict_files.dispatch_for(state.verdicts, agent, ids["agent_id"])
@@ -238,15 +240,17 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
 
 
 def reviewer_lens(transcript: object, message: str, notes: list[str], *,
-                  wait: float = TRANSCRIPT_WAIT_SECONDS) -> str | None:
-    """The reviewer dispatch's lens: its prompt's first line, waiting (at most `wait`) while the
-    host has not yet written the prompt to the transcript; only when no prompt can be read, the
-    first line of its answer (the reviewer begins with its `Lens:` line). A verdict filed
-    without its lens would never count for the gate that asked for it."""
+                  deadline: float | None = None) -> str | None:
+    """The reviewer dispatch's lens: its prompt's first line, waiting (until `deadline`, by
+    default TRANSCRIPT_WAIT_SECONDS from now) while the host has not yet written the prompt to
+    the transcript; only when no prompt can be read, the first line of its answer (the
+    reviewer begins with its `Lens:` line). A verdict filed without its lens would never count
+    for the gate that asked for it."""
     from clavain.verdicts.lens import first_line_lens
     from clavain.verdicts.transcript import first_user_text
 
-    deadline = time.monotonic() + wait
+    if deadline is None:
+        deadline = time.monotonic() + TRANSCRIPT_WAIT_SECONDS
     while True:
         prompt = first_user_text(transcript)
         # Wait only while the host has not started the file: one that holds lines but no

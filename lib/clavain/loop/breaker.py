@@ -9,21 +9,27 @@ level. OPEN refuses iterations (`allows()` is False) until `cooldown_seconds` ha
 one probe iteration runs in HALF_OPEN: a clean one (progress, nothing at a warning level)
 closes the breaker, anything else opens it again with a new cooldown.
 
-State lives in one JSON file so a restarted loop keeps its counts; a missing or damaged file is
-a fresh CLOSED breaker, never a crash. One loop writes it at a time (the loop's own lock).
+State lives in one JSON file per loop task (`limits.breaker_path`), not in a run's folder, so a
+new run of the same task starts where the last one left it: an open breaker stays open until a
+person resets it. A missing or damaged file is a fresh CLOSED breaker, never a crash. The file
+is read again before every decision and every change is a read-modify-write under its lock
+(`limits.locked`), so two loops of one task count every iteration and a person's reset made
+while a loop runs is what that loop sees next.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from clavain.errors import ClavainError
 from clavain.fsutil import read_json_object, write_json_atomic
+from clavain.loop.limits import locked
 from clavain.loop.rate_limit import is_time
 
 CLOSED, HALF_OPEN, OPEN = "CLOSED", "HALF_OPEN", "OPEN"
@@ -105,17 +111,19 @@ def _valid(data: dict[str, Any]) -> bool:
             and all(_valid_history_entry(entry) for entry in data["history"]))
 
 
-def _load(path: Path, now: float) -> dict[str, Any]:
-    """The saved state, or a fresh one when the file is missing or damaged. An opening stamped
-    in the future (the clock went back) counts from now, or the cooldown would never end."""
+def _load(path: Path, now: float) -> tuple[dict[str, Any], bool]:
+    """The saved state, or a fresh one when the file is missing or damaged; and whether its
+    opening was stamped in the future (the clock went back): it then counts from now, or the
+    cooldown would never end."""
     data = read_json_object(path)
     if data is None or not _valid(data):
-        return _fresh()
+        return _fresh(), False
     data["counts"] = {name: data["counts"][name] for name in COUNTS}
     data["history"] = data["history"][-HISTORY_LIMIT:]
-    if data["opened_at"] is not None:
-        data["opened_at"] = min(data["opened_at"], now)
-    return data
+    future = data["opened_at"] is not None and data["opened_at"] > now
+    if future:
+        data["opened_at"] = now
+    return data, future
 
 
 class CircuitBreaker:
@@ -139,23 +147,29 @@ class CircuitBreaker:
                                f"got {cooldown_seconds!r}")
         self.cooldown_seconds = float(cooldown_seconds)
         self._clock = clock
-        self._data = _load(self.path, clock())
+        self._holding = False  # inside `_locked()`
+        self._data = _load(self.path, clock())[0]
 
     @property
     def state(self) -> str:
-        """The saved state; an OPEN breaker whose cooldown has passed stays OPEN here until
-        `allows()` (or `record()`) moves it to its probe."""
+        """The saved state, read now (another loop of the task, or a person, may have moved
+        it); an OPEN breaker whose cooldown has passed stays OPEN here until `allows()` (or
+        `record()`) moves it to its probe."""
+        self._reload()
         return self._data["state"]
 
     def allows(self) -> bool:
         """Whether the loop may start an iteration now; past the cooldown this moves OPEN to a
         HALF_OPEN probe (one iteration) and records it."""
-        if self.state != OPEN:
+        if self.state != OPEN:  # (nothing to write: a fresh project stays untouched)
             return True
-        if not self._start_probe_if_due():
-            return False
-        self._save()
-        return True
+        with self._locked():
+            if self._data["state"] != OPEN:
+                return True
+            if not self._start_probe_if_due():
+                return False
+            self._save()
+            return True
 
     def record(self, *, progress: bool, error: str | None = None,
                permission_denials: int = 0) -> str:
@@ -164,22 +178,25 @@ class CircuitBreaker:
         if not _is_count(permission_denials):
             raise ClavainError(f"permission_denials must be a whole number ≥ 0, "
                                f"got {permission_denials!r}")
-        self._start_probe_if_due()
-        self._count(bool(progress), error, permission_denials)
-        self._settle(bool(progress))
-        self._save()
-        return self.state
+        with self._locked():
+            self._start_probe_if_due()
+            self._count(bool(progress), error, permission_denials)
+            self._settle(bool(progress))
+            self._save()
+            return self._data["state"]
 
     def reset(self, reason: str = "reset by a person") -> None:
         """Back to CLOSED with every count at zero: a person looked and decided to go on."""
-        self._data.update(counts=dict.fromkeys(COUNTS, 0), error_digest=None,
-                          error_excerpt=None)
-        self._close(reason)
-        self._save()
+        with self._locked():
+            self._data.update(counts=dict.fromkeys(COUNTS, 0), error_digest=None,
+                              error_excerpt=None)
+            self._close(reason)
+            self._save()
 
     def status(self) -> dict[str, Any]:
         """What `clavain loop status` shows: state, counts, thresholds, when it opened and until
         when it refuses, why it is not CLOSED, and the last transitions."""
+        self._reload()
         data = self._data
         open_now = data["state"] == OPEN
         return {"state": data["state"], **data["counts"], "thresholds": dict(self.thresholds),
@@ -227,7 +244,7 @@ class CircuitBreaker:
     def _settle(self, progress: bool) -> None:
         """Move the state after an iteration's counts were updated."""
         tripped, warned = self._reached(0), self._reached(1)
-        state = self.state
+        state = self._data["state"]
         if state == OPEN:
             return
         if self._data["probing"]:
@@ -250,7 +267,8 @@ class CircuitBreaker:
 
     def _start_probe_if_due(self) -> bool:
         """OPEN past its cooldown → HALF_OPEN probe; the reason it opened is kept."""
-        if self.state != OPEN or self._clock() < self._data["opened_at"] + self.cooldown_seconds:
+        if self._data["state"] != OPEN or \
+                self._clock() < self._data["opened_at"] + self.cooldown_seconds:
             return False
         self._move(HALF_OPEN, f"cooldown of {self.cooldown_seconds:g}s passed; "
                               "one probe iteration allowed")
@@ -267,10 +285,33 @@ class CircuitBreaker:
 
     def _move(self, to: str, reason: str) -> None:
         history = self._data["history"]
-        history.append({"at": self._clock(), "from": self.state, "to": to,
+        history.append({"at": self._clock(), "from": self._data["state"], "to": to,
                         "reason": reason})
         del history[:-HISTORY_LIMIT]
         self._data["state"] = to
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The file's lock for one read-modify-write, the state read afresh inside it."""
+        with locked(self.state_root, self.path):
+            self._holding = True
+            try:
+                self._reload()
+                yield
+            finally:
+                self._holding = False
+
+    def _reload(self) -> None:
+        self._data, future = _load(self.path, self._clock())
+        if not future:
+            return
+        # Saved at once, so the cooldown counts from this moment for every later read.
+        with contextlib.suppress(OSError):  # read-only: counted from now at each read
+            if self._holding:
+                self._save()
+            else:
+                with self._locked():
+                    self._save()
 
     def _save(self) -> None:
         write_json_atomic(self.path, self._data, inside=self.state_root)

@@ -1,6 +1,7 @@
 """The loop's decisions, written once for both front doors (`clavain loop` headless and
 `/clavain:loop` in a session): which graph it works on now, whether it ends before the next
-iteration and why, which item a BLOCKED report sets aside, and its circuit breaker.
+iteration and why, which item a BLOCKED report sets aside, its task's circuit breaker and the
+project's calls-per-hour window (both kept in `limits`, across runs).
 
 The dual exit gate is checked first: an iteration that finished the work ends the loop as done
 even when it was the last one allowed or the breaker's third without new progress. "Nothing
@@ -14,8 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from clavain import config as config_mod
-from clavain.loop import records
+from clavain.loop import limits, records
 from clavain.loop.breaker import CircuitBreaker
+from clavain.loop.rate_limit import CallRate
 from clavain.paths import StatePaths
 
 EXIT_CODES = {"done": 0, "error": 1, "breaker_open": 3, "max_iterations": 4, "budget": 5,
@@ -106,19 +108,82 @@ def release_leftovers(state: StatePaths, run_id: str, graph_id: str | None) -> l
         conn.close()
 
 
-def breaker_for(state: StatePaths, run_id: str, cfg: dict[str, Any] | None = None,
-                clock: Any = None) -> CircuitBreaker:
-    """The run's circuit breaker, with the configured thresholds."""
+def task_breaker(state: StatePaths, key: str, cfg: dict[str, Any] | None = None,
+                 clock: Any = None) -> CircuitBreaker:
+    """The circuit breaker of one loop task (`limits.task_key`), with the configured
+    thresholds: every run and session of that task shares it."""
     settings = config_mod.get(cfg if cfg is not None else config_mod.load(state.config),
                               "loop.breaker")
     extra = {"clock": clock} if clock is not None else {}
-    return CircuitBreaker(records.loop_dir(state, run_id) / "breaker.json",
-                          state_root=state.root, no_progress=settings["noProgress"],
-                          same_error=settings["sameError"],
+    return CircuitBreaker(limits.breaker_path(state, key), state_root=state.root,
+                          no_progress=settings["noProgress"], same_error=settings["sameError"],
                           permission_denials=settings["permissionDenials"],
                           cooldown_seconds=settings["cooldownSeconds"], **extra)
 
 
+def breaker_for(state: StatePaths, run_id: str, cfg: dict[str, Any] | None = None,
+                clock: Any = None) -> CircuitBreaker:
+    """The breaker of the loop task the run works on (its `loop.json` names it)."""
+    return task_breaker(state, records.task_key_of(records.read_loop(state, run_id)), cfg,
+                        clock)
+
+
+def call_rate(state: StatePaths, cfg: dict[str, Any] | None = None, per_hour: int | None = None,
+              clock: Any = None) -> CallRate:
+    """The project's calls-per-hour window; `per_hour`: this loop's limit (default
+    loop.callsPerHour)."""
+    if per_hour is None:
+        per_hour = int(config_mod.get(cfg if cfg is not None else config_mod.load(state.config),
+                                      "loop.callsPerHour"))
+    extra = {"clock": clock} if clock is not None else {}
+    return CallRate(limits.calls_path(state), state_root=state.root, per_hour=per_hour, **extra)
+
+
+RESET_CIRCUIT = ("`clavain loop --reset-circuit --run {run}` in a terminal, or "
+                 "`/clavain:loop --reset-circuit {run}` in Claude Code")
+RESET_RATE = "`clavain loop --reset-rate` in a terminal, or `/clavain:loop --reset-rate`"
+
+
 def breaker_message(breaker: CircuitBreaker, run_id: str) -> str:
-    return (f"circuit breaker open: {breaker.status().get('reason')} (`clavain loop "
-            f"--reset-circuit --run {run_id}` after a look)")
+    return (f"circuit breaker open: {breaker.status().get('reason')} (a person closes it after "
+            f"a look: {RESET_CIRCUIT.format(run=run_id)})")
+
+
+def rate_message(rate: CallRate) -> str:
+    """Why the window refuses a call now, and what frees it."""
+    from datetime import datetime, timezone
+
+    status = rate.status()
+    at = status["next_free_at"]
+    free = (f"at {datetime.fromtimestamp(at, timezone.utc).strftime('%H:%M:%S UTC')}" if at
+            else "now")
+    return (f"calls per hour: {status['calls_in_window']} loop call(s) in this project in the "
+            f"last hour, the limit is {rate.per_hour}; the next may start {free}, or a "
+            f"person empties the window ({RESET_RATE})")
+
+
+def admit_session(state: StatePaths, graph_id: str | None, task: str,
+                  cfg: dict[str, Any]) -> str:
+    """Before `/clavain:loop` starts: ClavainError when its task's breaker is open (it stays
+    open across runs) or the project's window is full; else the call of iteration 1 is counted
+    and the path of the task's breaker returned."""
+    from clavain.errors import ClavainError
+
+    key = limits.task_key(graph_id, task)
+    breaker = task_breaker(state, key, cfg)
+    if breaker.state == "OPEN":
+        last = records.latest_loop(state, task_key=key) or "RUN"
+        raise ClavainError(f"this loop task ({limits.task_label(graph_id, task)}) has its "
+                           + breaker_message(breaker, last))
+    refused = session_call(state, cfg)
+    if refused:
+        raise ClavainError(refused)
+    return str(breaker.path)
+
+
+def session_call(state: StatePaths, cfg: dict[str, Any] | None = None) -> str | None:
+    """Count one iteration of a session's loop against the project's window; None when it
+    was counted, else why not (a Stop hook cannot wait an hour: the loop ends instead)."""
+    rate = call_rate(state, cfg)
+    wait = rate.acquire()
+    return rate_message(rate) if wait > 0 else None

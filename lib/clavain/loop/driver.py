@@ -4,7 +4,9 @@ configured one) works ONE item and ends with a status block, and the loop decide
 can check itself whether that moved anything.
 
 It never runs away: a circuit breaker opens on iterations with no progress, the same error or
-permission denials (exit 3); calls per hour are capped with a countdown; a usage or rate limit
+permission denials (exit 3) — one breaker per loop task, kept across runs, so a restart of the
+same task finds it open until a person closes it; calls per hour are capped with a countdown,
+in one window for the whole project (every loop run and session counts); a usage or rate limit
 the runner reports (structured fields first, text second; a timeout is never one) is waited
 out, not counted; budgets apply per loop run (exit 5); `--max-iterations` ends it (exit 4). It
 stops as done (exit 0) only through the dual gate: nothing actionable AND the latest status
@@ -29,8 +31,8 @@ from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
 from clavain.loop import decide, records
 from clavain.loop.decide import EXIT_CODES
 from clavain.loop.iterate import RULES, iterate
+from clavain.loop.limits import task_key, task_label
 from clavain.loop.progress import progress_between, snapshot
-from clavain.loop.rate_limit import CallRate
 from clavain.paths import StatePaths
 from clavain.supervisor import claude_output
 from clavain.supervisor.invocation import prompt_argv, runner_process_env
@@ -88,10 +90,10 @@ class Loop:
         if (folder / records.LOOP_NAME).exists():
             raise ClavainError(f"loop run {self.run_id!r} exists; pick another id")
         folder.mkdir(parents=True, exist_ok=True)
-        self.breaker = decide.breaker_for(state, self.run_id, self.cfg, clock)
-        self.rate = CallRate(folder / "calls.json", state_root=state.root,
-                             per_hour=options.rate or int(setting(self.cfg, "loop.callsPerHour")),
-                             clock=clock)
+        # The task is fixed at the start: a graph begun while the loop runs is still its work.
+        self.task = {"task_key": task_key(self.graph_id), "task_label": task_label(self.graph_id)}
+        self.breaker = decide.task_breaker(state, self.task["task_key"], self.cfg, clock)
+        self.rate = decide.call_rate(state, self.cfg, options.rate, clock)
         self.budget = RunBudget(state, self.run_id)
         self.stop = threading.Event()
         self.stopped_by: int | None = None
@@ -100,6 +102,7 @@ class Loop:
         self.last_problem: str | None = None  # why the last status block was rejected
         self.limits_in_a_row = 0
         self.unusable: str | None = None
+        self.items_left: list[str] | None = None  # offered by the last prompt built
 
 
     # ------------------------------------------------------------ the run
@@ -108,7 +111,8 @@ class Loop:
         started, began = now_iso(), time.monotonic()
         loop = {"run_id": self.run_id, "graph_id": self.graph_id, "runner": self.runner,
                 "automation": self.automation, "max_iterations": self.max_iterations,
-                "started_at": started, "status": "running", "pid": os.getpid(), "blocked": []}
+                **self.task, "per_hour": self.rate.per_hour, "started_at": started,
+                "status": "running", "pid": os.getpid(), "blocked": []}
         records.write_loop(self.state, self.run_id, loop)
         self.report({"event": "start", **loop})
         previous = {sig: signal.signal(sig, self._on_signal)
@@ -119,7 +123,7 @@ class Loop:
         except BaseException as exc:  # the record must not say "running" forever
             why = str(exc) if isinstance(exc, ClavainError) else f"{type(exc).__name__}: {exc}"
             loop.update(status="error", exit_code=EXIT_CODES["error"], finished_at=now_iso(),
-                        message=why, blocked=self.blocked)
+                        message=why, blocked=self.blocked, items_left=self.items_left)
             records.write_loop(self.state, self.run_id, loop)
             raise
         finally:
@@ -129,7 +133,7 @@ class Loop:
             ending = {"status": "interrupted", "message": "stopped by "
                       f"{signal.Signals(self.stopped_by).name}"}
         loop.update(ending, status=ending["status"], exit_code=EXIT_CODES[ending["status"]],
-                    blocked=self.blocked, finished_at=now_iso(),
+                    blocked=self.blocked, items_left=self.items_left, finished_at=now_iso(),
                     wall_seconds=round(time.monotonic() - began, 3))
         records.write_loop(self.state, self.run_id, loop)
         return {**loop, "summary": records.summary(self.state, self.run_id)}
@@ -150,6 +154,7 @@ class Loop:
                               previous_error=self.last_problem, run_id=self.run_id)
             if self.stop.is_set():
                 break
+            self.items_left = [item["id"] for item in offered["items"]]
             end = decide.ending(self.state, offered, graph_id=self.graph_id,
                                 last_status=self.last_status, breaker_state=self.breaker.state,
                                 done_iterations=done, max_iterations=self.max_iterations)
@@ -182,7 +187,6 @@ class Loop:
                      "prompt_tokens_estimate": offered["prompt_tokens_estimate"]})
         before = snapshot(self.state, self.graph_id)
         started = now_iso()
-        self.rate.record_call()
         turn = self._call(offered["prompt"], records.loop_dir(self.state, self.run_id)
                           / f"iteration-{number}")
         decide.release_leftovers(self.state, self.run_id, self.graph_id)
@@ -278,7 +282,14 @@ class Loop:
     # ------------------------------------------------------------ waiting
 
     def _wait_for_rate(self) -> None:
-        self._wait_until(self.clock() + self.rate.wait_seconds(), "calls per hour")
+        """Wait until the project's window takes this call (it is counted as it is taken:
+        another loop may take the free call first, then this one waits again)."""
+        while not self.stop.is_set():
+            wait = self.rate.acquire()
+            if wait <= 0:
+                return
+            self._wait_until(self.clock() + wait, f"calls per hour: {self.rate.per_hour} "
+                             "for this project's loops")
 
     def _wait_for_limit(self, limit: Any) -> None:
         seconds = limit_wait_seconds(

@@ -57,9 +57,11 @@ def runnable_nodes(g: Graph) -> list[dict[str, Any]]:
 
 
 def collect(state: StatePaths, graph_id: str | None, *, skip: frozenset[str] = frozenset(),
-            log_dir: Path | None = None, stop: Any = None) -> dict[str, Any]:
+            log_dir: Path | None = None, stop: Any = None,
+            deadline: float | None = None) -> dict[str, Any]:
     """{"items": actionable items, priority order; "checks": every check's outcome;
-    "skipped": items left out because the run marked them BLOCKED}."""
+    "skipped": items left out because the run marked them BLOCKED}. `deadline`: the checks'
+    total time (`checks.run_checks`)."""
     cfg = config_mod.load(state.config)
     configured = list(config_mod.get(cfg, "checks", []))
     seen: set[str] = set()
@@ -72,7 +74,7 @@ def collect(state: StatePaths, graph_id: str | None, *, skip: frozenset[str] = f
         seen.add(check["id"])
     checks = run_checks(configured, project=state.project,
                         state_root=state.root, log_dir=log_dir or state.runs / "checks",
-                        stop=stop)
+                        stop=stop, deadline=deadline)
     items = [{**c, "id": f"check:{c['id']}", "kind": "check",
               "title": c["description"] or c["command"]}
              for c in checks if not c["passed"]]
@@ -151,7 +153,8 @@ def build_prompt(items: list[dict[str, Any]], *, automation: str,
 def iterate(state: StatePaths, *, graph_id: str | None, automation: str,
             iteration: int | None = None, skip: frozenset[str] = frozenset(),
             log_dir: Path | None = None, stop: Any = None,
-            previous_error: str | None = None, run_id: str | None = None) -> dict[str, Any]:
+            previous_error: str | None = None, run_id: str | None = None,
+            deadline: float | None = None) -> dict[str, Any]:
     """The prompt and what it was built from; `actionable` False means the exit prompt."""
     from clavain.session.token_estimate import estimate_tokens
 
@@ -159,7 +162,7 @@ def iterate(state: StatePaths, *, graph_id: str | None, automation: str,
         from clavain.errors import ClavainError
 
         raise ClavainError(f"automation {automation!r} is not one of {', '.join(RULES)}")
-    found = collect(state, graph_id, skip=skip, log_dir=log_dir, stop=stop)
+    found = collect(state, graph_id, skip=skip, log_dir=log_dir, stop=stop, deadline=deadline)
     prompt = build_prompt(found["items"], automation=automation, iteration=iteration,
                           blocked=found["skipped"], previous_error=previous_error,
                           run_id=run_id)

@@ -1,7 +1,8 @@
-"""Did an iteration move the work forward? Progress is any of: a new commit, a change in the
-working tree (staged or not), files the agent says it modified, or workgraph nodes done since the
-iteration began. Read from git and the database, not from the agent's word alone — except
-FILES_MODIFIED, which counts even when the change was later reverted."""
+"""Did an iteration move the work forward? Progress is what Clavain can see for itself: a new
+commit (HEAD moved), a change in the working tree (staged or not, `tree.fingerprint`), or
+workgraph nodes done since the iteration began. The status block's FILES_MODIFIED is the agent's
+word: it is never progress, and a count above 0 with no commit and no changed file is noted as a
+claim nothing backs (so a runner that only says it worked trips the no-progress breaker)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,26 @@ def _done_nodes(state: StatePaths, graph_id: str | None) -> int:
         conn.close()
 
 
+def nodes_done(state: StatePaths, graph_id: str | None, ids: list[str]) -> set[str]:
+    """Which of `ids` the graph says are done now (none without a graph or a database, or when
+    the store cannot be read: unknown is not done)."""
+    from clavain.store.graph_db import graph_store_exists, open_graph_db
+
+    if graph_id is None or not ids or not graph_store_exists(state):
+        return set()
+    try:
+        conn = open_graph_db(state)
+    except Exception:  # a summary must still print; the claim stays unconfirmed
+        return set()
+    try:
+        marks = ", ".join("?" for _ in ids)
+        rows = conn.execute(f"SELECT id FROM nodes WHERE graph_id = ? AND status = 'done' "
+                            f"AND id IN ({marks})", (graph_id, *ids)).fetchall()
+        return {row[0] for row in rows}
+    finally:
+        conn.close()
+
+
 def snapshot(state: StatePaths, graph_id: str | None) -> Snapshot:
     return Snapshot(git_head(state.project), fingerprint(state.project, state_root=state.root),
                     _done_nodes(state, graph_id))
@@ -40,14 +61,17 @@ def snapshot(state: StatePaths, graph_id: str | None) -> Snapshot:
 
 def progress_between(before: Snapshot, after: Snapshot,
                      files_modified: int = 0) -> dict[str, Any]:
-    """{"progress": bool, "why": [reasons]}."""
+    """{"progress": bool, "why": [what changed], "unconfirmed": [claims nothing backs]};
+    `files_modified`: what the status block claimed (module docstring)."""
     why = []
     if after.head != before.head:
         why.append("new commit")
     if after.tree != before.tree:
         why.append("files changed")
-    if files_modified > 0:
-        why.append(f"{files_modified} file(s) modified (status block)")
+    unconfirmed = []
+    if files_modified > 0 and not why:
+        unconfirmed.append(f"FILES_MODIFIED: {files_modified}, but no commit and no changed "
+                           "file")
     if after.done_nodes > before.done_nodes:
         why.append(f"{after.done_nodes - before.done_nodes} node(s) done")
-    return {"progress": bool(why), "why": why}
+    return {"progress": bool(why), "why": why, "unconfirmed": unconfirmed}

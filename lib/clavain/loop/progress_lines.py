@@ -1,6 +1,7 @@
 """What a person sees of a headless loop: one line per iteration (the items offered, then what
-the agent reported and whether it moved anything), the breaker's state when it changes, items
-set aside as BLOCKED, and a countdown while the loop waits (calls per hour, a usage limit)."""
+the agent reported and whether it moved anything — a claim nothing backs is shown as a claim),
+the breaker's state when it changes, items set aside as BLOCKED, and a countdown while the loop
+waits (calls per hour, a usage limit)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ class Printer(LinePrinter):
                 f"{'yes' if status['exit_signal'] else 'no'}" if status
                 else event.get("runner_error") or event.get("status_error") or "no status")
         moved = ", ".join(event["progress"]["why"]) or "no progress"
+        claims = event["progress"].get("unconfirmed") or []
+        if claims:  # the agent's word, shown as such
+            moved += f" (claimed, not seen: {'; '.join(claims)})"
         line = f"  → {said}; {moved}"
         if event["breaker"] != self.breaker:
             line += f"; breaker {self.breaker} → {event['breaker']}"

@@ -31,7 +31,8 @@ from clavain.loop.session_state import LOOPS
 FORMAT_VERSION = 1
 CAP_VARIABLE = "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"
 HOST_CAP_DEFAULT = 8
-STOP_HOOK_SECONDS = 600  # hooks/hooks.json: a check must finish well within it
+STOP_HOOK_SECONDS = 600  # hooks/hooks.json: the checks must finish well within it
+CHECKS_SECONDS = STOP_HOOK_SECONDS - 60  # the checks' total in one Stop; the rest is margin
 REASON_MAX_CHARS = 9_000  # the host shows a file path and a preview past 10,000 characters
 TASK_MAX_CHARS = 2_000
 MESSAGE_MAX_CHARS = 400_000  # the status block is at the end
@@ -74,21 +75,21 @@ def start(state: Any, session_id: object, task: str = "", *, max_iterations: int
     automation = automation or config_mod.get(cfg, "loop.automation")
     if automation not in RULES:
         raise ClavainError(f"automation {automation!r} is not one of {', '.join(RULES)}")
-    for check in config_mod.get(cfg, "checks", []):
-        if float(check.get("timeout") or 120) > STOP_HOOK_SECONDS - 60:
-            raise ClavainError(f"check {check['id']!r} may run {check['timeout']}s, more than "
-                               f"the Stop hook may take ({STOP_HOOK_SECONDS}s less 60)")
+    too_long = checks_too_long(config_mod.get(cfg, "checks", []))
+    if too_long:
+        raise ClavainError(too_long)
     graph_id = decide.current_graph(state, graph)
+    breaker = decide.admit_session(state, graph_id, task, cfg)  # the task's, across runs
     run_id = new_run_id("loop")
     folder = records.loop_dir(state, run_id)
     folder.mkdir(parents=True, exist_ok=True)
     offered = iterate(state, graph_id=graph_id, automation=automation, iteration=1,
-                      log_dir=folder / "checks-1")
+                      log_dir=folder / "checks-1", deadline=checks_deadline())
     limit = max_iterations or int(config_mod.get(cfg, "loop.maxIterations"))
     data = {"version": FORMAT_VERSION, "session_id": session_id, "run_id": run_id,
             "graph_id": graph_id, "task": task, "iteration": 1, "max_iterations": limit,
             "automation": automation, "blocked": [], "items": [], "actionable": False,
-            "last_status": None, "snapshot": {}, "breaker": str(folder / "breaker.json"),
+            "last_status": None, "snapshot": {}, "breaker": breaker,
             "blocks_in_row": 0, "host_block_cap": host_cap(), "host_cuts": 0,
             "started_at": now_iso(), "started_epoch": time.time(),
             "iteration_started_at": now_iso()}
@@ -97,6 +98,33 @@ def start(state: Any, session_id: object, task: str = "", *, max_iterations: int
         "task": task, "automation": automation, "max_iterations": limit,
         "started_at": data["started_at"], "status": "running", "blocked": []})
     return {"run_id": run_id, "prompt": _next(state, data, offered, count=False)}
+
+
+def checks_too_long(checks: list[dict[str, Any]]) -> str | None:
+    """Why these checks cannot run in a Stop hook (one line), or None: every check run to its
+    timeout, MAX_PARALLEL at a time, must fit in CHECKS_SECONDS."""
+    from clavain.loop.checks import MAX_PARALLEL, worst_case_seconds
+
+    worst = worst_case_seconds(checks)
+    if worst <= CHECKS_SECONDS:
+        return None
+    return (f"the checks in .clavain/config.json may take {worst:g} s together (each to its "
+            f"timeout, {MAX_PARALLEL} at a time), more than the {CHECKS_SECONDS} s a Stop hook "
+            f"gives them (Claude Code stops it at {STOP_HOOK_SECONDS} s): lower their "
+            "timeouts or keep fewer checks (`clavain loop` in a terminal has no such limit)")
+
+
+def checks_deadline() -> float:
+    """When this Stop hook's checks must be done (`time.monotonic()`): CHECKS_SECONDS from the
+    hook's start (bin/clavain-hook's, when known). A check still running then is stopped and
+    reported as not finished (`checks.run_checks`)."""
+    import time
+
+    from clavain.hooks import launcher_started
+
+    started = launcher_started()
+    elapsed = max(0.0, time.perf_counter() - started) if started is not None else 0.0
+    return time.monotonic() + CHECKS_SECONDS - elapsed
 
 
 def cancel(state: Any, session_id: object) -> dict[str, Any]:
@@ -128,7 +156,8 @@ def _end(state: Any, data: dict[str, Any], status: str, message: str) -> dict[st
     loop = read_json_object(records.loop_dir(state, data["run_id"]) / records.LOOP_NAME) or {
         "run_id": data["run_id"]}
     loop.update(status=status, message=message, exit_code=decide.EXIT_CODES[status],
-                blocked=data["blocked"], finished_at=now_iso(), host_cuts=data["host_cuts"],
+                blocked=data["blocked"], items_left=data.get("items_left"),
+                finished_at=now_iso(), host_cuts=data["host_cuts"],
                 wall_seconds=round(time.time() - data["started_epoch"], 3))
     records.write_loop(state, data["run_id"], loop)
     if status == "done":
@@ -219,6 +248,7 @@ def _after_iteration(state: Any, data: dict[str, Any], status: dict[str, Any] | 
         "session_id": data["session_id"]})
     data["graph_id"] = decide.current_graph(state, None)  # a graph may have begun meanwhile
     offered = _iterate(state, data, number + 1)
+    data["items_left"] = [item["id"] for item in offered["items"]]  # what confirms claims
     end = decide.ending(state, offered, graph_id=data["graph_id"],
                         last_status=data["last_status"], breaker_state=breaker.state,
                         done_iterations=number, max_iterations=data["max_iterations"])
@@ -229,6 +259,9 @@ def _after_iteration(state: Any, data: dict[str, Any], status: dict[str, Any] | 
         message = (decide.breaker_message(breaker, data["run_id"])
                    if end["status"] == "breaker_open" else end["message"])
         return _end(state, data, end["status"], message)
+    refused = decide.session_call(state)  # the project's calls per hour
+    if refused:
+        return _end(state, data, "blocked", refused)
     data.update(iteration=number + 1, iteration_started_at=now_iso())
     return {"decision": "block", "reason": _next(state, data, offered)}
 
@@ -240,7 +273,8 @@ def _iterate(state: Any, data: dict[str, Any], number: int) -> dict[str, Any]:
     return iterate(state, graph_id=data["graph_id"], automation=data["automation"],
                    iteration=number, skip=frozenset(data["blocked"]),
                    previous_error=data.get("last_problem"), run_id=data["run_id"],
-                   log_dir=records.loop_dir(state, data["run_id"]) / f"checks-{number}")
+                   log_dir=records.loop_dir(state, data["run_id"]) / f"checks-{number}",
+                   deadline=checks_deadline())
 
 
 def _next(state: Any, data: dict[str, Any], offered: dict[str, Any], *, count: bool = True,

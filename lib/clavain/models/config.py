@@ -141,7 +141,9 @@ class Breaker(_Strict):
     sameError: int = Field(5, ge=1, le=100, description="iterations with the same error")
     permissionDenials: int = Field(2, ge=1, le=100, description="iterations with a permission "
                                                                 "denial")
-    cooldownSeconds: float = Field(1800, ge=0, description="open this long, then one probe")
+    cooldownSeconds: float = Field(1800, ge=0, description=(
+        "kept for older configs: an open breaker stays open until a person closes it "
+        "(--reset-circuit)"))
 
 
 class Loop(_Strict):

@@ -29,7 +29,7 @@ DB_WAIT_MS = 500
 
 def sprint_lines(active: dict[str, Any]) -> list[str]:
     """Where the sprint stands and what to do next."""
-    from clavain.sprint.lifecycle import next_action
+    from clavain.sprint.guides import next_action
 
     done = len(active["completed_steps"])
     step = active["current_step"] or "complete"
@@ -101,7 +101,7 @@ def _in_progress(state: StatePaths, graph_id: str) -> list[dict[str, Any]]:
                 "AND status = 'in_progress' ORDER BY id LIMIT ?", (graph_id, SHOWN)).fetchall()
         finally:
             conn.close()
-    except db.sqlite3.Error:  # busy, damaged, or older than the graphs
+    except (db.sqlite3.Error, OSError):  # busy, damaged, older than the graphs, a FIFO
         return []
     return [{"id": r["id"], "title": r["title"], "run_id": r["lock_run_id"],
              "attempts": r["attempts"]} for r in rows]

@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from clavain.clock import now_iso, utc_stamp
@@ -143,6 +144,28 @@ def archive_locked(state: StatePaths, checkpoint: dict[str, Any], outcome: str) 
     with contextlib.suppress(FileNotFoundError):
         os.unlink(state.sprint_checkpoint)
     return os.path.relpath(folder, state.project)
+
+
+def last_archived(state: StatePaths) -> tuple[Path, dict[str, Any]] | None:
+    """(the archived checkpoint of the sprint that ended last, its contents), or None."""
+    found = []
+    try:
+        entries = list(os.scandir(state.runs))
+    except OSError:
+        entries = []
+    for entry in entries:
+        path = os.path.join(entry.path, "checkpoint.json")
+        if entry.name.startswith("sprint-") and os.path.isfile(path):
+            try:
+                archived = json.loads(Path(path).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if isinstance(archived, dict):
+                found.append((str(archived.get("archived_at", "")), path, archived))
+    if not found:
+        return None
+    _, path, archived = max(found, key=lambda item: (item[0], item[1]))
+    return Path(path), archived
 
 
 def set_aside(state: StatePaths) -> str | None:

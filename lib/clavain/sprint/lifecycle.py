@@ -18,6 +18,7 @@ from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.sprint import checkpoint as store
 from clavain.sprint.complexity import LABELS, classify
+from clavain.sprint.guides import guide_path, next_action
 from clavain.sprint.route import STEPS, check_complexity, check_step, plan_route, routing_line
 
 
@@ -68,6 +69,8 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
                  f"{override})", slash=f"/clavain:sprint --complexity {override} TASK",
             terminal=f"clavain sprint start --complexity {override} TASK"))
     score = override or classified_score
+    if decided_by is None:
+        _check_floor(state, score)
     person_decisions = [{"what": what, "decided_by": decided_by} for what in (
         *([f"skipped to step {skip_to}"] if skip_to else []),
         *([f"complexity {override}, below the classifier's {classified_score}"]
@@ -104,6 +107,24 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
     assert created is not None
     return {**created, "routing": routing_line(score, LABELS[score], route),
             "uncertain": None if override else classified.get("uncertain")}
+
+
+def _check_floor(state: StatePaths, score: int) -> None:
+    """An agent that abandoned a sprint starts the next one at that sprint's complexity or
+    above: starting over must not shed the route's reviews."""
+    last = store.last_archived(state)
+    if last is None:
+        return
+    ended = last[1]
+    floor = ended.get("complexity")
+    if ended.get("outcome") != "abandoned" or ended.get("abandoned_by") is not None or \
+            type(floor) is not int or score >= floor:
+        return
+    raise ClavainError(PERSON_ONLY.format(
+        what=f"starting below complexity {floor} right after the agent abandoned sprint "
+             f"{ended.get('sprint_id')} at {floor} (start it with `--complexity {floor}`)",
+        slash=f"/clavain:sprint --complexity {score} TASK",
+        terminal=f"clavain sprint start --complexity {score} TASK"))
 
 
 def _open_graph(state: StatePaths, sprint_id: str, title: str, at: str) -> None:
@@ -303,9 +324,13 @@ def _write_reports(state: StatePaths, archived: dict[str, Any], folder: str,
                  inside=state.root)
 
 
-def abandon(state: StatePaths) -> dict[str, Any]:
+def abandon(state: StatePaths, *,
+            decided_by: dict[str, Any] | None = LIBRARY_CALLER) -> dict[str, Any]:
     """Stop the active sprint: its open nodes are cancelled and archived with it. A damaged
-    checkpoint is set aside (`checkpoint.corrupt-<time>.json`), so a new sprint can start."""
+    checkpoint is set aside (`checkpoint.corrupt-<time>.json`), so a new sprint can start. The
+    archive records a person's provenance (`decided_by`), or None for an agent: an agent's
+    next sprint may not start lower (`_check_floor`)."""
+    decided_by = _decider(decided_by)
     with store.locked(state):
         try:
             active = store.read(state)
@@ -331,6 +356,7 @@ def abandon(state: StatePaths) -> dict[str, Any]:
 
             g = sprint_graph(conn, state, active)
             budget = _budget(state, active)
+            active = {**active, "abandoned_by": decided_by}
             archived, cancelled = _close(state, g, active, "abandoned")
         finally:
             conn.close()
@@ -393,37 +419,3 @@ def git_warning(state: StatePaths, active: dict[str, Any]) -> str | None:
     return (f"the code changed since the checkpoint (HEAD was {recorded_sha[:12]}, now "
             f"{head[:12]}, not a descendant: history was rewritten); re-check what the next "
             "step builds on")
-
-
-# What each step does, and the guide (skills/<guide>/SKILL.md) to read for it.
-NEXT_ACTIONS = {
-    "brainstorm": ("explore the request", "brainstorming"),
-    "strategy": ("choose the approach", "brainstorming"),
-    "plan": ("write the plan", "writing-plans"),
-    "plan-review": ("dispatch clavain:reviewer with `Lens: plan` on the plan", "verification"),
-    "execute": ("run the plan's tasks", "executing-plans"),
-    "test": ("run the whole test suite", "verification"),
-    "quality-gates": ("dispatch the review lenses in parallel, then read `clavain verdicts "
-                      "summary`", "verification"),
-    "resolve": ("answer every verdict that needs attention: fix it and review again, or "
-                "`clavain verdicts resolve ID --note TEXT`", None),
-    "ship": ("land the change", "landing-a-change"),
-}
-
-
-def next_action(active: dict[str, Any]) -> str:
-    step = active["current_step"]
-    if step is None:
-        return "the sprint is complete"
-    what, guide = NEXT_ACTIONS[step]
-    record = f"clavain sprint done {step}" + (" --plan PATH" if step == "plan" else "")
-    read = f" (guide: {guide_path(guide)})" if guide else ""
-    return f"step {step}: {what}{read}; then `{record}`"
-
-
-def guide_path(guide: str) -> str:
-    """Where a step's guide is: read as a file (the guides list no description in every
-    session's context; the sprint names the one it needs)."""
-    from clavain.paths import plugin_root
-
-    return str(plugin_root() / "skills" / guide / "SKILL.md")

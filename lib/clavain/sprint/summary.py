@@ -142,22 +142,12 @@ def _archived(state: StatePaths, sprint_id: str | None) -> str:
             raise ClavainError(f"no sprint {sprint_id!r} in {state.runs} (its archive holds "
                                "checkpoint.json)")
         return str(path)
-    found = []
-    try:
-        entries = list(os.scandir(state.runs))
-    except OSError:
-        entries = []
-    for entry in entries:
-        path = os.path.join(entry.path, "checkpoint.json")
-        if entry.name.startswith("sprint-") and os.path.isfile(path):
-            try:
-                ended = json.loads(Path(path).read_text(encoding="utf-8")).get("archived_at", "")
-            except (OSError, ValueError):
-                continue
-            found.append((ended, path))
-    if not found:
+    from clavain.sprint.checkpoint import last_archived
+
+    found = last_archived(state)
+    if found is None:
         from clavain import hints
 
         raise ClavainError(f"no active sprint and none finished yet; start one with "
                            f"{hints.start_sprint()}")
-    return max(found)[1]
+    return str(found[0])

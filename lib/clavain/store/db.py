@@ -86,11 +86,39 @@ def busy_timeout() -> int:
         return BUSY_TIMEOUT_MS
 
 
+# The files SQLite opens beside a database: each must be a regular file or missing too (a FIFO
+# `-wal` hangs a read-only open as surely as a FIFO database).
+SIDE_FILES = ("", "-wal", "-shm", "-journal")
+
+
+def unsafe_database(path: str | os.PathLike[str]) -> str | None:
+    """Why the database at `path` must not be opened (`fsutil.unsafe_file`: a symlink would be
+    written through, a FIFO or a device would block the open), or None. Never blocks."""
+    from clavain.fsutil import unsafe_file
+
+    db_path = os.fspath(path)
+    for suffix in SIDE_FILES:
+        problem = unsafe_file(db_path + suffix)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _refuse_unsafe(db_path: str) -> None:
+    problem = unsafe_database(db_path) if db_path != ":memory:" else None
+    if problem is not None:
+        from clavain.fsutil import UnsafePathError
+
+        raise UnsafePathError(problem)
+
+
 def connect(path: str | os.PathLike[str], *, migrate_schema: bool = True,
             busy_timeout_ms: int | None = None) -> sqlite3.Connection:
     """Open (creating if needed) the state database with Clavain's pragmas applied; a writer
-    waits `busy_timeout_ms` (default: `busy_timeout()`) for another."""
+    waits `busy_timeout_ms` (default: `busy_timeout()`) for another. UnsafePathError (an
+    OSError) when `unsafe_database` refuses it."""
     db_path = os.fspath(path)
+    _refuse_unsafe(db_path)
     if db_path != ":memory:":
         os.makedirs(os.path.dirname(os.path.abspath(db_path)), exist_ok=True)
     busy_ms = busy_timeout() if busy_timeout_ms is None else max(0, int(busy_timeout_ms))
@@ -167,11 +195,30 @@ def connect_readonly(path: str | os.PathLike[str], *, timeout_ms: int = 1000,
                      immutable: bool = False) -> sqlite3.Connection:
     """Open an existing database for reading only: never created, migrated or switched to WAL,
     and a short wait for a writer (for what only shows the state, such as SessionStart).
-    `immutable`: a database in a folder nobody may write (a WAL database cannot otherwise be
-    opened there without its -shm file)."""
+    `immutable`: a database in a folder nobody may write. Without it, a WAL database whose
+    `-shm` cannot be made (a read-only or full `.clavain/`) is read immutable too: no `-shm`
+    means no connection has it open, so nothing can change under the read (frames left in a
+    `-wal` by a crash are not seen then). UnsafePathError as `connect`."""
+    db_path = os.fspath(path)
+    _refuse_unsafe(db_path)
+    conn = _open_readonly(db_path, timeout_ms, immutable)
+    if immutable:
+        return conn
+    try:
+        conn.execute("PRAGMA schema_version")  # the first read opens the -wal and the -shm
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if "unable to open" not in str(exc) or not os.path.isfile(db_path) \
+                or os.path.lexists(db_path + "-shm"):
+            raise
+        return _open_readonly(db_path, timeout_ms, True)
+    return conn
+
+
+def _open_readonly(db_path: str, timeout_ms: int, immutable: bool) -> sqlite3.Connection:
     from pathlib import Path  # lazily: the hot path opens read-write
 
-    uri = Path(os.fspath(path)).absolute().as_uri() + "?mode=ro"  # '?' or '#' in a path quoted
+    uri = Path(db_path).absolute().as_uri() + "?mode=ro"  # '?' or '#' in a path quoted
     if immutable:
         uri += "&immutable=1"
     conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout_ms / 1000)

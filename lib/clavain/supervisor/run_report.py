@@ -13,13 +13,14 @@ from clavain.supervisor.metrics import METRICS_NAME, load
 from clavain.supervisor.run_record import run_dir
 
 
-def report_for(state: StatePaths, run: str | None) -> dict[str, Any]:
-    """The budget report of `run`; for a `clavain run` id also its metrics (a run whose runners
-    made no counted call still has them, and its limits)."""
+def report_for(state: StatePaths, run: str | None, *,
+               session_id: str | None = None) -> dict[str, Any]:
+    """The budget report of `run` (else `session_id`'s current run); for a `clavain run` id also
+    its metrics (a run whose runners made no counted call still has them, and its limits)."""
     bare = run[len(SUPERVISED_PREFIX):] if run and run.startswith(SUPERVISED_PREFIX) else run
     metrics = load(run_dir(state, bare) / METRICS_NAME) if bare else None
     if metrics is None:
-        return project_report(state, run)
+        return project_report(state, run, session_id=session_id)
     key = SUPERVISED_PREFIX + bare
     try:
         report = project_report(state, key, measure_now=False)

@@ -269,6 +269,20 @@ def _is_state(name: str) -> bool:
     return name == STATE_DIR or name.startswith(STATE_DIR + "/")
 
 
+def require_writable(project: Path, state_root: Path) -> None:
+    """Refuse a parallel run in hard mode: its runners' worktrees live under the state folder,
+    which Claude Code's sandbox keeps read-only to every session in the project, runners
+    included (they could not write a file of their work)."""
+    from clavain.sandbox import hard_mode
+
+    if hard_mode(project, state_root):
+        raise ClavainError(
+            "parallel runners work in git worktrees under .clavain/worktrees/, which hard mode "
+            "(Claude Code's sandbox, `clavain init --sandbox`) keeps read-only to their "
+            "sessions: run with one worker (`--workers 1`), or turn hard mode off in "
+            ".claude/settings.local.json")
+
+
 def require_clean(project: Path) -> None:
     """Refuse a project with uncommitted changes or untracked files (ignored ones and
     `.clavain/` aside): merging runner work into such a tree could overwrite or entangle a

@@ -320,8 +320,10 @@ def order_key(verdict: dict[str, Any]) -> tuple[datetime, str, str]:
 
 
 def _load(path: Path) -> dict[str, Any]:
-    try:
-        verdict = json.loads(path.read_text(encoding="utf-8"))
+    from clavain.fsutil import read_state_file
+
+    try:  # never blocks on a FIFO planted among the verdicts
+        verdict = json.loads((read_state_file(path) or b"").decode("utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path.name}: not readable JSON ({exc})") from exc
     problems = validate(verdict)

@@ -70,9 +70,11 @@ def _artifacts_name(state: StatePaths) -> str:
 
 
 def _read_no_follow(path: Path) -> bytes:
-    """The bytes of `path`, refusing (ELOOP) when its last component is a symlink."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    with os.fdopen(os.open(path, flags), "rb") as handle:
+    """The bytes of `path`, refusing (`fsutil.open_regular`, never blocking) a symlink at its
+    last component, a FIFO or a device."""
+    from clavain.fsutil import open_regular
+
+    with os.fdopen(open_regular(path, os.O_RDONLY), "rb") as handle:
         return handle.read()
 
 
@@ -261,7 +263,8 @@ def read_artifact(state: StatePaths, artifact_path: str, sha256: str | None) -> 
         if path.is_symlink():
             raise ClavainError(f"artifact {path} is a symlink; Clavain reads only real files "
                                "in its artifacts folder") from None
-        raise ClavainError(f"artifact {path} is missing or unreadable ({exc.strerror})") from None
+        raise ClavainError(f"artifact {path} is missing or unreadable "
+                           f"({exc.strerror or exc})") from None
     if hashlib.sha256(raw).hexdigest() != sha256:
         raise ClavainError(f"artifact {path} does not match its recorded sha256 {sha256}")
     return raw.decode("utf-8")

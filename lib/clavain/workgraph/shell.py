@@ -95,12 +95,16 @@ def run_command(index: int, command: str, *, cwd: Path, log_path: Path, timeout:
                 ) -> CommandOutcome:
     """Run one command, its output (stdout and stderr interleaved) streamed to `log_path`;
     `renew` is called every `renew_every` seconds while it runs (a runner's lease)."""
+    from clavain.sandbox import confine
+
     pgids = guard.pgids if guard is not None else []
+    # In hard mode an agent's verify command gets its Bash's limits, though Clavain runs it.
+    argv = confine(["bash", "-c", command], cwd, state_root)
     with open_inside(state_root, log_path, "wb") as log:
         log.write(f"$ {command}\n".encode())
         log.flush()
         proc = subprocess.Popen(
-            ["bash", "-c", command], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         pgids.append(proc.pid)

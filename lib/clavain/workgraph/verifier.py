@@ -55,7 +55,6 @@ COMMAND_CHARS = 2000  # of a command quoted in the result (its log holds all of 
 # The budget's refusal of the node's last verify ("" once a verify ran unrefused): a second
 # refusal in a row asks a person instead of spending another attempt.
 BUDGET_KEY = "err.budget"
-SESSION_VARIABLE = "CLAUDE_CODE_SESSION_ID"  # the budget run's session when no sprint is on
 
 
 def safe_path_part(name: str) -> str:
@@ -110,21 +109,27 @@ def result_line(result: dict[str, Any]) -> str:
 
 class TestRunBudget:
     """The current budget run's test-run count for the commands a verify runs. The run is the
-    hook's (`gate.run_context`): the active sprint, else the host session
-    ($CLAUDE_CODE_SESSION_ID); with neither (a person's terminal), or budgets disabled, nothing
-    is counted. `allows` is `run_commands`' `before`: a command that runs tests is counted (as
+    hook's (`gate.run_context`): the host session, else the active sprint, with the budget
+    variables as Claude Code gave them to the command (`authority.host_environment`: an emptied
+    or raised variable in front of `clavain verify` changes nothing); with neither (a person's
+    terminal), or budgets disabled, nothing is counted.
+    `allows` is `run_commands`' `before`: a command that runs tests is counted (as
     tool `verify`, kind `verify`: test runs only, no Bash command or loop guard, since the
     `clavain verify` call itself was counted as one) or refused; anything else just runs."""
 
     def __init__(self, g: Graph) -> None:
+        from clavain.authority import host_environment
         from clavain.guards import gate
 
         # Budgets are this machine's, in the project's SQLite file, wherever the graph is.
         self.local = g.conn if dialect(g.conn) == "sqlite" else None
         self.db_path = g.state.db
         self.config_path = str(g.state.config)
-        self.session = os.environ.get(SESSION_VARIABLE) or None
-        context = gate.run_context(str(g.state.root), self.session)
+        # What the host set (the session, budget variables, a headless run's id), not what
+        # the command line in front of `clavain verify` changed.
+        env = host_environment()
+        self.session = env.get("CLAUDE_CODE_SESSION_ID") or None
+        context = gate.run_context(str(g.state.root), self.session, env=env)
         counting = context["limits"]["enabled"] and (
             self.session is not None or context["run_key"].startswith(("sprint:", "run:")))
         self.context: dict[str, Any] | None = context if counting else None
@@ -145,6 +150,7 @@ class TestRunBudget:
         try:
             decided = budget.check(conn, run_key=self.context["run_key"],
                                    session_id=self.session,
+                                   sprint_id=self.context["sprint_id"],
                                    call={**call, "tool": "verify", "kind": "verify"},
                                    limits=self.context["limits"],
                                    problems=self.context["problems"])
