@@ -1,15 +1,23 @@
 """What Clavain adds to a real session per tool call, with budgets on.
 
-Runs `claude -p` against the scripted model on 127.0.0.1: a session of 20 Bash calls (one per
-turn, each a different `echo`) without the plugin and with `--plugin-dir` this repo in a project
-whose `.clavain/config.json` gives the budgets room, alternating the two (A B A B …) so machine
-drift hits both. Prints the median session wall time of each, the difference per call, and the
-PreToolUse hook's own p50/p95 as it recorded itself (from bin/clavain-hook's start to its
-decision; every call is a spawned process). The whole
+Runs `claude -p` against the scripted model on 127.0.0.1: a session of 40 Bash calls (one per
+turn, each a different `echo`) three ways, in rounds (bare, `/bin/true`, Clavain, bare, …) so
+machine drift hits all three:
+- bare: no plugin;
+- `/bin/true`: a plugin whose only hook is a PreToolUse on Bash running `/bin/true` (what the
+  host itself pays to spawn a hook per call);
+- Clavain: `--plugin-dir` this repo, in a project whose `.clavain/config.json` gives the budgets
+  room (every call is counted, none denied).
+Prints the median session wall time of each and, over bare, the difference per call. The whole
 difference is charged to the tool calls, so SessionStart and Stop count against them too (an
-upper bound).
+upper bound). Where Clavain's time goes is printed beside it: the PreToolUse hook as it recorded
+itself (bin/clavain-hook's start to its decision), the part of it spent in Python's dispatcher
+(`CLAVAIN_HOOK_TRACE`), and how many background token measurements ran during the sessions.
+Last, what one background measurement costs as a session grows (a synthetic transcript of 40,
+1,000 and 5,000 calls, then ten more calls, as in 30 s of work): reading on from the last
+position (what the measurer does) next to a full re-read of the transcript (what it did).
 
-    python benchmarks/tool_overhead.py [--runs 5] [--calls 20] [--json]
+    python benchmarks/tool_overhead.py [--runs 3] [--calls 40] [--json]
 """
 
 from __future__ import annotations
@@ -32,66 +40,174 @@ from tests.e2e.scripted_model import ScriptedModel, assistant_turns, bash, text 
 from clavain.claude_bin import find_claude  # noqa: E402
 
 TARGET_MS_PER_CALL = 25
+KINDS = ("bare", "true_hook", "clavain")
 
 
-def session(runner: ClaudeRunner, calls: int, plugin: bool, tag: str) -> float:
+def hook_plugin(folder: Path, command: str) -> Path:
+    """A plugin whose only hook runs `command` before every Bash call."""
+    (folder / ".claude-plugin").mkdir(parents=True)
+    (folder / ".claude-plugin" / "plugin.json").write_text(json.dumps(
+        {"name": folder.name, "version": "0.0.0", "description": "benchmark hook"}))
+    (folder / "hooks").mkdir()
+    (folder / "hooks" / "hooks.json").write_text(json.dumps({"hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": command,
+                                       "timeout": 10}]}]}}))
+    return folder
+
+
+def session(runner: ClaudeRunner, calls: int, plugin: Path | None, tag: str,
+            env: dict[str, str] | None = None) -> float:
     def script(request: dict[str, Any]):
         turn = assistant_turns(request)
         return [bash(f"echo {tag}-{turn}")] if turn < calls else [text("done")]
 
     started = time.perf_counter()
-    run = runner.run("echo things", script, plugin_dir=REPO if plugin else None,
-                     allowed_tools=("Bash",), timeout=600)
+    run = runner.run("echo things", script, plugin_dir=plugin, allowed_tools=("Bash",),
+                     timeout=600, env=env)
     elapsed = time.perf_counter() - started
     if run.returncode != 0 or len(run.requests) < calls + 1:
         raise SystemExit(f"the session did not run its {calls} calls\n{run}")
     return elapsed
 
 
+def _transcript_lines(first: int, count: int) -> str:
+    """`count` calls as the host writes them: the model's tool call (with its usage) and the
+    tool's result (the bulk of a transcript)."""
+    lines = []
+    for index in range(first, first + count):
+        lines.append(json.dumps({
+            "type": "assistant", "timestamp": "2026-11-23T12:05:00.000Z",
+            "requestId": f"r{index}", "message": {
+                "id": f"m{index}", "model": "claude-sonnet-4-5",
+                "content": [{"type": "tool_use", "input": {"command": "echo " + "y" * 200}}],
+                "usage": {"input_tokens": 10, "output_tokens": 20,
+                          "cache_creation_input_tokens": 300,
+                          "cache_read_input_tokens": 40_000}}}))
+        lines.append(json.dumps({"type": "user", "timestamp": "2026-11-23T12:05:00.000Z",
+                                 "message": {"role": "user", "content": [
+                                     {"type": "tool_result", "content": "z" * 4000}]}}))
+    return "\n".join(lines) + "\n"
+
+
+def measurement_cost(calls: int, rounds: int = 5) -> dict[str, float]:
+    """Median ms of one background measurement after ten more calls, in a session of `calls`:
+    incremental (`usage.measure`) and a full re-read (`usage.usage_cost`)."""
+    from clavain.guards import usage
+    from clavain.store import db
+
+    started = "2026-11-23T12:01:00.000Z"
+    with tempfile.TemporaryDirectory(prefix="clavain-measure-") as tmp:
+        transcript = Path(tmp) / "session.jsonl"
+        transcript.write_text(_transcript_lines(0, calls))
+        conn = db.connect(Path(tmp) / "state.sqlite")
+        conn.execute("INSERT INTO budget_runs (run_key, started_at, updated_at) "
+                     "VALUES ('session:bench', ?, ?)", (started, started))
+        usage.measure(conn, run_key="session:bench", transcript=str(transcript))
+        incremental, full = [], []
+        for index in range(rounds):
+            with open(transcript, "a") as handle:
+                handle.write(_transcript_lines(calls + 10 * index, 10))
+            begun = time.perf_counter()
+            usage.measure(conn, run_key="session:bench")
+            incremental.append(time.perf_counter() - begun)
+            begun = time.perf_counter()
+            expected = usage.usage_cost([transcript], usage._minute_before(started))
+            full.append(time.perf_counter() - begun)
+        tokens = conn.execute("SELECT tokens FROM budget_runs").fetchone()[0]
+        conn.close()
+        if tokens != expected[0]:
+            raise SystemExit(f"incremental {tokens} tokens, full re-read {expected[0]}")
+        return {"calls": calls, "megabytes": round(transcript.stat().st_size / 1e6, 1),
+                "incremental_ms": round(statistics.median(incremental) * 1000, 1),
+                "full_re_read_ms": round(statistics.median(full) * 1000, 1)}
+
+
+def percentile(values: list[float], share: float) -> float | None:
+    ordered = sorted(values)
+    return round(ordered[int(share * (len(ordered) - 1))], 1) if ordered else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="sessions of each kind")
-    parser.add_argument("--calls", type=int, default=20, help="Bash calls per session")
+    parser.add_argument("--runs", type=int, default=3, help="sessions of each kind")
+    parser.add_argument("--calls", type=int, default=40, help="Bash calls per session")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     binary = find_claude()
     if binary is None:
         raise SystemExit("no claude binary (set CLAVAIN_CLAUDE_BIN)")
-    bare, with_plugin = [], []
+    walls: dict[str, list[float]] = {kind: [] for kind in KINDS}
     with tempfile.TemporaryDirectory(prefix="clavain-overhead-") as tmp, \
             ScriptedModel() as model:
-        runner = ClaudeRunner(binary, model, Path(tmp))
+        root = Path(tmp)
+        runner = ClaudeRunner(binary, model, root / "host")
+        true_hook = hook_plugin(root / "truehook", "/bin/true")
+        # The same plugin layout with a hook that leaves a trace: proof the host runs it.
+        marks = root / "marks"
+        counted = hook_plugin(root / "counthook", f"/bin/sh -c 'echo x >> {marks}'")
         state = runner.project / ".clavain"
         state.mkdir()
         (state / "config.json").write_text(json.dumps({"budgets": {
             "maxCommands": 1_000_000, "maxTestRuns": 1_000_000}}))
-        session(runner, 2, True, "warm")  # first start: caches, venv checks
+        trace = root / "trace.jsonl"
+        traced = {"CLAVAIN_HOOK_TRACE": str(trace)}
+        session(runner, 2, counted, "check")
+        if not marks.is_file() or len(marks.read_text().splitlines()) < 2:
+            raise SystemExit("the host did not run the benchmark plugin's PreToolUse hook")
+        session(runner, 2, REPO, "warm")  # first start: caches, venv checks
+        trace.unlink(missing_ok=True)
+        plugins = {"bare": None, "true_hook": true_hook, "clavain": REPO}
         for index in range(args.runs):
-            bare.append(session(runner, args.calls, False, f"b{index}"))
-            with_plugin.append(session(runner, args.calls, True, f"p{index}"))
+            for kind in KINDS:
+                walls[kind].append(session(runner, args.calls, plugins[kind], f"{kind}{index}",
+                                           traced if kind == "clavain" else None))
         from clavain.store import db
 
         conn = db.connect(state / "state.sqlite")
-        hook = sorted(row[0] for row in conn.execute(
-            "SELECT hook_ms FROM budget_calls WHERE hook_ms IS NOT NULL"))
-        counted = conn.execute("SELECT sum(commands) FROM budget_runs").fetchone()[0]
+        hook = [row[0] for row in conn.execute(
+            "SELECT hook_ms FROM budget_calls WHERE hook_ms IS NOT NULL AND subject LIKE "
+            "'echo clavain%'")]
+        commands = conn.execute("SELECT count(*) FROM budget_calls WHERE subject LIKE "
+                                "'echo clavain%' AND decision IN ('allow', 'warn')").fetchone()[0]
+        measured = conn.execute("SELECT coalesce(sum(generation), 0) FROM "
+                                "budget_measures").fetchone()[0]
         conn.close()
-    bare_ms, plugin_ms = statistics.median(bare) * 1000, statistics.median(with_plugin) * 1000
-    per_call = (plugin_ms - bare_ms) / args.calls
-    report = {"runs": args.runs, "calls": args.calls, "bare_session_ms": round(bare_ms, 1),
-              "plugin_session_ms": round(plugin_ms, 1), "per_call_ms": round(per_call, 1),
-              "target_per_call_ms": TARGET_MS_PER_CALL, "commands_counted": counted,
-              "hook_p50_ms": hook[len(hook) // 2] if hook else None,
-              "hook_p95_ms": hook[int(0.95 * (len(hook) - 1))] if hook else None}
+        python_ms = [record["ms"] for record in map(json.loads, trace.read_text().splitlines())
+                     if record["event"] == "PreToolUse"] if trace.is_file() else []
+    growth = [measurement_cost(calls) for calls in (40, 1000, 5000)]
+    medians = {kind: statistics.median(values) * 1000 for kind, values in walls.items()}
+    per_call = {kind: round((medians[kind] - medians["bare"]) / args.calls, 1)
+                for kind in ("true_hook", "clavain")}
+    report = {"runs": args.runs, "calls": args.calls,
+              **{f"{kind}_session_ms": round(medians[kind], 1) for kind in KINDS},
+              "true_hook_per_call_ms": per_call["true_hook"],
+              "clavain_per_call_ms": per_call["clavain"],
+              "clavain_over_true_hook_per_call_ms": round(
+                  per_call["clavain"] - per_call["true_hook"], 1),
+              "target_per_call_ms": TARGET_MS_PER_CALL, "calls_counted": commands,
+              "hook_p50_ms": percentile(hook, 0.5), "hook_p95_ms": percentile(hook, 0.95),
+              "dispatcher_p50_ms": percentile(python_ms, 0.5),
+              "background_measurements": measured, "measurement_cost": growth,
+              "walls_ms": {kind: [round(v * 1000) for v in values]
+                           for kind, values in walls.items()}}
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"{args.runs} sessions of {args.calls} Bash calls each (median wall):")
-    print(f"  bare host          {bare_ms:8.1f} ms")
-    print(f"  with Clavain       {plugin_ms:8.1f} ms  (budgets on; {counted} commands counted)")
-    print(f"  per tool call      {per_call:+8.1f} ms  (target <= {TARGET_MS_PER_CALL} ms)")
-    print(f"  PreToolUse as recorded (launcher start to decision): p50 "
-          f"{report['hook_p50_ms']} ms, p95 {report['hook_p95_ms']} ms")
+    print(f"{args.runs} sessions of each kind, {args.calls} Bash calls each (median wall; "
+          "per call: over bare):")
+    print(f"  bare host          {medians['bare']:8.1f} ms")
+    print(f"  /bin/true hook     {medians['true_hook']:8.1f} ms  "
+          f"{per_call['true_hook']:+6.1f} ms per call")
+    print(f"  Clavain, budgets   {medians['clavain']:8.1f} ms  {per_call['clavain']:+6.1f} ms per "
+          f"call  (target <= {TARGET_MS_PER_CALL} ms; {commands} calls counted)")
+    print(f"  PreToolUse as recorded (launcher start to decision): p50 {report['hook_p50_ms']} "
+          f"ms, p95 {report['hook_p95_ms']} ms; of it in the Python dispatcher: p50 "
+          f"{report['dispatcher_p50_ms']} ms")
+    print(f"  background token measurements during the sessions: {measured}")
+    print("One background token measurement after ten more calls (median):")
+    for row in growth:
+        print(f"  {row['calls']:5,} calls ({row['megabytes']:5.1f} MB): read on "
+              f"{row['incremental_ms']:6.1f} ms, full re-read {row['full_re_read_ms']:6.1f} ms")
     return 0
 
 

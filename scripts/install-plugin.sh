@@ -8,6 +8,12 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
 claude=${CLAVAIN_CLAUDE_BIN:-claude}
 dest=${CLAVAIN_PLUGIN_EXPORT:-${XDG_DATA_HOME:-$HOME/.local/share}/clavain/plugin}
+# Checked before anything is exported: without Claude Code there is nothing to install into.
+if ! command -v -- "$claude" >/dev/null 2>&1; then
+  echo "install-plugin: no claude binary ($claude not found): install Claude Code" \
+    "(npm install -g @anthropic-ai/claude-code) or set CLAVAIN_CLAUDE_BIN to it" >&2
+  exit 1
+fi
 
 staging=$(mktemp -d "${TMPDIR:-/tmp}/clavain-export.XXXXXX")
 trap 'rm -rf "$staging"' EXIT

@@ -58,7 +58,15 @@ def run_below_host(argv: list[str], *, cwd: Path, env: dict[str, str], tmp: Path
                    ) -> subprocess.CompletedProcess[str]:
     """Run `argv` the way Claude Code runs a slash command's `!` line: as the child of a
     process named `claude` (a stand-in whose only job is to be that ancestor), started after
-    the UserPromptSubmit hook recorded what was typed."""
+    the UserPromptSubmit hook recorded what was typed. It must be the outermost `claude`:
+    below a real Claude Code it would be a nested host, which `clavain.authority` never takes
+    to carry what a person typed — so tests run inside Claude Code skip here."""
+    from clavain.authority import host_ancestor
+
+    real = host_ancestor(os.getpid())
+    if real is not None:
+        pytest.skip(f"these tests run inside Claude Code ({real}): a stand-in host below it is "
+                    "a nested one, which speaks for no person")
     host = tmp / "host-bin" / "claude"
     if not host.exists():
         host.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,9 @@ complexity below the classifier's, resetting a budget or a breaker.
 It rests only on what an agent cannot change from its Bash tool with one command:
 - **Process ancestry.** Claude Code runs every Bash command as a descendant of its own process
   (`claude`); a command whose ancestors include one is an agent's, whatever its environment
-  says. Read from `/proc` on Linux, from `ps` elsewhere.
+  says. Read from `/proc` on Linux, from `ps` elsewhere, all the way up: the agent can start a
+  program of its own named `claude` (a copy of bash) below the real one, so the host is the
+  OUTERMOST such ancestor, and a chain with more than one speaks for no typed request.
 - **A controlling terminal.** A person at a terminal has one; a Bash tool command runs in a
   session of its own without one, and a command detached from it (`setsid … &`, `nohup … &`)
   has none either.
@@ -27,13 +29,25 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 # Claude Code's process, by the name of what it runs: the native binary, or the npm package.
 HOST_NAMES = ("claude", "claude.exe")
 HOST_PACKAGE = "@anthropic-ai/claude-code"
 HOST_VARIABLES = ("CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT")
-MAX_ANCESTORS = 64
+# A real chain is a dozen processes deep; past this the top (where the real host is) is not
+# seen, and what cannot be told is an agent's.
+MAX_ANCESTORS = 4096
+
+
+class HostChain(NamedTuple):
+    """Claude Code among a command's ancestors: the outermost host as "name (pid N)", when the
+    process it started for this command began (epoch seconds), and how many processes of the
+    chain look like a host (more than one: one of them is not the real host)."""
+
+    host: str
+    started: float
+    hosts: int
 
 
 @dataclass(frozen=True)
@@ -64,11 +78,17 @@ def who_asks(*, typed: dict[str, Any] | None = None) -> Asker:
     except Exception as exc:  # cannot be told: an agent
         return Asker("agent", "unknown", f"process ancestry unreadable ({exc})")
     if chain is not None:
-        host, shell_started = chain
         recorded = typed.get("recorded_at") if typed is not None else None
+        if typed is not None and chain.hosts > 1:
+            # The agent started a `claude` of its own below the real one: its child began
+            # after any record the agent wrote. A person types only into the outermost host.
+            return Asker("agent", "nested_host", f"{chain.hosts} processes in its ancestry "
+                         f"look like Claude Code (the outermost: {chain.host}); a person "
+                         "cannot type into a session nested in another, so the record of what "
+                         "was typed speaks for no one")
         # The host runs a slash command's `!` line after its UserPromptSubmit hook recorded
         # what was typed: a record written by the very command that takes it is a forgery.
-        if isinstance(recorded, (int, float)) and recorded < shell_started:
+        if isinstance(recorded, (int, float)) and recorded < chain.started:
             return Asker("person", "slash_command", "typed in Claude Code",
                          {"by": "person", "via": "slash_command",
                           "session_id": typed.get("session_id"),
@@ -76,7 +96,7 @@ def who_asks(*, typed: dict[str, Any] | None = None) -> Asker:
         if typed is not None:
             return Asker("agent", "claude_code", "the record of what was typed was written "
                          "by this command itself, not by the host's hook")
-        return Asker("agent", "claude_code", f"a Claude Code process ({host}) runs it")
+        return Asker("agent", "claude_code", f"a Claude Code process ({chain.host}) runs it")
     marked = [name for name in HOST_VARIABLES if os.environ.get(name)]
     if marked:
         return Asker("agent", "environment", f"{marked[0]} is set")
@@ -117,43 +137,49 @@ def controlling_terminal() -> str | None:
 
 
 def host_ancestor(pid: int | None = None) -> str | None:
-    """The first ancestor of `pid` (default: this process) that is Claude Code, as "name
+    """The outermost ancestor of `pid` (default: this process) that is Claude Code, as "name
     (pid N)", or None."""
     chain = host_chain(pid)
-    return chain[0] if chain else None
+    return chain.host if chain else None
 
 
-def host_chain(pid: int | None = None) -> tuple[str, float] | None:
-    """(the first Claude Code ancestor of `pid` as "name (pid N)", when the process it started
-    for this command began, in epoch seconds), or None when Claude Code is not an ancestor."""
+def host_chain(pid: int | None = None) -> HostChain | None:
+    """Claude Code among the ancestors of `pid` (`HostChain`: the outermost one), or None when
+    it is not one of them. Raises LookupError when the ancestry cannot be read to its top."""
     found = _host_and_child(pid)
-    return (found[0], started_at(found[1])) if found else None
+    return HostChain(found[0], started_at(found[1]), found[2]) if found else None
 
 
-def _host_and_child(pid: int | None = None) -> tuple[str, int] | None:
-    """(the first Claude Code ancestor of `pid` (default: this process) as "name (pid N)", the
-    pid of the process it started on the way down), or None. PID 1 counts: Claude Code may be
-    a container's first process."""
+def _host_and_child(pid: int | None = None) -> tuple[str, int, int] | None:
+    """(the outermost Claude Code ancestor of `pid` (default: this process) as "name (pid N)",
+    the pid of the process it started on the way down, how many ancestors look like Claude
+    Code), or None. The whole chain is read, up to PID 1 (which counts: Claude Code may be a
+    container's first process); LookupError when it is deeper than MAX_ANCESTORS."""
     current = os.getppid() if pid is None else pid
     below = os.getpid() if pid is None else pid
+    outermost: tuple[str, int] | None = None
+    hosts = 0
     for _ in range(MAX_ANCESTORS):
         if current < 1:
-            return None
+            break
         parent, names = _process(current)
         if any(_is_host(name) for name in names):
-            return f"{names[0]} (pid {current})", below
+            outermost, hosts = (f"{names[0]} (pid {current})", below), hosts + 1
         if parent == current or current == 1:
-            return None
+            break
         below, current = current, parent
-    return None
+    else:
+        raise LookupError(f"process ancestry deeper than {MAX_ANCESTORS}: whether Claude Code "
+                          "runs it cannot be told")
+    return (*outermost, hosts) if outermost else None
 
 
 def host_environment() -> dict[str, str]:
-    """The environment a command's settings are read from: inside Claude Code, the one the host
-    gave the process it started for the command, read back from `/proc` (so `X= clavain …`,
-    `env -u X`, `env -i` change nothing the host set: a session id, a budget variable, a
-    headless run's id); elsewhere, or where it cannot be read (macOS), this process's own.
-    Never raises."""
+    """The environment a command's settings are read from: inside Claude Code, the one the
+    outermost host gave the process it started for the command, read back from `/proc` (so
+    `X= clavain …`, `env -u X`, `env -i` or a `claude` of the agent's own change nothing the host
+    set: a session id, a budget variable, a headless run's id); elsewhere, or where it cannot be
+    read (macOS), this process's own. Never raises."""
     try:
         found = _host_and_child()
         if found is None:

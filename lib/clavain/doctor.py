@@ -10,10 +10,18 @@ from typing import Any
 
 from clavain import __version__, bootstrap
 from clavain.claude_bin import find_claude
-from clavain.paths import StatePaths, plugin_data_dir, plugin_root
+from clavain.paths import StatePaths, install_kind, plugin_data_dir, plugin_root
 from clavain.store import db
 
 OK, WARN, FAIL = "ok", "warn", "fail"
+
+# What the CLI names under the plugin root (guides, commands, agents, schemas).
+PLUGIN_FOLDERS = ("skills", "commands", "agents", "schemas")
+INSTALL_KINDS = {
+    "clone": "a clone: editable install or bin/clavain",
+    "plugin": "Claude Code's plugin install",
+    "package": "a pip-installed package: skills, commands and agents inside it, no hooks",
+}
 
 
 def _row(check: str, status: str, detail: str, **extra: Any) -> dict[str, Any]:
@@ -29,8 +37,10 @@ def _python() -> dict[str, Any]:
 def _venv() -> dict[str, Any]:
     data_dir = plugin_data_dir()
     if data_dir is None:
-        return _row("venv", WARN, "no plugin data folder named (outside a session: set "
-                    "CLAVAIN_PLUGIN_DATA to one under ~/.claude/plugins/data)")
+        # Outside a session nothing names the plugin's venv, and none is needed: this
+        # interpreter runs Clavain with its own packages (the dependencies row checks them).
+        return _row("venv", OK, f"this Python's ({sys.prefix}); the plugin's own venv is "
+                    "made by its first Claude Code session", python=sys.executable)
     python = bootstrap.venv_python(data_dir)
     if bootstrap.is_ready(data_dir):
         return _row("venv", OK, f"ready at {python.parent.parent}", python=str(python))
@@ -55,22 +65,34 @@ def _dependencies() -> dict[str, Any]:
 
 def _claude() -> dict[str, Any]:
     binary = find_claude()
+    named = os.environ.get("CLAVAIN_CLAUDE_BIN")
+    if binary is None and named:
+        return _row("claude", WARN, f"CLAVAIN_CLAUDE_BIN names {named}, which is not an "
+                    "executable: point it at the claude binary, or unset it")
     if binary is None:
-        return _row("claude", WARN, "no claude binary found (set CLAVAIN_CLAUDE_BIN)")
+        # Only the plugin and `--runner claude` need it; the shell runner and the CLI do not.
+        return _row("claude", OK, "not installed (needed only for the plugin and "
+                    "`--runner claude`: install Claude Code, or set CLAVAIN_CLAUDE_BIN)")
     return _row("claude", OK, str(binary), path=str(binary))
 
 
 def _plugin_root() -> dict[str, Any]:
     root = plugin_root()
-    manifest = root / ".claude-plugin" / "plugin.json"
-    status = OK if manifest.exists() else WARN
-    return _row("plugin_root", status, str(root), path=str(root))
+    kind = install_kind(root)
+    missing = [name for name in PLUGIN_FOLDERS if not (root / name).is_dir()]
+    if kind == "unknown" or missing:
+        return _row("plugin_root", WARN, f"{root} lacks {', '.join(missing) or 'the manifest'}"
+                    ": reinstall Clavain (`pip install` of a clone, or the plugin)",
+                    path=str(root), install=kind, missing=missing)
+    return _row("plugin_root", OK, f"{root} ({INSTALL_KINDS[kind]})", path=str(root),
+                install=kind)
 
 
 def _state(state: StatePaths) -> dict[str, Any]:
     if not state.root.exists():
-        return _row("state_dir", WARN, f"{state.root} does not exist (run `clavain init`)",
-                    path=str(state.root))
+        # Normal before the first use: nothing to fix, only what will create it.
+        return _row("state_dir", OK, f"none yet at {state.root} (`clavain init` or the "
+                    "first command that stores anything creates it)", path=str(state.root))
     writable = os.access(state.root, os.W_OK)
     return _row("state_dir", OK if writable else FAIL,
                 str(state.root) + ("" if writable else " (not writable)"), path=str(state.root))

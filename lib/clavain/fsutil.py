@@ -257,3 +257,30 @@ def write_json_atomic(path: Path, value: Any, *, inside: Path | None = None) -> 
     import json
 
     write_atomic(path, json.dumps(value, indent=2, sort_keys=False) + "\n", inside=inside)
+
+
+def lock_within(fd: int, lock: str | os.PathLike[str], seconds: float) -> None:
+    """An exclusive flock on `fd` (the open file `lock`), waited for at most `seconds`. Anyone
+    who can read the file can hold its lock for ever (a read-only open will do), so a wait
+    without an end would be a hang: past `seconds` this raises ClavainError naming the file,
+    and the caller fails closed (nothing changed, nothing allowed)."""
+    import fcntl
+    import time
+
+    deadline = time.monotonic() + seconds
+    pause = 0.01
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        left = deadline - time.monotonic()
+        if left <= 0:
+            from clavain.errors import ClavainError
+
+            raise ClavainError(f"{os.fspath(lock)} is locked by another process, still after "
+                               f"{seconds:g} s: nothing was done; if no Clavain command is "
+                               f"running, `fuser {os.fspath(lock)}` names the holder to end")
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.2)

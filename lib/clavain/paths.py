@@ -137,12 +137,45 @@ class StatePaths:
         return self.root / "config.json"
 
 
+# Where a wheel carries skills/, commands/, agents/ and schemas/ (see setup.py).
+PACKAGED_PLUGIN = "_plugin"
+
+
 def plugin_root() -> Path:
-    """The plugin folder (holds bin/, agents/, skills/). Changes on every plugin update."""
+    """The plugin folder (holds skills/, commands/, agents/; bin/ and hooks/ too unless a
+    package). Changes on every plugin update.
+
+    In a clone (an editable install, bin/clavain) and in Claude Code's plugin cache the package
+    sits at `<root>/lib/clavain`; a built wheel carries the folders the CLI names inside the
+    package, at `clavain/_plugin/` (setup.py puts them there), since its parents are
+    site-packages.
+    """
     explicit = os.environ.get("CLAUDE_PLUGIN_ROOT")
     if explicit:
         return Path(explicit)
-    return Path(__file__).resolve().parents[2]
+    package = Path(__file__).resolve().parent
+    shipped = package / PACKAGED_PLUGIN
+    if shipped.is_dir():
+        return shipped
+    return package.parents[1]
+
+
+def install_kind(root: Path | None = None) -> str:
+    """How this Clavain is installed, from where its plugin root is: "plugin" (Claude Code's
+    plugin cache, or a session naming CLAUDE_PLUGIN_ROOT), "package" (a non-editable pip
+    install: a wheel's folders), "clone" (a checkout: editable install or bin/clavain), or
+    "unknown" (a root holding none of the plugin's folders)."""
+    root = plugin_root() if root is None else root
+    if os.environ.get("CLAUDE_PLUGIN_ROOT"):
+        return "plugin"
+    if root.name == PACKAGED_PLUGIN and root.parent.name == "clavain":
+        return "package"
+    plugins = claude_config_dir() / "plugins"
+    if root.resolve().is_relative_to(plugins.resolve()):
+        return "plugin"
+    if (root / ".claude-plugin" / "plugin.json").is_file():
+        return "clone"
+    return "unknown"
 
 
 def plugin_data_dir() -> Path | None:

@@ -85,6 +85,16 @@ ATTEMPTS = [
     "sqlite3 .clavain/state.sqlite 'DELETE FROM budget_calls'",
     "rm -f .clavain/state.sqlite",
     "clavain loop --reset-rate",
+    "clavain loop cancel",
+    "clavain loop --rate 100000 --max-iterations 1",
+    # A review's finds: a glob, split quotes, a read that writes, Claude Code's own settings, a
+    # double fork that leaves the session for a terminal of its own.
+    "cd .cla* && printf '{\"budgets\":{\"maxCommands\":999}}' > config.json",
+    "sed -i 's/\"plan\"/\"execute\"/' .clav\"\"ain/checkpoint.json",
+    "echo '{}' | sort -o .clavain/config.json",
+    "echo '{\"disableAllHooks\": true}' > .claude/settings.local.json",
+    "(env -i PATH=\"$PATH\" setsid script -qec \"clavain budget reset\" /dev/null > out.txt "
+    "2>&1 &); sleep 3; cat out.txt",
     f"{sys.executable} -c \"import pathlib, os; p = pathlib.Path('.clavain/typed'); "
     "p.mkdir(exist_ok=True); (p / ('sprint-request-' + os.environ['CLAUDE_CODE_SESSION_ID'] "
     f"+ '.txt')).write_text('--waive execute x'); import subprocess; subprocess.run(['{CLI}', "

@@ -89,7 +89,7 @@ def sprint_script(calls: list[str]):
             return say(bash(PLAN, "Write the plan and record the plan step"))
         last, seen = _latest(request), all_text(request)
         claim = f"clavain graph next --claim --run-id {RUN} --json"
-        if "plan done; plan recorded in graph" in last and "1 task(s) added" in last:
+        if "plan done; plan recorded:" in last and "1 task(s) added" in last:
             return say(bash(claim, "Claim the next node"))
         if '"claimed": true' in last:
             node = json.loads(last[last.index("{"):last.rindex("}") + 1])["node"]

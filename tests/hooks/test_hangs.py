@@ -140,23 +140,28 @@ def test_a_payload_over_the_limit_is_logged_and_ignored(tmp_path: Path) -> None:
     assert not list((project / ".clavain").glob("typed/*"))
 
 
-def test_stdin_that_never_ends_is_not_read_for_ever(tmp_path: Path) -> None:
-    from clavain.hooks import STDIN_SECONDS
-
+@pytest.mark.parametrize("event", ["PreToolUse", "UserPromptSubmit"])
+def test_stdin_that_never_ends_is_not_read_for_ever(tmp_path: Path, event: str) -> None:
+    """PreToolUse is read by Python; UserPromptSubmit first by bin/clavain-hook's bash."""
     project = _project(tmp_path)
     read_end, write_end = os.pipe()
-    os.write(write_end, json.dumps(_payload("PreToolUse", project)).encode())
+    payload = {**_payload(event, project), "prompt": "/clavain:sprint add a flag"}
+    os.write(write_end, json.dumps(payload).encode())
     env = dict(os.environ, CLAVAIN_PYTHON=sys.executable, CLAUDE_PROJECT_DIR=str(project),
                CLAVAIN_BOOTSTRAP="0")
     try:  # the write end stays open: no end of file ever comes
-        result = subprocess.run([str(REPO / "bin" / "clavain-hook"), "PreToolUse"],
+        result = subprocess.run([str(REPO / "bin" / "clavain-hook"), event],
                                 stdin=read_end, capture_output=True, cwd=project, env=env,
                                 timeout=BOUND)
     finally:
         os.close(read_end)
         os.close(write_end)
     assert (result.returncode, result.stdout, result.stderr) == (0, b"", b"")
-    assert f"stdin did not end within {STDIN_SECONDS:g} s; ignored" in _log(project)
+    assert not list((project / ".clavain").glob("typed/*"))  # nothing taken as typed
+    if event == "PreToolUse":
+        from clavain.hooks import STDIN_SECONDS
+
+        assert f"stdin did not end within {STDIN_SECONDS:g} s; ignored" in _log(project)
 
 
 def test_nul_bytes_in_a_payload_print_nothing_on_stderr(tmp_path: Path) -> None:

@@ -251,9 +251,9 @@ def test_cancel_ends_the_loop_of_this_session_only(run_hook, tmp_path: Path) -> 
     assert _state(project) is None and _state(project, "sess-2") is not None
     assert _loop_record(project, run_id)["status"] == "cancelled"
     assert _stop(run_hook, project, "ok, cancelled", active=False) is None
-    missing = _clavain(project, "loop", "cancel")
+    missing = _terminal(project, "loop", "cancel")  # a person's, at a terminal
     assert missing.returncode == 2 and "no loop registered for session sess-1" in missing.stderr
-    other = _clavain(project, "loop", "cancel", "--session", "sess-2", "--json")
+    other = _terminal(project, "loop", "cancel", "--json", session="sess-2")
     assert json.loads(other.stdout)["status"] == "cancelled"
 
 

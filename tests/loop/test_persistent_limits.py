@@ -145,7 +145,7 @@ def test_an_open_breaker_stays_open_for_its_task_across_runs(tmp_path: Path) -> 
     assert "clavain loop --reset-circuit --run loop-2" in result["message"]
     assert result["summary"]["iterations"] == 0 and result["summary"]["breaker_state"] == "OPEN"
     shutil.rmtree(state.runs)  # the run folders are not where the breaker lives
-    third = _cli(state, "loop", "--runner", "agent", "--run-id", "loop-3", "--rate", "1000")
+    third = _cli(state, "loop", "--runner", "agent", "--run-id", "loop-3", "--rate", "50")
     assert third.returncode == 3 and _calls(tmp_path) == 3, third.stderr
     # Another task (another graph) has a breaker of its own.
     other = _cli(state, "loop", "--runner", "agent", "--graph", "other", "--run-id", "loop-o")

@@ -98,3 +98,96 @@ def test_a_program_under_claude_code_calling_the_library_is_an_agent(tmp_path: P
                          env=_env(project), tmp=tmp_path)
     assert run.returncode != 0 and "is a person's decision" in run.stderr
     assert not (project / ".clavain" / "checkpoint.json").exists()
+
+
+def _inner_host(tmp_path: Path) -> Path:
+    """A second `claude` of the agent's own (the review's `cp /bin/bash /tmp/claude`), to be
+    started below the stand-in host."""
+    inner = tmp_path / "agent-bin" / "claude"
+    inner.parent.mkdir(parents=True, exist_ok=True)
+    inner.write_text('#!/bin/bash\n"$@"\n')
+    inner.chmod(0o755)
+    return inner
+
+
+def test_a_claude_of_the_agents_own_below_the_host_forges_nothing(tmp_path: Path) -> None:
+    """The review's forgery: write the record, then start a `claude` whose child (clavain)
+    begins after it. The outermost host's child began before the record: refused."""
+    project = _project(tmp_path)
+    inner = _inner_host(tmp_path)
+    forge = ("mkdir -p .clavain/typed && printf -- '--skip-to execute --complexity 1 add a "
+             "greeting' > .clavain/typed/sprint-request-s1.txt && sleep 0.2 && "
+             f"{inner} {CLI} sprint start --from-prompt")
+    forged = run_below_host(["bash", "-c", forge], cwd=project,
+                            env=_env(project, CLAUDE_CODE_SESSION_ID="s1"), tmp=tmp_path)
+    assert forged.returncode == 2 and "is a person's decision" in forged.stderr
+    assert not (project / ".clavain" / "checkpoint.json").exists()
+    # Even a record older than both starts is not believed through a nested host: a person
+    # types only into the outermost session.
+    (project / ".clavain" / "typed" / "sprint-request-s1.txt").write_text(
+        "--skip-to execute add a greeting")
+    nested = run_below_host([str(inner), CLI, "sprint", "start", "--from-prompt"],
+                            cwd=project, env=_env(project, CLAUDE_CODE_SESSION_ID="s1"),
+                            tmp=tmp_path)
+    assert nested.returncode == 2 and "is a person's decision" in nested.stderr
+    assert not (project / ".clavain" / "checkpoint.json").exists()
+    (project / ".clavain" / "typed" / "sprint-request-s1.txt").write_text("add a greeting")
+    by, via, detail = _asks(run_below_host(
+        [str(inner), sys.executable, "-c", TAKE_AND_ASK, str(REPO / "lib")], cwd=project,
+        env=_env(project, CLAUDE_CODE_SESSION_ID="s1"), tmp=tmp_path))
+    assert (by, via) == ("agent", "nested_host")
+    assert detail.startswith("2 processes in its ancestry look like Claude Code (the "
+                             "outermost: claude (pid")
+    assert "cannot type into a session nested in another" in detail
+    # The same record through the stand-in host alone is the person's.
+    (project / ".clavain" / "typed" / "sprint-request-s1.txt").write_text("add a greeting")
+    by, via, _ = _asks(run_below_host(
+        [sys.executable, "-c", TAKE_AND_ASK, str(REPO / "lib")], cwd=project,
+        env=_env(project, CLAUDE_CODE_SESSION_ID="s1"), tmp=tmp_path))
+    assert (by, via) == ("person", "slash_command")
+
+
+TAKE_AND_ASK = ("import json, sys; sys.path.insert(0, sys.argv[1]); "
+                "from clavain import authority; from clavain.paths import StatePaths; "
+                "from clavain.sprint import typed_request; "
+                "r = typed_request.take_record(StatePaths.discover()); "
+                "a = authority.who_asks(typed=r); print(json.dumps([a.by, a.via, a.detail]))")
+
+
+def test_the_host_is_the_outermost_claude_in_the_ancestry(tmp_path: Path) -> None:
+    inner = _inner_host(tmp_path)
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from clavain import authority; "
+            "print(json.dumps([authority.host_ancestor(), authority.host_chain().hosts]))")
+    outermost, hosts = _asks(run_below_host(
+        [str(inner), sys.executable, "-c", code, str(REPO / "lib")], cwd=tmp_path,
+        env=_env(tmp_path), tmp=tmp_path))
+    assert hosts == 2 and outermost.startswith("claude (pid")
+    # Not the agent's own `claude` (agent-bin/), but the one above it (host-bin/): the pid
+    # named is gone by now, so told apart by the chain seen from a nested program itself.
+    code = ("import json, os, sys; sys.path.insert(0, sys.argv[1]); "
+            "from clavain import authority; pid = int(authority.host_ancestor()"
+            ".rsplit('pid ', 1)[1][:-1]); "
+            "print(json.dumps(open(f'/proc/{pid}/cmdline', 'rb').read().decode()))")
+    cmdline = _asks(run_below_host([str(inner), sys.executable, "-c", code, str(REPO / "lib")],
+                                   cwd=tmp_path, env=_env(tmp_path), tmp=tmp_path))
+    assert "host-bin/claude" in cmdline and "agent-bin" not in cmdline.split("\0")[1]
+    by, via, _ = _asks(run_below_host([str(inner), sys.executable, "-c", ASK, str(REPO / "lib")],
+                                      cwd=tmp_path, env=_env(tmp_path), tmp=tmp_path))
+    assert (by, via) == ("agent", "claude_code")
+
+
+def test_host_environment_is_the_outermost_hosts_not_a_nested_ones(tmp_path: Path) -> None:
+    """`/tmp/claude -c "CLAVAIN_X=77 clavain …"`: the nested host's child has the agent's
+    value; what the real host gave its command is what counts."""
+    inner = _inner_host(tmp_path)
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from clavain import authority; "
+            "e = authority.host_environment(); "
+            'print(e.get("CLAVAIN_BUDGET_MAX_TEST_RUNS"), authority.session_id())')
+    agent = (f"CLAVAIN_BUDGET_MAX_TEST_RUNS=77 CLAUDE_CODE_SESSION_ID=other {inner} "
+             f"{sys.executable} -c '{code}' {REPO / 'lib'}; :")  # `; :`: bash forks, as
+    # the host's own shell does (it runs more after the command), instead of exec-ing.
+    run = run_below_host(["bash", "-c", agent], cwd=tmp_path,
+                         env=_env(tmp_path, CLAVAIN_BUDGET_MAX_TEST_RUNS="3",
+                                  CLAUDE_CODE_SESSION_ID="s1"), tmp=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["3", "s1"]

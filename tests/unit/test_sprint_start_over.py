@@ -61,3 +61,18 @@ def test_a_persons_abandon_sets_no_floor(tmp_path: Path) -> None:
     started = _agent(project, tmp_path, "start", "fix a typo in the readme")
     assert started.returncode == 0, started.stderr
 
+
+
+def test_an_archive_planted_as_a_link_sets_no_floor(tmp_path: Path) -> None:
+    """Archives are read as regular files only: a link to a file saying "abandoned by the
+    agent at complexity 5" does not raise the next start (nor would a FIFO hang it)."""
+    project = _project(tmp_path)
+    folder = project / ".clavain" / "runs" / "sprint-20990101T000000Z-aaaaaa"
+    folder.mkdir(parents=True)
+    outside = tmp_path / "planted.json"
+    outside.write_text(json.dumps({"sprint_id": "sprint-x", "outcome": "abandoned",
+                                   "abandoned_by": None, "complexity": 5,
+                                   "archived_at": "2099-01-01T00:00:00Z"}))
+    (folder / "checkpoint.json").symlink_to(outside)
+    started = _agent(project, tmp_path, "start", "fix a typo in the readme")
+    assert started.returncode == 0, started.stderr

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
+
+if TYPE_CHECKING:
+    from clavain.paths import StatePaths
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -16,7 +20,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                          "(this session's, else the active sprint's, else the last one)",
                          _status)
     status.add_argument("--run", metavar="RUN", help="another run: `sprint:<id>`, "
-                        "`session:<id>` or the bare id")
+                        "`session:<id>`, a `clavain run` or `clavain loop` id, or the bare id")
     add_json_flag(status)
     reset = add_command(sub, "reset", "forget the current run's counts (a person's decision "
                         "to give it more room)", _reset)
@@ -29,18 +33,43 @@ def register(commands: argparse._SubParsersAction) -> None:
     report = add_command(commands, "report", "what a run spent: budgets, top commands, denied "
                          "calls, repeated patches, tokens and cost", _report)
     report.add_argument("--run", metavar="RUN", help="another run: `sprint:<id>`, "
-                        "`session:<id>`, a `clavain run` id or the bare id (default: the "
-                        "current run); a `clavain run` adds its metrics")
+                        "`session:<id>`, a `clavain run` or `clavain loop` id, or the bare id "
+                        "(default: the current run); a `clavain run` adds its metrics, a "
+                        "`clavain loop` its summary")
     add_json_flag(report)
+
+
+def _readable_settings(state: StatePaths) -> None:
+    """A config file that is not JSON text at all is refused by the one decoding rule, as every
+    other command refuses it; a wrong setting in a readable one is a problem shown beside the
+    limits (the hook applies the defaults meanwhile)."""
+    from clavain.errors import ClavainError
+    from clavain.fsutil import UnsafePathError, read_state_file
+    from clavain.textio import BadText, decode, load_json
+
+    path = state.config
+    try:
+        raw = read_state_file(path)
+        if raw is not None:
+            load_json(decode(raw, str(path)), str(path))
+    except UnsafePathError as exc:
+        raise ClavainError(str(exc)) from None
+    except BadText as exc:
+        raise ClavainError(f"{exc}; fix or remove the file") from None
+    except OSError as exc:
+        raise ClavainError(f"{path}: unreadable ({exc.strerror or exc})") from None
 
 
 def _status(args: argparse.Namespace) -> int:
     from clavain.authority import session_id
     from clavain.guards.budget import amount
-    from clavain.guards.report import project_report
     from clavain.paths import StatePaths
+    from clavain.supervisor.run_report import report_for
 
-    report = project_report(StatePaths.discover(), args.run, session_id=session_id())
+    state = StatePaths.discover()
+    _readable_settings(state)
+    # report_for: a `clavain run` or `clavain loop` id names its budget run `run:<id>`.
+    report = report_for(state, args.run, session_id=session_id())
     if args.json:
         emit_json({key: report[key] for key in ("run", "profile", "scope", "budgets",
                                                  "problems")})
@@ -92,11 +121,17 @@ def _report(args: argparse.Namespace) -> int:
     from clavain.paths import StatePaths
     from clavain.supervisor.run_report import render_supervised, report_for
 
-    report = report_for(StatePaths.discover(), args.run, session_id=session_id())
+    state = StatePaths.discover()
+    _readable_settings(state)
+    report = report_for(state, args.run, session_id=session_id())
     if args.json:
         emit_json(report)
     else:
         print(render(report), end="")
         if report.get("supervised_run"):
             print(render_supervised(report["supervised_run"]), end="")
+        if report.get("loop_run"):
+            from clavain.loop.records import render_summary
+
+            print("\n" + render_summary(report["loop_run"]), end="")
     return 0

@@ -135,6 +135,22 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_json_flag(p)
 
 
+def _named(g: Any, explicit: str | None) -> Any:
+    """The graph a command reads or changes; a mistyped `--graph` is refused, not read as empty
+    (`current_graph.require_known`)."""
+    from clavain.current_graph import require_known
+
+    return require_known(g, explicit)
+
+
+def _read(explicit: str | None) -> Any:
+    return _named(graph_for_read(explicit), explicit)
+
+
+def _existing(explicit: str | None) -> Any:
+    return _named(existing_graph(explicit), explicit)
+
+
 def _no_subcommand(args: argparse.Namespace) -> int:
     from clavain.errors import ClavainError
 
@@ -193,6 +209,8 @@ def _ls(args: argparse.Namespace) -> int:
     from clavain.workgraph import nodes
 
     g = graph_for_read(args.graph, every=args.all)
+    if not args.all:
+        _named(g, args.graph)
     if args.all:
         if args.graph:
             from clavain.errors import ClavainError
@@ -210,7 +228,7 @@ def _ls(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from clavain.workgraph import nodes
 
-    node = nodes.require_node(graph_for_read(args.graph), args.id)
+    node = nodes.require_node(_read(args.graph), args.id)
     emit_json(node) if args.json else _print_node(node)
     return 0
 
@@ -225,7 +243,7 @@ def _next(args: argparse.Namespace) -> int:
         from clavain.workgraph.runner_env import refuse_other_node
 
         refuse_other_node(None, "claim")
-    g = graph_for_read(args.graph)  # nothing to claim without a database
+    g = _read(args.graph)  # nothing to claim without a database
     envelope = next_node(g, claim=args.claim, run_id=args.run_id, pid=args.pid)
     if not args.json:
         for node_id in envelope["released"]:
@@ -251,7 +269,7 @@ def _claim(args: argparse.Namespace) -> int:
 
     refuse_other_node(args.id, "claim")
     run_id = current_run_id(args.run_id)
-    node = claim_named(existing_graph(args.graph), args.id, run_id=run_id)
+    node = claim_named(_existing(args.graph), args.id, run_id=run_id)
     if args.json:
         emit_json({"node": node, "run_id": run_id})
     else:
@@ -272,7 +290,7 @@ def _heartbeat(args: argparse.Namespace) -> int:
     from clavain.workgraph.leases import heartbeat
     from clavain.workgraph.runner_env import current_run_id
 
-    node = heartbeat(existing_graph(args.graph), args.id, run_id=current_run_id(args.run_id),
+    node = heartbeat(_existing(args.graph), args.id, run_id=current_run_id(args.run_id),
                      snapshot=True, fence=_fence(args, "renew the lease of"))
     if args.json:
         emit_json(node)
@@ -285,7 +303,7 @@ def _apply(args: argparse.Namespace) -> int:
     from clavain.workgraph.results import apply_result
 
     text = read_input(args.result, lenient=True)
-    summary = apply_result(existing_graph(args.graph), args.id, text, run_id=args.run_id,
+    summary = apply_result(_existing(args.graph), args.id, text, run_id=args.run_id,
                            stdout_path=args.stdout_path, result_path=args.result_path,
                            fence=_fence(args, "apply a result to"))
     if args.json:
@@ -312,7 +330,7 @@ def _apply(args: argparse.Namespace) -> int:
 def _answer(args: argparse.Namespace) -> int:
     from clavain.workgraph import edits
 
-    node = edits.answer(existing_graph(args.graph), args.id, args.answer)
+    node = edits.answer(_existing(args.graph), args.id, args.answer)
     emit_json(node) if args.json else print(f"{args.id}: needs_human -> open")
     return 0
 
@@ -320,7 +338,7 @@ def _answer(args: argparse.Namespace) -> int:
 def _scaffold(args: argparse.Namespace) -> int:
     from clavain.workgraph.scaffold import ensure_scaffolding
 
-    report = ensure_scaffolding(graph_for_write(args.graph))
+    report = ensure_scaffolding(_named(graph_for_write(args.graph), args.graph))
     if args.json:
         emit_json(report)
         return 0
@@ -334,7 +352,7 @@ def _scaffold(args: argparse.Namespace) -> int:
 def _reset(args: argparse.Namespace) -> int:
     from clavain.workgraph import edits
 
-    node = edits.reset(existing_graph(args.graph), args.id)
+    node = edits.reset(_existing(args.graph), args.id)
     emit_json(node) if args.json else print(f"{args.id}: reopened")
     return 0
 
@@ -343,7 +361,7 @@ def _deadlock(args: argparse.Namespace) -> int:
     from clavain import config
     from clavain.workgraph import deadlock
 
-    g = graph_for_write(args.graph) if args.auto_reset else graph_for_read(args.graph)
+    g = _named(graph_for_write(args.graph), args.graph) if args.auto_reset else _read(args.graph)
     cfg = config.load(g.state.config)
     reset = deadlock.auto_reset(g, cfg) if args.auto_reset else []
     report = deadlock.detect(g, cfg)
@@ -377,7 +395,7 @@ def _export(args: argparse.Namespace) -> int:
 def _mermaid(args: argparse.Namespace) -> int:
     from clavain.workgraph.export import mermaid
 
-    sys.stdout.write(mermaid(graph_for_read(args.graph)))
+    sys.stdout.write(mermaid(_read(args.graph)))
     return 0
 
 

@@ -124,6 +124,8 @@ def _loop(args: argparse.Namespace) -> int:
         else:
             print(controls.render_circuit(status), end="")
         return 0
+    if args.rate is not None:
+        _require_rate(state, args.rate)
     from clavain.loop.driver import LoopOptions, run_loop
     from clavain.loop.progress_lines import Printer
 
@@ -138,6 +140,26 @@ def _loop(args: argparse.Namespace) -> int:
 
         print(render_summary(result["summary"]), end="")
     return int(result["exit_code"])
+
+
+def _require_rate(state: Any, rate: int) -> None:
+    """A rate above the configured `loop.callsPerHour` is a person's decision (a lower one
+    only slows the loop down)."""
+    from clavain import config as config_mod
+
+    configured = int(config_mod.get(config_mod.load(state.config), "loop.callsPerHour"))
+    if rate <= configured:
+        return
+    from clavain.authority import who_asks
+
+    asker = who_asks()
+    if not asker.is_person:  # no slash command runs a headless loop: only a terminal
+        from clavain.errors import ClavainError
+
+        raise ClavainError(f"--rate {rate} above loop.callsPerHour ({configured}) is a "
+                           f"person's decision, not an agent's ({asker.detail}): the user runs "
+                           f"`clavain loop --rate {rate}` in a terminal, or keeps --rate at "
+                           f"{configured} or below")
 
 
 RATE_ACTION = "emptying the loop's calls-per-hour window"
@@ -165,7 +187,7 @@ def _parse_status(args: argparse.Namespace) -> int:
     from clavain.loop.status_block import parse
 
     try:
-        parsed = parse(read_input(args.source, lenient=True))
+        parsed = parse(read_input(args.source))  # not UTF-8: refused, as everywhere
     except ClavainError as exc:
         if args.json:
             emit_json({"error": str(exc)})
@@ -232,11 +254,30 @@ def parse_loop_arguments(text: str) -> dict[str, Any]:
 
 
 def _session_id(explicit: str | None) -> str:
+    """The session a `loop session-start`/`cancel` acts on. Inside Claude Code: the host's own
+    (what it gave the command, not what `X=… clavain` says), and `--session` may only repeat it:
+    one session's agent never reaches another's loop. Elsewhere: `--session` or the variable
+    (what then acts is a person's decision, asked of `clavain.authority` by the caller)."""
     import os
 
+    from clavain import authority
     from clavain.errors import ClavainError
     from clavain.sprint.typed_request import SESSION_VARIABLE
 
+    try:
+        inside = authority.host_chain() is not None
+    except Exception:  # cannot be told: take only what a host would give
+        inside = True
+    if inside:
+        own = authority.session_id()
+        if not own:
+            raise ClavainError(f"no session: Claude Code runs this command but gave it no "
+                               f"${SESSION_VARIABLE}")
+        if explicit is not None and explicit != own:
+            raise ClavainError(f"--session {explicit[:60]!r} is not this Claude Code session "
+                               f"({own}): a session acts only on its own loop; the person "
+                               f"runs `clavain loop … --session {explicit[:60]}` in a terminal")
+        return own
     session = explicit or os.environ.get(SESSION_VARIABLE)
     if not session:
         raise ClavainError(f"no session: ${SESSION_VARIABLE} is not set (outside Claude Code "
@@ -264,6 +305,7 @@ def _session_start(args: argparse.Namespace) -> int:
                    "reset_circuit": None, "reset_rate": False}
     resetting = options["reset_circuit"] is not None
     if options["cancel"]:
+        _require_cancel(record)
         return _print_cancelled(session_loop.cancel(state, session), args.json)
     if options["reset_rate"]:
         from clavain.authority import require_person
@@ -301,8 +343,19 @@ def _session_cancel(args: argparse.Namespace) -> int:
     from clavain.loop import session_loop
     from clavain.paths import StatePaths
 
-    return _print_cancelled(session_loop.cancel(StatePaths.discover(), _session_id(args.session)),
-                            args.json)
+    session = _session_id(args.session)
+    _require_cancel(None)
+    return _print_cancelled(session_loop.cancel(StatePaths.discover(), session), args.json)
+
+
+def _require_cancel(record: dict[str, Any] | None) -> dict[str, Any]:
+    """Ending a running `/clavain:loop` is its person's call: the agent it loops must not end
+    it from its Bash tool to escape the loop's checks."""
+    from clavain.authority import require_person
+
+    return require_person("ending a session's /clavain:loop", typed=record,
+                          in_claude_code="/clavain:loop --cancel",
+                          in_terminal="clavain loop cancel --session ID")
 
 
 def _print_cancelled(summary: dict, as_json: bool) -> int:

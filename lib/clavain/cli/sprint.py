@@ -152,13 +152,9 @@ def _start(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(started)
         return 0
-    print(f"Sprint {started['sprint_id']}: {started['description']}")
-    print(started["routing"])
-    for reason in started["complexity_reasons"]:
-        print(f"  - {reason}")
-    print(f"Route: {' → '.join(started['route'])}")
-    print(f"Review lenses (clavain:reviewer): {', '.join(started['reviewers'])} + "
-          f"{started['goal_check']}")
+    # The model reads this banner on every sprint: what runs and the next action, no more (why
+    # this complexity: `clavain sprint classify`; the lenses: the quality-gates step names them).
+    print(f"Sprint {started['sprint_id']}. {started['routing']}")
     if started["uncertain"]:
         print(f"Uncertain complexity: {started['uncertain']}; if it is wrong: `clavain sprint "
               f"abandon`, then start again with --complexity N")
@@ -197,9 +193,7 @@ def _report_done(report: dict, args: argparse.Namespace) -> int:
         return 0
     line = f"{args.step} done"
     if report["plan"] is not None:
-        from clavain.sprint.checkpoint import graph_of
-
-        line += f"; plan recorded in graph {graph_of(report)}: {_plan_changes(report['plan'])}"
+        line += f"; plan recorded: {_plan_changes(report['plan'])}"
     if report["waived"]:
         line += f"; gate WAIVED ({report['waived']['reason']})"
     print(line)
@@ -236,13 +230,13 @@ def _worked_on(sprint_id: str) -> None:
     """Inside a Claude Code session, remember that it worked on this sprint: only such a
     session is asked for a handoff when it stops (a read-only state folder just skips it)."""
     import contextlib
-    import os
 
+    from clavain.authority import session_id
     from clavain.errors import ClavainError
     from clavain.session.handoff import mark_worked
 
     with contextlib.suppress(OSError, ClavainError):
-        mark_worked(_state(), sprint_id, os.environ.get("CLAUDE_CODE_SESSION_ID"))
+        mark_worked(_state(), sprint_id, session_id())
 
 
 def _print_resume(report: dict[str, Any], args: argparse.Namespace) -> int:

@@ -176,7 +176,7 @@ def _show(args: argparse.Namespace) -> int:
 def _parse(args: argparse.Namespace) -> int:
     from clavain.verdicts.parser import VerdictParseError, parse_header
 
-    text = read_input(args.file, lenient=True)
+    text = read_input(args.file)  # the one decoding rule: bytes that are not UTF-8 refused
     try:
         fields = parse_header(text)
     except VerdictParseError as exc:

@@ -19,6 +19,12 @@ import time
 
 from clavain.guards import commands
 from clavain.guards.policy import ENV, REPEAT_DENY, REPEAT_WARN, REPEAT_WINDOW_SECONDS, WARN_AT
+from clavain.guards.state_paths import (
+    names_host_settings,
+    names_state,
+    writes_host_settings,
+    writes_state,
+)
 from clavain.guards.wrappers import simple_commands
 
 COUNTED_TOOLS = ("Bash", "WebFetch", "WebSearch", "Edit", "Write", "MultiEdit", "NotebookEdit",
@@ -40,6 +46,8 @@ STATE = ("Clavain: its state (`.clavain/`: the sprint checkpoint, verdicts, the 
 PERSON = ("Clavain: {why} is a person's decision, not an agent's (passing a gate, skipping "
           "steps, resetting a budget or a breaker, starting a loop, speaking for what the user "
           "typed). Do the work the gate names, or stop and ask the user.")
+# Why changing Claude Code's project settings is refused (they hold the hooks and the sandbox).
+HOST_SETTINGS = "changing Claude Code's settings (`.claude/settings.json`, `settings.local.json`)"
 STOP = ("Stop here: do not retry this call or work around it. Return partial success (what is "
         "done, what is left and why) or escalate to a person.")
 
@@ -71,9 +79,9 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
                     lifts_budget=commands.lifts_budget(command) or
                     (changed and bool(config_path) and
                      os.path.basename(config_path) in command and ".clavain" in command),
-                    person_only=commands.person_only(command),
-                    edits_state=(changed and _names_state(command))
-                    or commands.links_into_state(command))
+                    person_only=commands.person_only(command)
+                    or (HOST_SETTINGS if writes_host_settings(command) else None),
+                    edits_state=writes_state(command) or commands.links_into_state(command))
     elif tool in ("WebFetch", "WebSearch"):
         call.update(kind="web", subject=text("url") or text("query"))
     elif tool in EDIT_TOOLS:
@@ -84,47 +92,12 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
                     undo=commands.fingerprint(path, new, old),
                     lifts_budget=(bool(config_path) and _same_file(path, config_path))
                     or _names_config(path),
-                    edits_state=_names_state(path))
+                    edits_state=names_state(path),
+                    person_only=HOST_SETTINGS if names_host_settings(path) else None)
     elif tool in ("Agent", "Task"):
         call.update(kind="agent", subject=text("subagent_type") or text("description"))
     call["subject"] = call["subject"][:SUBJECT_CHARS]
     return call
-
-
-# Parts of the state folder an agent works in: the handoff note, and the git worktree a
-# parallel runner edits the project in.
-AGENT_FOLDERS = (".clavain/scratch", ".clavain/worktrees/")
-
-
-def _names_state(text: str) -> bool:
-    """Whether a path or command names Clavain's state folder beyond the agents' folders (config
-    edits have their own check and message). A `..` anywhere after an agents' folder may climb
-    back out of it, so it counts as naming the state folder."""
-    if _escapes_agent_folder(text):
-        return True
-    rest = text.replace(".clavain/config.json", "")
-    for folder in AGENT_FOLDERS:
-        pieces = rest.split(folder)
-        if any(".." in piece for piece in pieces[1:]):
-            return True
-        rest = "".join(pieces)
-    return ".clavain" in rest
-
-
-def _escapes_agent_folder(text: str) -> bool:
-    """Whether a path under an agents' folder really lies elsewhere in the state folder: a link
-    planted there (`.clavain/scratch/up -> ..`) turns a write into the agent's folder into one
-    beside the checkpoint. Each path-like word is resolved on disk (only when one is there)."""
-    if ".clavain/scratch" not in text and ".clavain/worktrees" not in text:
-        return False
-    for word in text.replace("'", " ").replace('"', " ").replace("=", " ").split():
-        if ".clavain/scratch" not in word and ".clavain/worktrees" not in word:
-            continue
-        real = os.path.realpath(word).replace("\\", "/")
-        if "/.clavain" in real and not any("/" + folder in real + "/"
-                                           for folder in AGENT_FOLDERS):
-            return True
-    return False
 
 
 def _names_config(path: str) -> bool:
@@ -220,14 +193,24 @@ def stamp(seconds: float) -> str:
         f".{int((seconds - whole) * 1000):03d}Z"
 
 
-def refusal(conn, run, call: dict, limits: dict, now: float) -> str | None:
-    """Why the call is denied before counting (a budget spent, its lifting), or None."""
+def standing_refusal(call: dict) -> str | None:
+    """Why the call is denied whatever the counters say (lifting the budgets, a person's
+    decision, editing the state folder), or None: it needs no database, so a broken or
+    unwritable one, or budgets turned off, never lets such a call through."""
     if call["lifts_budget"]:
         return LIFT
     if call["person_only"]:
         return PERSON.format(why=call["person_only"])
     if call["edits_state"]:
         return STATE
+    return None
+
+
+def refusal(conn, run, call: dict, limits: dict, now: float) -> str | None:
+    """Why the call is denied before counting (a budget spent, its lifting), or None."""
+    standing = standing_refusal(call)
+    if standing:
+        return standing
     where = f"({limits['profile']}/{limits['scope']}, run {run['run_key']})"
     by_key = {key: (column, label) for column, key, label in BUDGETS}
     for key in ("maxTokens", "maxCostUsd"):

@@ -179,7 +179,7 @@ def lifts_budget(command: str) -> bool:
 # Words of a `clavain` command that make it a person's decision (`clavain.authority` decides in
 # the CLI too: this deny comes first and changes nothing).
 PERSON_OPTIONS = ("--waive", "--skip-to", "--reset-circuit", "--reset-rate", "--from-prompt")
-PERSON_PAIRS = (("budget", "reset"), ("loop", "session-start"))
+PERSON_PAIRS = (("budget", "reset"), ("loop", "session-start"), ("loop", "cancel"))
 # How a runner's packets name the CLI: the launcher the supervisor puts in its environment.
 CLAVAIN_VARIABLES = ("$CLAVAIN_BIN", "${CLAVAIN_BIN}")
 # The command groups with a person-only action somewhere below them: a word of theirs that
@@ -195,6 +195,10 @@ def person_only(command: str) -> str | None:
     guessed at."""
     if "clavain" not in command.lower() and "$" not in command and "`" not in command:
         return None  # the common call: nothing to read
+    from clavain.guards.shell_words import MAX_CHARS
+
+    if len(command) > MAX_CHARS and "clav" in command[MAX_CHARS:].lower():
+        return "a command too long to read whole (over 64 KB) that names Clavain"
     for _, found in read_parts(command):
         for words, _writes in found:
             if not words:
@@ -214,14 +218,32 @@ def person_only(command: str) -> str | None:
             if hidden and (group in hidden or group in PERSON_GROUPS):
                 return f"its words are not written out (`{hidden[0][:40]}`)"
     if "clavain" in command:
-        spaced = f" {command} "
-        for mark in "|;&()`\n":
-            spaced = spaced.replace(mark, " ")
-        if " xargs " in spaced or " eval " in spaced:
-            return "`xargs` or `eval` builds its words"
-        if any(name in command for name in LIBRARY_PERSON_CALLS):
-            return "it calls Clavain's library for what only a person may do"
+        return _built_at_run_time(command)
     return None
+
+
+def _built_at_run_time(command: str) -> str | None:
+    """A `clavain` command that `xargs` or `eval` assembles, or interpreter code (`python -c`,
+    a heredoc or a pipe into it) that names the library's person-only functions. A file that
+    merely names them (`cat …/lifecycle.py`, `pytest -k lifecycle`) is not refused. Read from
+    each part's own text: the word reader unwraps `xargs` and `python -c` on purpose."""
+    for part, _found in read_parts(command):
+        tokens = [t.strip("\"'").rsplit("/", 1)[-1] for t in part.split()]
+        for at, token in enumerate(tokens):
+            rest = tokens[at + 1:]
+            if token in ("xargs", "eval") and (any("clavain" in t for t in rest)
+                                               or set(rest) & SHELLS):
+                return "`xargs` or `eval` builds its words"
+        interpreter = bool(tokens) and (tokens[0].startswith(("python", "pypy"))
+                                        or "CLAVAIN_PYTHON" in tokens[0])
+        code = "-c" in tokens or len(tokens) == 1 or "<<" in part
+        if interpreter and code and any(name in command for name in LIBRARY_PERSON_CALLS):
+            return "calling Clavain's library for what only a person may do"
+    return None
+
+
+# What `xargs` or `eval` could hand a `clavain` command line to.
+SHELLS = {"sh", "bash", "zsh", "dash", "ksh", "env", "eval", "python", "python3", "perl"}
 
 
 # Library names a program (`python -c '…'`) would call to do a person's part without the CLI.

@@ -128,12 +128,15 @@ def pre_tool_use(payload: dict) -> dict | None:
     tool = payload.get("tool_name")
     if tool not in budget.COUNTED_TOOLS:
         return None
-    where = _counting_here(payload)
+    where = _counting_here(payload, counting_only=False)
     if where is None:
         return None
     project, root, database, context = where
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"],
                            os.path.join(root, "config.json"))
+    if not context["limits"]["enabled"]:  # nothing counted; the state folder still guarded
+        standing = budget.standing_refusal(call)
+        return _deny(standing) if standing else None
     from clavain.store.db import sqlite3  # the C driver: no `datetime` on every tool call
 
     refused = _unsafe_database(database)
@@ -189,8 +192,12 @@ def _not_counted(exc: Exception, root: str, payload: dict, database: str, call: 
     """A call the database refused to record. Locked past the bound: denied (the counters are
     unknown). Otherwise (read-only, full disk, I/O, a damaged file): denied if what can still be
     read says a budget is spent; else it runs, and the person is told."""
+    from clavain.guards.budget import standing_refusal
     from clavain.hooks import log_failure
 
+    standing = standing_refusal(call)
+    if standing:  # needs no counters: a broken database never lets it through
+        return _deny(standing)
     message = str(exc)
     if "locked" in message or "busy" in message:
         return _deny(LOCKED.format(s=HOOK_BUSY_MS / 1000))
@@ -224,11 +231,13 @@ def _spent_when_unwritable(database: str, call: dict, context: dict) -> str | No
         return None
 
 
-def _counting_here(payload: dict, *, database_needed: bool = False) -> tuple | None:
+def _counting_here(payload: dict, *, database_needed: bool = False,
+                   counting_only: bool = True) -> tuple | None:
     """(project, state folder, database, run context) when budgets count in the payload's
     project, else None: no `.clavain/` folder (most projects never use Clavain), budgets
-    disabled, or (`database_needed`) nothing counted yet. `locate`, not `paths.StatePaths`:
-    `pathlib` alone would cost more than the whole check."""
+    disabled (unless not `counting_only`: the state folder's guards hold without budgets), or
+    (`database_needed`) nothing counted yet. `locate`, not `paths.StatePaths`: `pathlib` alone
+    would cost more than the whole check."""
     from clavain import locate
     from clavain.hooks import payload_cwd
 
@@ -238,7 +247,9 @@ def _counting_here(payload: dict, *, database_needed: bool = False) -> tuple | N
     if not os.path.isdir(root) or (database_needed and not os.path.exists(database)):
         return None
     context = run_context(root, payload.get("session_id"))
-    return (project, root, database, context) if context["limits"]["enabled"] else None
+    if counting_only and not context["limits"]["enabled"]:
+        return None
+    return project, root, database, context
 
 
 def _start_measuring(project: str, run_key: str, transcript: str, payload: dict) -> None:

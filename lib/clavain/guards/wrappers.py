@@ -154,6 +154,23 @@ def skip_options(words: list[str], index: int, values: set[str],
     return index, None
 
 
+SCRIPT_VALUES = {"-t", "--timing", "-I", "--log-in", "-O", "--log-out", "-B", "--log-io",
+                 "-T", "--log-timing", "-E", "--echo", "-m", "--logging-format"}
+
+
+def _script_command(words: list[str], index: int) -> str | None:
+    """The command string of `script`'s `-c`/`--command` (also in a cluster: `-qec`), or None
+    when it runs none (an interactive shell)."""
+    while index < len(words) and words[index][:1] == "-" and words[index] != "--":
+        option = words[index]
+        if option.startswith("--command="):
+            return option.split("=", 1)[1]
+        if option == "--command" or (option[:2] != "--" and "c" in option[1:]):
+            return words[index + 1] if index + 1 < len(words) else ""
+        index += 2 if option in SCRIPT_VALUES else 1
+    return None
+
+
 def _strip(words: list[str]) -> tuple[list[str], list[str], bool]:
     """(the command the words run, wrappers and assignments stripped, its first word by base
     name; the shell command strings they run; whether a shell reads commands from stdin)."""
@@ -185,6 +202,10 @@ def _strip(words: list[str]) -> tuple[list[str], list[str], bool]:
         elif name in EVALUATORS:
             after, _ = skip_options(words, index + 1, EVALUATORS[name])
             strings.append(" ".join(words[after:]))
+            return [], strings, False
+        elif name == "script" and _script_command(words, index + 1) is not None:
+            # util-linux `script -qec CMD FILE`: CMD runs under a terminal of its own.
+            strings.append(_script_command(words, index + 1) or "")
             return [], strings, False
         elif name in SHELLS:
             after = index + 1

@@ -10,8 +10,10 @@ task the person typed (whitespace collapsed). The automation mode and the iterat
 not part of it: changing them must not hand out a fresh breaker.
 
 Every read-modify-write of these files holds an exclusive lock on `<file>.lock` (flock, released
-by the kernel if the holder dies), so two loops recording at once lose nothing. Stdlib only:
-the Stop hook uses it for a session's loop.
+by the kernel if the holder dies), so two loops recording at once lose nothing. The lock is
+waited for LOCK_SECONDS at most: anyone may hold it (a read-only open will do), and the Stop
+hook must answer well inside its limit; past that the caller gets a ClavainError and the loop
+ends rather than going on uncounted. Stdlib only: the Stop hook uses it for a session's loop.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from typing import Any
 LIMITS_FOLDER = ("loops", "limits")
 CALLS_NAME = "calls.json"
 KEY_CHARS = 16
+# Two locks in one Stop (the breaker's, the window's): both waits fit the Stop hook's margin
+# past its checks (session_loop.CHECKS_SECONDS).
+LOCK_SECONDS = 5.0
 _KEY = re.compile(rf"[0-9a-f]{{{KEY_CHARS}}}")
 
 
@@ -92,11 +97,13 @@ def locked(root: Path, path: Path) -> Iterator[None]:
         from clavain.fsutil import real_folder
 
         real_folder(root, lock.parent)
-        with FileLock(str(lock)):
+        with FileLock(str(lock), timeout=LOCK_SECONDS):
             yield
         return
+    from clavain.fsutil import lock_within
+
     with open_inside(root, lock, "ab") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        lock_within(handle.fileno(), lock, LOCK_SECONDS)
         try:
             yield
         finally:

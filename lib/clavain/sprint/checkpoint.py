@@ -23,7 +23,7 @@ from typing import Any
 
 from clavain.clock import now_iso, utc_stamp
 from clavain.errors import ClavainError
-from clavain.fsutil import open_inside, real_folder, write_atomic
+from clavain.fsutil import open_inside, read_state_file, real_folder, write_atomic
 from clavain.paths import StatePaths
 
 SCHEMA = "checkpoint.schema.json"
@@ -98,14 +98,21 @@ def write(state: StatePaths, checkpoint: dict[str, Any]) -> None:
                  inside=state.root)
 
 
+# How long a change waits for another writer: a sprint command's change takes milliseconds,
+# and a lock held longer is someone holding it on purpose (a read-only open will do).
+LOCK_SECONDS = 30.0
+
+
 @contextlib.contextmanager
 def locked(state: StatePaths) -> Iterator[None]:
     """An exclusive flock on the checkpoint's lock file for one read-modify-write (released by
-    the kernel if the holder dies). Not re-entrant: take it once per change."""
-    import fcntl
+    the kernel if the holder dies), waited for LOCK_SECONDS at most, then ClavainError naming
+    the file: nothing is changed. Not re-entrant: take it once per change."""
+    from clavain.fsutil import lock_within
 
-    with open_inside(state.root, state.root / "checkpoint.json.lock", "ab") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+    lock = state.root / "checkpoint.json.lock"
+    with open_inside(state.root, lock, "ab") as handle:
+        lock_within(handle.fileno(), lock, LOCK_SECONDS)
         yield
 
 
@@ -155,13 +162,15 @@ def last_archived(state: StatePaths) -> tuple[Path, dict[str, Any]] | None:
         entries = []
     for entry in entries:
         path = os.path.join(entry.path, "checkpoint.json")
-        if entry.name.startswith("sprint-") and os.path.isfile(path):
-            try:
-                archived = json.loads(Path(path).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if isinstance(archived, dict):
-                found.append((str(archived.get("archived_at", "")), path, archived))
+        if not entry.name.startswith("sprint-"):
+            continue
+        try:  # a regular file or nothing: a FIFO left here must not hang `sprint start`
+            raw = read_state_file(path)
+            archived = json.loads(raw) if raw is not None else None
+        except (OSError, ValueError):
+            continue
+        if isinstance(archived, dict):
+            found.append((str(archived.get("archived_at", "")), path, archived))
     if not found:
         return None
     _, path, archived = max(found, key=lambda item: (item[0], item[1]))

@@ -84,19 +84,17 @@ def take_record(state: StatePaths, session_id: str | None = None, kind: str = "s
     """`take`, with what `clavain.authority` needs to trust it and records of a person's
     decision made this way: {"arguments", "session_id", "prompt" (as typed), "recorded_at"
     (when the record was written: it must be before the command taking it began)}."""
-    from clavain.fsutil import read_regular
+    from clavain.authority import session_id as host_session
 
-    session_id = session_id or os.environ.get(SESSION_VARIABLE)
+    # The host's session (what it gave the command, not what `X=… clavain` says): a command
+    # takes only its own session's record.
+    session_id = session_id or host_session()
     if not session_id:
         raise ClavainError(f"--from-prompt reads what the UserPromptSubmit hook recorded for "
                            f"${SESSION_VARIABLE}, which is not set: outside Claude Code pass the "
                            "request as arguments or on stdin (--stdin)")
     path = _path(state, session_id, kind)
-    try:  # when it was written: ctime, which no one sets back by hand (`touch -d` moves mtime)
-        recorded_at = os.lstat(path).st_ctime
-    except OSError:
-        recorded_at = None
-    raw = read_regular(path, MAX_CHARS * 4 + 16)
+    raw, recorded_at = _read_once(path)
     if raw is None:
         raise ClavainError(f"no request recorded for session {session_id} ({path}): the "
                            f"plugin's UserPromptSubmit hook did not run; type /clavain:{kind} "
@@ -111,3 +109,30 @@ def take_record(state: StatePaths, session_id: str | None = None, kind: str = "s
         raise ClavainError(str(exc)) from None
     return {"arguments": arguments, "session_id": session_id, "recorded_at": recorded_at,
             "prompt": f"{COMMANDS[kind]} {arguments}".strip()}
+
+
+def _read_once(path: Path) -> tuple[bytes | None, float | None]:
+    """(the record's bytes, when it was written), both from the one descriptor read: ctime,
+    which no one sets back by hand (`touch -d` moves mtime), of the very file whose text is
+    taken — not of whatever was at the path a moment before. (None, None) when there is no
+    regular file there."""
+    from clavain.fsutil import open_regular
+
+    try:
+        fd = open_regular(path, os.O_RDONLY)
+    except (OSError, ValueError):
+        return None, None
+    try:
+        recorded_at = os.fstat(fd).st_ctime
+        chunks, left = [], MAX_CHARS * 4 + 16
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 16))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks), recorded_at
+    except OSError:
+        return None, None
+    finally:
+        os.close(fd)

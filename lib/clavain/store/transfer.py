@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from pathlib import Path
 from typing import Any
 
 from clavain.errors import ClavainError
@@ -166,6 +168,7 @@ def migrate(state: Any, to: str | None, *, only: list[str] | None = None,
     try:
         if to is None:
             return {"store": graph_db.describe(state, source), "graphs": []}
+        _refuse_missing_folder(to)
         target = graph_db.open_store(to)
         try:
             if graph_db.same_store(source, target):
@@ -178,3 +181,16 @@ def migrate(state: Any, to: str | None, *, only: list[str] | None = None,
         source.close()
     return {"from": graph_db.redact_target(graph_db.store_url(state) or str(state.db)),
             "to": graph_db.redact_target(to), **report}
+
+
+def _refuse_missing_folder(to: str) -> None:
+    """A copy goes into an existing folder: a mistyped path is refused rather than made, so
+    the graphs never land somewhere the person did not mean."""
+    from clavain.locate import looks_like_url
+
+    if looks_like_url(to):
+        return
+    folder = Path(os.path.abspath(os.path.expanduser(to))).parent
+    if not folder.is_dir():
+        raise ClavainError(f"--to {to}: the folder {folder} does not exist; create it first, "
+                           "or name a file in an existing folder")

@@ -16,10 +16,12 @@ from clavain.supervisor.run_record import run_dir
 def report_for(state: StatePaths, run: str | None, *,
                session_id: str | None = None) -> dict[str, Any]:
     """The budget report of `run` (else `session_id`'s current run); for a `clavain run` id also
-    its metrics (a run whose runners made no counted call still has them, and its limits)."""
+    its metrics, for a `clavain loop` run id its summary (a run whose runners made no counted
+    call still has them, and its limits). Both count under the budget run `run:<id>`."""
     bare = run[len(SUPERVISED_PREFIX):] if run and run.startswith(SUPERVISED_PREFIX) else run
     metrics = load(run_dir(state, bare) / METRICS_NAME) if bare else None
-    if metrics is None:
+    loop = _loop_summary(state, bare) if bare and metrics is None else None
+    if metrics is None and loop is None:
         return project_report(state, run, session_id=session_id)
     key = SUPERVISED_PREFIX + bare
     try:
@@ -27,7 +29,18 @@ def report_for(state: StatePaths, run: str | None, *,
     except ClavainError:  # nothing counted for this run: its limits, unused
         context = run_context(str(state.root), None, supervised_run=key)
         report = {**empty(key, context["limits"]), "problems": context["problems"]}
+    if loop is not None:
+        return {**report, "loop_run": loop}
     return {**report, "supervised_run": metrics}
+
+
+def _loop_summary(state: StatePaths, run_id: str) -> dict[str, Any] | None:
+    """`clavain loop summary` of `run_id` when it names a loop run (its `loop.json`), else None."""
+    from clavain.loop import records
+
+    if not (records.loop_dir(state, run_id) / records.LOOP_NAME).is_file():
+        return None
+    return records.summary(state, run_id)
 
 
 def render_supervised(metrics: dict[str, Any]) -> str:

@@ -288,6 +288,7 @@ def require_clean(project: Path) -> None:
     `.clavain/` aside): merging runner work into such a tree could overwrite or entangle a
     person's work, and checks run in the project would pass on files that are not in what the
     run commits (what ships)."""
+    _project_head(project)  # not a repository, or no commit: its one line, not git's output
     names = modified_tracked_files(project)
     if names:
         raise ClavainError(

@@ -136,19 +136,30 @@ def _usage_lines(path: Path, chunk_size: int = 1 << 22) -> Iterator[bytes]:
                 continue
             block = b"".join([*pending, chunk[: end + 1]]) if pending else chunk[: end + 1]
             pending = [chunk[end + 1:]] if end + 1 < len(chunk) else []
-            position = 0
-            while (found := block.find(_USAGE_MARKER, position)) >= 0:
-                start = block.rfind(b"\n", 0, found) + 1
-                stop = block.index(b"\n", found)
-                yield block[start:stop]
-                position = stop + 1
+            yield from marked_lines(block)
     last = b"".join(pending)
     if _USAGE_MARKER in last:
         yield last
 
 
+def marked_lines(block: bytes) -> Iterator[bytes]:
+    """The lines of `block` (whole lines, the last ending in a newline) that contain
+    `"usage"`."""
+    position = 0
+    while (found := block.find(_USAGE_MARKER, position)) >= 0:
+        start = block.rfind(b"\n", 0, found) + 1
+        stop = block.index(b"\n", found)
+        yield block[start:stop]
+        position = stop + 1
+
+
 def _feed(deduper: _Deduper, path: Path, since: str | None = None) -> None:
-    for line in _usage_lines(path):
+    feed_lines(deduper, _usage_lines(path), since)
+
+
+def feed_lines(deduper: _Deduper, lines: Iterable[bytes], since: str | None = None) -> None:
+    """Add the responses of transcript `lines` (those written at or after `since`)."""
+    for line in lines:
         try:
             record = json.loads(line)
         except (ValueError, RecursionError):  # a torn last line; absurdly deep nesting

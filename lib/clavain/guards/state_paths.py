@@ -1,0 +1,205 @@
+"""Whether a path or a Bash command reaches Clavain's state folder (`.clavain/`) beyond the
+agents' own folders: the one answer the PreToolUse hook's "state changes only through the CLI"
+deny asks, for the edit tools' paths and for Bash commands read as words.
+
+A name is matched after quotes and escapes are resolved, case-insensitively (a case-insensitive
+file system opens `.CLAVAIN/` too), as any path part: `.clavain` itself, a glob or brace pattern
+that could match it (`.cla*`, `.clav?in`, `.cla{v,}ain`), or the start of the name left for a
+variable to finish (`d=.clav; cd ${d}ain`). A command that only reads may name it; one that
+writes into it, `cd`s into it and writes, or names it while changing files does not.
+Stdlib only; `fnmatch` (which imports `re`) only for a word with a pattern in it.
+"""
+
+from __future__ import annotations
+
+import os
+
+STATE_NAME = ".clavain"
+# The state folder's parts an agent works in: the handoff note, a parallel runner's worktree.
+AGENT_FOLDERS = (".clavain/scratch", ".clavain/worktrees/")
+# Words in front of a path that say where a read command writes (`sort -o FILE`, `find -fprint`).
+READ_OUTPUTS = {"-o", "--output", "-fprint", "-fprint0", "-fprintf", "-fls", "-delete",
+                "-exec", "-execdir", "-ok", "-okdir"}
+SEPARATORS = "/=:,"
+
+
+def _parts(word: str) -> list[str]:
+    if "\\" in word:  # `$'\x2e…'`: ANSI-C escapes the word reader leaves as they are
+        try:  # noqa: SIM105 - contextlib is one more import on every tool call
+            word = word.lstrip("$").encode("utf-8", "replace").decode("unicode_escape")
+        except (UnicodeDecodeError, ValueError):
+            pass
+    while "{" in word and "}" in word.split("{", 1)[1]:  # a brace list may spell the name
+        head, rest = word.split("{", 1)
+        word = head + "*" + rest.split("}", 1)[1]
+    for mark in SEPARATORS[1:]:
+        word = word.replace(mark, "/")
+    return [part for part in word.replace("\\", "/").lower().split("/") if part]
+
+
+def _part_names_state(part: str) -> bool:
+    if part == STATE_NAME:
+        return True
+    if _fragment(part):  # a variable may finish the name
+        return True
+    # Without `dotglob` a pattern reaches a dot-file only if it starts with the dot itself.
+    if part.startswith(".") and any(mark in part for mark in "*?["):
+        import fnmatch
+
+        return fnmatch.fnmatchcase(STATE_NAME, part)
+    return False
+
+
+def _fragment(part: str) -> bool:
+    return 5 <= len(part) < len(STATE_NAME) and STATE_NAME.startswith(part)
+
+
+def names_state(word: str) -> bool:
+    """Whether a path (or a word that may be one) reaches the state folder outside the agents'
+    folders. A `..` after an agents' folder may climb back out, and a link planted there may
+    lead elsewhere in the state folder: both count."""
+    if not any(_part_names_state(part) for part in _parts(word)):
+        return False
+    return not _in_agent_folder(word)
+
+
+def _in_agent_folder(word: str) -> bool:
+    path = word.replace("\\", "/")
+    for folder in AGENT_FOLDERS:
+        at = path.find(folder)
+        if at < 0:
+            continue
+        rest = path[at + len(folder):]
+        if ".." in rest:
+            return False
+        if _real_path_leaves(path, at):
+            return False
+        return rest == "" or rest.startswith("/") or folder.endswith("/")
+    return False
+
+
+def _real_path_leaves(path: str, at: int) -> bool:
+    """A link planted in an agents' folder (`.clavain/scratch/up -> ..`) turns a write there
+    into one beside the checkpoint: the path is resolved on disk."""
+    real = os.path.realpath(path).replace("\\", "/")
+    return "/.clavain" in real and not any("/" + folder in real + "/" for folder in AGENT_FOLDERS)
+
+
+def writes_state(command: str) -> bool:
+    """Whether a Bash command may change the state folder (module docstring)."""
+    from clavain.guards.commands import is_read, may_change_files
+    from clavain.guards.wrappers import read_parts
+
+    low = command.lower()
+    if "clav" not in low and "$'" not in command and not any(m in command for m in "*?[{"):
+        return False  # the common call: nothing that could name the folder
+    spaced = _unquoted(command)
+    for mark in " ;()[]\n\t|&<>":
+        spaced = spaced.replace(mark, "/")
+    parts = _parts(spaced)
+    if "$'" not in command and not any(_part_names_state(part) for part in parts):
+        return False
+    inside = False  # after a `cd` into the state folder, every write lands there
+    agents = False  # after a `cd` into an agents' folder, a `..` climbs back into it
+    for part, found in read_parts(command):
+        # Code the reader does not split into words (`python -c '…'`, `node -e`) may still
+        # name the folder in its text: such a part that changes anything counts.
+        hidden = _text_names_state(part) and not any(
+            names_state(w) for words, writes in found for w in words[1:] + writes)
+        if hidden and any(words and not is_read(words) for words, _ in found):
+            return True
+        for words, writes in found:
+            if any(names_state(target) for target in writes):
+                return True
+            if not words:
+                continue
+            first = os.path.basename(words[0])
+            if first in ("cd", "pushd"):
+                inside = inside or any(names_state(w) for w in words[1:])
+                agents = agents or any(STATE_NAME in _parts(w) for w in words[1:])
+                continue
+            # A read names what it reads; where it writes is in `writes` (checked above).
+            changing = not is_read(words) or _read_writes(words)
+            if (inside and (changing or writes)) or (
+                    changing and any(names_state(w) for w in words[1:])):
+                return True
+            if agents and (changing or writes) and any(".." in w for w in words[1:] + writes):
+                return True
+    # What the words do not show: a variable assembled from a piece of the name.
+    return (("$" in command or "`" in command) and any(_fragment(part) for part in parts)
+            and may_change_files(command, []))
+
+
+def _text_names_state(text: str) -> bool:
+    for mark in "()[];,'\"":
+        text = text.replace(mark, " ")
+    return any(names_state(token) for token in text.split() if "clav" in token.lower())
+
+
+def _read_writes(words: list[str]) -> bool:
+    """A read command that writes a file all the same: `sort -o FILE`, `uniq IN OUT`,
+    `find … -fprint FILE`, `git diff --output=FILE`, `tree -o FILE`."""
+    named = {w.split("=", 1)[0] for w in words[1:]}
+    if named & READ_OUTPUTS:
+        return True
+    if os.path.basename(words[0]) == "uniq":
+        return len([w for w in words[1:] if not w.startswith("-") or w == "-"]) >= 2
+    return False
+
+
+def _unquoted(command: str) -> str:
+    return command.replace('"', "").replace("'", "").replace("\\", "")
+
+
+# Claude Code's own settings in a project: its hooks (Clavain's among them), permissions and
+# sandbox. An agent that edits them can turn the hooks or the sandbox off.
+HOST_FOLDER = ".claude"
+HOST_SETTINGS = ("settings.json", "settings.local.json")
+
+
+def _matches(name: str, part: str) -> bool:
+    if part == name:
+        return True
+    if name.startswith(".") and not part.startswith("."):
+        return False
+    if any(mark in part for mark in "*?["):
+        import fnmatch
+
+        return fnmatch.fnmatchcase(name, part)
+    return False
+
+
+def names_host_settings(word: str, *, inside: bool = False) -> bool:
+    """Whether a path is Claude Code's project settings (`.claude/settings[.local].json`,
+    any spelling or pattern of it); `inside`: the path is relative to a `.claude` folder."""
+    parts = _parts(word)
+    if inside and parts and any(_matches(name, parts[0]) for name in HOST_SETTINGS):
+        return True
+    return any(_matches(HOST_FOLDER, parts[i]) and any(_matches(name, parts[i + 1])
+                                                       for name in HOST_SETTINGS)
+               for i in range(len(parts) - 1))
+
+
+def writes_host_settings(command: str) -> bool:
+    """Whether a Bash command may change Claude Code's project settings."""
+    from clavain.guards.commands import is_read
+    from clavain.guards.wrappers import read_parts
+
+    low = command.lower()
+    if "settings" not in low and not any(m in command for m in "*?[{"):
+        return False
+    inside = False
+    for _, found in read_parts(command):
+        for words, writes in found:
+            if any(names_host_settings(t, inside=inside) for t in writes):
+                return True
+            if not words:
+                continue
+            if os.path.basename(words[0]) in ("cd", "pushd"):
+                inside = inside or any(_matches(HOST_FOLDER, (_parts(w) or [""])[-1])
+                                       for w in words[1:])
+                continue
+            changing = not is_read(words) or _read_writes(words)
+            if changing and any(names_host_settings(w, inside=inside) for w in words[1:]):
+                return True
+    return False
