@@ -111,7 +111,7 @@ def read_state_file(path: str | os.PathLike[str],
     except FileNotFoundError:
         return None
     try:
-        raw = _read_up_to(fd, max_bytes + 1)
+        raw = read_up_to(fd, max_bytes + 1)
     finally:
         os.close(fd)
     if len(raw) > max_bytes:
@@ -120,7 +120,8 @@ def read_state_file(path: str | os.PathLike[str],
     return raw
 
 
-def _read_up_to(fd: int, max_bytes: int) -> bytes:
+def read_up_to(fd: int, max_bytes: int) -> bytes:
+    """At most `max_bytes` from a descriptor, to its end."""
     chunks = []
     left = max_bytes
     while left > 0:
@@ -183,7 +184,7 @@ def read_regular(path: str | Path, max_bytes: int, *, from_end: bool = False,
     try:
         if from_end:
             os.lseek(fd, max(0, os.fstat(fd).st_size - max_bytes), os.SEEK_SET)
-        return _read_up_to(fd, max_bytes)
+        return read_up_to(fd, max_bytes)
     except OSError:
         return None
     finally:

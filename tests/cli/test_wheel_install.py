@@ -6,6 +6,7 @@ dependencies come from this interpreter's site-packages through a `.pth` file.""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import site
@@ -17,6 +18,8 @@ import pytest
 
 from tests.conftest import REPO
 
+# Without PYTHONPATH: a checkout put on it must not stand in for the installed wheel.
+CLEAN = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
 ABSOLUTE_PATH = re.compile(r"(?<![\w.])(/[\w.@+-]+(?:/[\w.@+-]+)+)")
 
 
@@ -39,13 +42,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _export(source)
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
                             "--disable-pip-version-check", "-w", str(dist), str(source)],
-                           capture_output=True, text=True, timeout=600)
+                           capture_output=True, text=True, timeout=600, env=CLEAN)
     assert built.returncode == 0, built.stderr
     [wheel] = dist.glob("clavain-*.whl")
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300, env=CLEAN)
     install = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
                               "--disable-pip-version-check", "--no-deps", "--no-index",
-                              str(wheel)], capture_output=True, text=True, timeout=300)
+                              str(wheel)], capture_output=True, text=True, timeout=300,
+                             env=CLEAN)
     assert install.returncode == 0, install.stderr
     packages = subprocess.run([str(venv / "bin" / "python"), "-c",
                                "import sysconfig; print(sysconfig.get_path('purelib'))"],
@@ -70,7 +74,7 @@ def test_every_path_the_installed_cli_prints_exists(installed: Path, tmp_path: P
     subprocess.run(["git", "init", "-q", str(project)], check=True)
     located = subprocess.run([str(installed / "bin" / "python"), "-c",
                               "import clavain; print(clavain.__file__)"], cwd=tmp_path,
-                             capture_output=True, text=True, check=True).stdout
+                             capture_output=True, text=True, check=True, env=CLEAN).stdout
     assert str(REPO) not in located and str(installed) in located  # the wheel's copy
     printed = ""
     for args in (("sprint", "start", "add a flag"), ("sprint", "resume"), ("doctor",)):

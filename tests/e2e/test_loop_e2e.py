@@ -299,7 +299,8 @@ def test_a_passing_check_and_exit_signal_end_the_loop(
 
 def test_a_long_run_completes_without_a_person(
         claude_runner: ClaudeRunner, claude_bin: Path) -> None:
-    env = _project(claude_runner, claude_bin)
+    # The person allows more calls an hour in the config (a higher --rate is theirs to type).
+    env = _project(claude_runner, claude_bin, {**CONFIG, "loop": {"callsPerHour": 1000}})
 
     def script(request: dict[str, Any], prompt: str):
         if is_exit_prompt(prompt):
@@ -319,7 +320,7 @@ def test_a_long_run_completes_without_a_person(
 
     recorder = Recorder(script)
     run = run_loop(claude_runner, env, recorder, "--max-iterations", str(LONG_RUN + 10),
-                   "--rate", "1000", timeout=30 * LONG_RUN + 120)
+                   timeout=30 * LONG_RUN + 120)
     print(f"long run: {LONG_RUN} + 1 iterations in {run.seconds:.1f}s "
           f"({run.seconds / (LONG_RUN + 1):.2f}s each)")
 

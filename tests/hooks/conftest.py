@@ -47,3 +47,13 @@ def start_sprint(project: Path) -> dict:
     from clavain.sprint import lifecycle
 
     return lifecycle.start(StatePaths.discover(project), "add OAuth login", complexity=2)
+
+
+def clavain_project(tmp_path: Path, config: dict | None = None) -> Path:
+    """A git project with a `.clavain/` folder (and `config.json` when given)."""
+    project = tmp_path / "project"
+    (project / ".clavain").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    if config is not None:
+        (project / ".clavain" / "config.json").write_text(json.dumps(config))
+    return project

@@ -18,18 +18,13 @@ import pytest
 from clavain.store import db
 from tests.unwritable import unwritable
 
-from .conftest import REPO, payload_for, start_sprint
+from .conftest import REPO, clavain_project, payload_for, start_sprint
 
 BOUND = 20  # seconds: "returned, did not hang" (each hook or command takes well under 1 s)
 
 
 def _project(tmp_path: Path, config: dict | None = None) -> Path:
-    project = tmp_path / "project"
-    (project / ".clavain").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    if config is not None:
-        (project / ".clavain" / "config.json").write_text(json.dumps(config))
-    return project
+    return clavain_project(tmp_path, config)
 
 
 def _payload(event: str, project: Path) -> dict:

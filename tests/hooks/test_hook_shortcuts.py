@@ -8,12 +8,11 @@ stay allowed."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from .conftest import payload_for
+from .conftest import clavain_project, payload_for
 
 DENIED = [
     "cd .cla* && printf '{\"budgets\":{\"maxCommands\":999}}' > config.json",
@@ -45,12 +44,7 @@ ALLOWED = [
 
 
 def _project(tmp_path: Path, config: dict | None = None) -> Path:
-    project = tmp_path / "project"
-    (project / ".clavain").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    if config is not None:
-        (project / ".clavain" / "config.json").write_text(json.dumps(config))
-    return project
+    return clavain_project(tmp_path, config)
 
 
 def _decide(run_hook, project: Path, tool: str, tool_input: dict) -> dict | None:

@@ -15,16 +15,11 @@ import pytest
 
 from clavain.store import db
 
-from .conftest import REPO, payload_for
+from .conftest import REPO, clavain_project, payload_for
 
 
 def _project(tmp_path: Path, config: dict | None = None) -> Path:
-    project = tmp_path / "project"
-    (project / ".clavain").mkdir(parents=True)
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    if config is not None:
-        (project / ".clavain" / "config.json").write_text(json.dumps(config))
-    return project
+    return clavain_project(tmp_path, config)
 
 
 def _payload(project: Path, tool: str, tool_input: dict, session: str = "s1", **extra) -> dict:

@@ -207,7 +207,11 @@ class Loop:
         status, problem = self._status(turn)
         moved = progress_between(before, snapshot(self.state, self.graph_id),
                                  status["files_modified"] if status else 0)
-        self.breaker.record(progress=moved["progress"], error=problem or turn.error,
+        # Confirming the exit when nothing is left is the loop's last step, not a stall: it
+        # must not leave a no-progress count for the task's next run.
+        confirmed = not offered["actionable"] and status is not None and status["exit_signal"]
+        self.breaker.record(progress=moved["progress"] or confirmed,
+                            error=problem or turn.error,
                             permission_denials=turn.permission_denials)
         self.last_problem = problem
         if status is not None:

@@ -116,7 +116,7 @@ def _read_once(path: Path) -> tuple[bytes | None, float | None]:
     which no one sets back by hand (`touch -d` moves mtime), of the very file whose text is
     taken — not of whatever was at the path a moment before. (None, None) when there is no
     regular file there."""
-    from clavain.fsutil import open_regular
+    from clavain.fsutil import open_regular, read_up_to
 
     try:
         fd = open_regular(path, os.O_RDONLY)
@@ -124,14 +124,7 @@ def _read_once(path: Path) -> tuple[bytes | None, float | None]:
         return None, None
     try:
         recorded_at = os.fstat(fd).st_ctime
-        chunks, left = [], MAX_CHARS * 4 + 16
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks), recorded_at
+        return read_up_to(fd, MAX_CHARS * 4 + 16), recorded_at
     except OSError:
         return None, None
     finally:
