@@ -122,7 +122,7 @@ def test_a_signal_to_verify_kills_the_commands_process_group(graph, project, sig
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 128 + getattr(signal, signame)
     assert "interrupted" in err and "Traceback" not in err
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # "gone, not left running": generous on a loaded machine
     while _alive(child):
         assert time.monotonic() < deadline, "the command's child outlived the verifier"
         time.sleep(0.05)
