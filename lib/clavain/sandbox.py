@@ -87,7 +87,7 @@ def merge(settings: dict[str, Any], state_root: Path,
         current = holder.get(key, [])
         if not isinstance(current, list):
             raise ClavainError(f"{where}: `{label}` is {type(current).__name__}, not a list: "
-                               "fix it, then run `clavain init --sandbox` again")
+                               "fix it, then run the `clavain init` command again")
         source = wanted if holder is sandbox else wanted["filesystem"]
         added = [entry for entry in source[key] if entry not in current]
         if added:
@@ -102,7 +102,7 @@ def _object(value: Any, label: str) -> dict[str, Any]:
 
     if not isinstance(value, dict):
         raise ClavainError(f"{label} is {type(value).__name__}, not an object: fix it, then run "
-                           "`clavain init --sandbox` again")
+                           "the `clavain init` command again")
     return value
 
 
@@ -122,7 +122,7 @@ def read_settings(path: Path) -> dict[str, Any]:
         value = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise ClavainError(f"{path} is not valid JSON ({exc}); Claude Code would not read it "
-                           "either: fix it, then run `clavain init --sandbox` again") from None
+                           "either: fix it, then run the `clavain init` command again") from None
     return _object(value, str(path))
 
 
@@ -177,12 +177,12 @@ def enable(state_root: Path, project: Path) -> dict[str, Any]:
     settings, changes = merge(read_settings(path), state_root, str(path))
     if changes:
         write_json_atomic(path, settings)
-    return {"settings": str(path), "changed": changes, "git_excluded": _exclude_from_git(path),
+    return {"settings": str(path), "changed": changes, "git_excluded": exclude_from_git(path),
             "deny_write": deny_entry(state_root),
             "path_inside_project": path_entries_inside(project)}
 
 
-def _exclude_from_git(path: Path) -> bool:
+def exclude_from_git(path: Path) -> bool:
     """Add the settings file to the repository's local exclude list (`.git/info/exclude`: this
     clone only, since it names this machine's paths) unless git ignores it already. True when
     it was added."""

@@ -14,6 +14,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                       help="hard mode: Claude Code's sandbox keeps .clavain/ read-only for the "
                            "agent's Bash; only `clavain` commands write it (Linux: bubblewrap "
                            "and socat; a person's decision)")
+    init.add_argument("--statusline", action="store_true",
+                      help="show Clavain's line in Claude Code's status bar (this project's "
+                           ".claude/settings.local.json; a status line of your own is kept)")
+    init.add_argument("--force", action="store_true",
+                      help="with --statusline: replace a status line already set")
     add_json_flag(init)
     doctor = add_command(commands, "doctor",
                          "check python, venv, dependencies, claude, plugin root and state", _doctor)
@@ -33,6 +38,8 @@ def _init(args: argparse.Namespace) -> int:
 
         # After init_state: a denied folder that does not exist yet is masked, not protected.
         result["sandbox"] = enable(state.root, state.project)
+    if args.statusline:
+        result["statusline"] = _install_statusline(state.project, args.force)
     if args.json:
         emit_json(result)
         return 0
@@ -42,7 +49,38 @@ def _init(args: argparse.Namespace) -> int:
         print(f"added Clavain's volatile paths to {result['gitignore']}")
     if args.sandbox:
         _print_sandbox(result["sandbox"])
+    if args.statusline:
+        done = result["statusline"]
+        print(f"status line {'set' if done['changed'] else 'already set'}: {done['settings']}"
+              + (" (replaced the one there)" if done["replaced"] is not None else ""))
     return 0
+
+
+def _install_statusline(project: object, force: bool) -> dict:
+    """bin/clavain by its absolute path: the status line runs outside the plugin's hooks, where
+    ${CLAUDE_PLUGIN_ROOT} is not substituted."""
+    import os
+    import shlex
+
+    from clavain.authority import who_asks
+    from clavain.errors import ClavainError
+    from clavain.statusline import install
+
+    asker = who_asks()
+    if force and not asker.is_person:  # whose status line goes is the person's to say
+        raise ClavainError(f"replacing a status line is a person's decision ({asker.detail}): "
+                           "the user runs `clavain init --statusline --force` in a terminal")
+    launcher = os.path.join(os.environ.get("CLAVAIN_ROOT") or _plugin_root(), "bin", "clavain")
+    return install(os.fspath(project), f"{shlex.quote(os.path.abspath(launcher))} statusline",
+                   force=force)
+
+
+def _plugin_root() -> str:
+    import os
+
+    import clavain
+
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(clavain.__file__))))
 
 
 def _require_person_for_sandbox() -> None:
