@@ -211,6 +211,16 @@ def json_files(folder: str | Path, suffix: str,
     return found
 
 
+def read_state_json(path: str | os.PathLike[str], max_bytes: int = STATE_FILE_MAX_BYTES) -> Any:
+    """The JSON a small state file holds (`read_state_file`'s guards), None when it is missing;
+    raises OSError (not a regular file, unreadable) or ValueError (not JSON). `fastjson`, not
+    `json`: the hooks and the status line read it on every call."""
+    from clavain import fastjson
+
+    raw = read_state_file(path, max_bytes)
+    return None if raw is None else fastjson.loads(raw.decode("utf-8"))
+
+
 def read_json_object(path: str | Path, max_bytes: int = 1 << 20) -> dict[str, Any] | None:
     """The JSON object a small regular file holds (`read_regular`'s guards: no FIFO, no
     symlink, a size cap), or None when it is missing, unreadable or not an object."""

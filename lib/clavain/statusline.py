@@ -44,12 +44,10 @@ def state_root(payload: dict, env: dict | os._Environ[str] | None = None) -> str
 
 def _sprint(root: str) -> str:
     """`execute 5/9`; `done 9/9` when every step is recorded; `no sprint`; `checkpoint damaged`."""
-    from clavain import fastjson
-    from clavain.fsutil import read_state_file
+    from clavain.fsutil import read_state_json
 
     try:
-        raw = read_state_file(os.path.join(root, "checkpoint.json"))
-        checkpoint = None if raw is None else fastjson.loads(raw.decode("utf-8"))
+        checkpoint = read_state_json(os.path.join(root, "checkpoint.json"))
     except (OSError, ValueError, RecursionError):
         return "checkpoint damaged"
     if checkpoint is None:
@@ -98,15 +96,13 @@ def _budget(root: str, session_id: str | None, env: dict | os._Environ[str]) -> 
 
 def _loop(root: str, session_id: str | None) -> str | None:
     """`loop 3/10` while this session runs `/clavain:loop`."""
-    from clavain import fastjson
-    from clavain.fsutil import read_state_file
+    from clavain.fsutil import read_state_json
     from clavain.loop.session_state import state_file
 
     path = state_file(root, session_id)
     if path is None:
         return None
-    raw = read_state_file(path)
-    state = None if raw is None else fastjson.loads(raw.decode("utf-8"))
+    state = read_state_json(path)
     if not isinstance(state, dict) or not isinstance(state.get("iteration"), int):
         return None
     cap = state.get("max_iterations")

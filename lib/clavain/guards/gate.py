@@ -80,22 +80,13 @@ def run_context(root: str, session_id: object, supervised_run: str | None = None
             "patterns": commands.compile_patterns(limits["testPatterns"])}
 
 
-def _read_json(path: str) -> object:
-    """A JSON file of the state folder; None when missing; raises OSError when it is not a
-    regular file of at most CONFIG_MAX_BYTES (`fsutil.read_state_file`: a FIFO or a hung
-    device never blocks the hook, no symlink is followed) or cannot be read."""
-    from clavain import fastjson
-    from clavain.fsutil import read_state_file
-
-    raw = read_state_file(path, CONFIG_MAX_BYTES)
-    return None if raw is None else fastjson.loads(raw.decode("utf-8"))
-
-
 def _active_sprint(root: str) -> tuple[str | None, object]:
     """(sprint id, complexity) from the checkpoint, read without its schema check (this runs on
     every tool call; a damaged checkpoint is `clavain sprint`'s to report, not a budget's)."""
+    from clavain.fsutil import read_state_json
+
     try:
-        checkpoint = _read_json(os.path.join(root, "checkpoint.json"))
+        checkpoint = read_state_json(os.path.join(root, "checkpoint.json"))
     except (OSError, ValueError, RecursionError):
         return None, None
     if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("sprint_id"), str):
@@ -104,9 +95,11 @@ def _active_sprint(root: str) -> tuple[str | None, object]:
 
 
 def _budget_settings(root: str) -> tuple[object, list[str]]:
+    from clavain.fsutil import read_state_json
+
     path = os.path.join(root, "config.json")
     try:
-        config = _read_json(path)
+        config = read_state_json(path, CONFIG_MAX_BYTES)
     except (OSError, ValueError, RecursionError) as exc:
         named = str(exc) if path in str(exc) else f"{path} is unreadable ({exc})"
         return None, [f"{named}; defaults used"]

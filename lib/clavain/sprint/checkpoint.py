@@ -23,7 +23,7 @@ from typing import Any
 
 from clavain.clock import now_iso, utc_stamp
 from clavain.errors import ClavainError
-from clavain.fsutil import open_inside, read_state_file, real_folder, write_atomic
+from clavain.fsutil import open_inside, read_json_object, real_folder, write_atomic
 from clavain.paths import StatePaths
 
 SCHEMA = "checkpoint.schema.json"
@@ -164,12 +164,9 @@ def last_archived(state: StatePaths) -> tuple[Path, dict[str, Any]] | None:
         path = os.path.join(entry.path, "checkpoint.json")
         if not entry.name.startswith("sprint-"):
             continue
-        try:  # a regular file or nothing: a FIFO left here must not hang `sprint start`
-            raw = read_state_file(path)
-            archived = json.loads(raw) if raw is not None else None
-        except (OSError, ValueError):
-            continue
-        if isinstance(archived, dict):
+        # A regular file or nothing: a FIFO left here must not hang `sprint start`.
+        archived = read_json_object(path)
+        if archived is not None:
             found.append((str(archived.get("archived_at", "")), path, archived))
     if not found:
         return None
