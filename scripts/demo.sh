@@ -16,6 +16,8 @@ runner=shell
 if [ "${1:-}" = "--runner" ] && [ -n "${2:-}" ]; then runner=$2; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# The page outlives the throwaway project: a person opens it after the demo.
+page=${CLAVAIN_DEMO_PAGE:-${TMPDIR:-/tmp}/clavain-demo$([ "${1:-}" = "--loop" ] && echo -loop).html}
 if [ "${1:-}" = "--loop" ]; then
   # A fresh git project from examples/loop-demo in $1: three failing checks and ./agent.py,
   # a scripted stand-in for a model, configured as the runners `agent` and `pretender`.
@@ -56,6 +58,10 @@ if [ "${1:-}" = "--loop" ]; then
   echo "(exit $code)"
   [ "$code" -eq 3 ] || { echo "demo: expected exit 3 (breaker open), got $code" >&2; exit 1; }
   "$CLAVAIN" loop --circuit-status --run loop-again
+  echo
+  echo "== the page of the honest run: iterations, status blocks, progress, the breaker"
+  cd "$work/honest"
+  CLAVAIN_PROJECT_DIR=$work/honest "$CLAVAIN" report --html "$page" --run loop-demo
   exit 0
 fi
 cp -R "$repo/examples/greeter/." "$work"
@@ -76,7 +82,7 @@ echo "== plan (runner: $runner$([ "$runner" = shell ] && echo ', no API key need
 "$CLAVAIN" run --dry-run --runner "$runner"
 echo
 echo "== run"
-"$CLAVAIN" run --runner "$runner" --workers 2 --run-id demo
+"$CLAVAIN" run --runner "$runner" --workers 2 --run-id demo --html "$page"
 echo
 echo "== graph"
 "$CLAVAIN" graph mermaid
@@ -87,3 +93,6 @@ echo
 echo "== the code the run merged"
 git log --oneline | head -8
 python3 -m greeter.cli Ada
+echo
+echo "== the page: the graph, the two workers side by side on the timeline, the budgets"
+echo "open $page in a browser (or: file://$page)"

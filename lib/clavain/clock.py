@@ -25,3 +25,9 @@ def later_iso(seconds: float, at: datetime | None = None) -> str:
 def utc_stamp() -> str:
     """`2026-11-21T20:30:00Z`."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def parse_iso(text: str) -> datetime:
+    """A time Clavain wrote (`…Z` or with an offset); ValueError for anything else."""
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)

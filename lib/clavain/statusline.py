@@ -43,8 +43,10 @@ def state_root(payload: dict, env: dict | os._Environ[str] | None = None) -> str
 
 
 def _sprint(root: str) -> str:
-    """`execute 5/9`; `done 9/9` when every step is recorded; `no sprint`; `checkpoint damaged`."""
+    """`execute 5/9, gate pending` (a step whose gate must open before it is recorded done),
+    `plan 3/9`; `done 9/9` when every step is recorded; `no sprint`; `checkpoint damaged`."""
     from clavain.fsutil import read_state_json
+    from clavain.sprint.route import GATED_STEPS
 
     try:
         checkpoint = read_state_json(os.path.join(root, "checkpoint.json"))
@@ -58,7 +60,8 @@ def _sprint(root: str) -> str:
         return "checkpoint damaged"
     if step is None:
         return f"done {len(route)}/{len(route)}"
-    return f"{step} {route.index(step) + 1}/{len(route)}"
+    gate = ", gate pending" if step in GATED_STEPS else ""
+    return f"{step} {route.index(step) + 1}/{len(route)}{gate}"
 
 
 def _number(value: object) -> str:

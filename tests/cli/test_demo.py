@@ -8,8 +8,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_demo_runs_a_headless_sprint_to_the_end() -> None:
-    env = dict(os.environ, CLAVAIN=str(REPO / "bin" / "clavain"), CLAVAIN_PYTHON=sys.executable)
+def test_demo_runs_a_headless_sprint_to_the_end(tmp_path: Path) -> None:
+    page = tmp_path / "demo.html"
+    env = dict(os.environ, CLAVAIN=str(REPO / "bin" / "clavain"), CLAVAIN_PYTHON=sys.executable,
+               CLAVAIN_DEMO_PAGE=str(page))
     result = subprocess.run([str(REPO / "scripts" / "demo.sh")], capture_output=True, text=True,
                             env=env, timeout=300)
     assert result.returncode == 0, result.stderr
@@ -24,4 +26,10 @@ def test_demo_runs_a_headless_sprint_to_the_end() -> None:
     assert "no API key needed" in out
     assert "LLM calls: 0; verify with no LLM: 4" in run and "peak concurrency: 2" in run
     assert "flowchart TD" in out and "Supervised run demo" in out
-    assert out.rstrip().endswith("Hello, Ada!\nGoodbye, Ada.")
+    assert "Hello, Ada!\nGoodbye, Ada.\n" in out
+    # It ends by saying where the run's page is; the page shows both workers' lanes.
+    assert out.rstrip().endswith(f"open {page} in a browser (or: file://{page})")
+    assert f"the run's page: {page.as_uri()}" in result.stderr
+    text = page.read_text()
+    assert 'data-lane="worker 1"' in text and 'data-lane="worker 2"' in text
+    assert 'data-live="false"' in text and 'http-equiv="refresh"' not in text

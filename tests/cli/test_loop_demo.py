@@ -23,9 +23,10 @@ def _section(out: str, start: str, end: str | None = None) -> str:
     return out[begin:out.index(end, begin)] if end else out[begin:]
 
 
-def test_demo_loop_runs_to_done_then_shows_the_breaker_open() -> None:
+def test_demo_loop_runs_to_done_then_shows_the_breaker_open(tmp_path: Path) -> None:
+    page = tmp_path / "loop.html"
     result = subprocess.run([str(REPO / "scripts" / "demo.sh"), "--loop"], capture_output=True,
-                            text=True, env=_env(), timeout=120)
+                            text=True, env=_env(CLAVAIN_DEMO_PAGE=str(page)), timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "[HIGH] check:greeting" in out and "---CLAVAIN_STATUS---" in out
@@ -45,6 +46,10 @@ def test_demo_loop_runs_to_done_then_shows_the_breaker_open() -> None:
     again = _section(out, "== a new run")
     assert "Loop loop-again: breaker_open" in again and "iterations: 0" in again
     assert "circuit OPEN" in again and "(exit 3)" in again
+    # It ends with the honest run's page, and says where it is.
+    assert out.rstrip().splitlines()[-1].startswith(f"Wrote {page} (loop loop-demo, ")
+    text = page.read_text()
+    assert 'data-loop="loop-demo"' in text and text.count('<tr><td class=num>') >= 4
     # The honest run's files were in a throwaway folder: nothing is left behind.
     assert not (EXAMPLE / ".clavain").exists() and not (EXAMPLE / "greeting.txt").exists()
 

@@ -70,6 +70,27 @@ def test_no_sprint_and_the_last_step(run_cli, project: Path) -> None:
     assert statusline({"cwd": str(project)}, cwd=project).stdout == f"clavain: done {n}/{n}\n"
 
 
+def test_a_step_behind_a_gate_says_the_gate_is_pending(run_cli, project: Path) -> None:
+    from clavain.sprint import gates
+    from clavain.sprint.route import GATED_STEPS
+
+    assert set(GATED_STEPS) == {step for step in gates._CHECKS}  # one list, checked by one
+    start_sprint(run_cli)
+    path = project / ".clavain" / "checkpoint.json"
+    checkpoint = json.loads(path.read_text())
+    route = checkpoint["route"]
+    shown = {}
+    for step in ("plan", "execute", "quality-gates"):
+        path.write_text(json.dumps({**checkpoint, "current_step": step}))
+        shown[step] = statusline({"cwd": str(project)}, cwd=project).stdout
+    n = len(route)
+    assert shown == {"plan": f"clavain: plan {route.index('plan') + 1}/{n}\n",
+                     "execute": f"clavain: execute {route.index('execute') + 1}/{n}, "
+                                "gate pending\n",
+                     "quality-gates": f"clavain: quality-gates {route.index('quality-gates') + 1}"
+                                      f"/{n}, gate pending\n"}
+
+
 def test_nothing_outside_a_clavain_project(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()

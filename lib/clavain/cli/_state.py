@@ -6,7 +6,6 @@ team's shared server when one is configured (`clavain.store.graph_db`)."""
 from __future__ import annotations
 
 import argparse
-import os
 import sqlite3
 
 from clavain.paths import StatePaths
@@ -46,33 +45,10 @@ def graph_for_write(explicit: str | None = None, *, every: bool = False) -> Grap
 def graph_for_read(explicit: str | None = None, *, every: bool = False) -> Graph:
     """For commands that only look: no database yet reads as the empty graph, and creates
     nothing (no `.clavain/`, no `.gitignore`); a read-only `.clavain/` is read as it is."""
-    from clavain.store.db import connect
-    from clavain.store.graph_db import open_graph_db, store_url
+    from clavain.store.graph_db import open_for_reading
 
     state = StatePaths.discover()
-    if store_url(state):
-        return _graph(state, open_graph_db(state), explicit, every)
-    if not state.db.exists():
-        return _graph(state, connect(":memory:"), explicit, every)
-    return _graph(state, read_only_or_writable(state), explicit, every)
-
-
-def read_only_or_writable(state: StatePaths) -> sqlite3.Connection:
-    """The database opened for writing, or read-only (nothing migrated or created) when its
-    folder cannot be written."""
-    from clavain.errors import ClavainError
-    from clavain.store import db
-
-    folder = os.path.dirname(os.path.abspath(state.db))
-    if os.access(folder, os.W_OK) and os.access(state.db, os.W_OK):
-        return db.connect(state.db)
-    conn = db.connect_readonly(state.db, immutable=True)
-    have, want = conn.execute("PRAGMA user_version").fetchone()[0], db.latest_version()
-    if have < want:
-        conn.close()
-        raise ClavainError(f"{state.db} is read-only and older than this Clavain (schema {have},"
-                           f" needs {want}); run any write command once with write access")
-    return conn
+    return _graph(state, open_for_reading(state), explicit, every)
 
 
 def existing_graph(explicit: str | None = None) -> Graph:

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
+from clavain.cli.page import add_report_flags, check_report_flags, write_report_page
 
 if TYPE_CHECKING:
     from clavain.paths import StatePaths
@@ -31,11 +32,13 @@ def register(commands: argparse._SubParsersAction) -> None:
                             "UserPromptSubmit hook): how a person resets inside Claude Code")
     add_json_flag(reset)
     report = add_command(commands, "report", "what a run spent: budgets, top commands, denied "
-                         "calls, repeated patches, tokens and cost", _report)
+                         "calls, repeated patches, tokens and cost; --html: the page of a "
+                         "sprint or run", _report)
     report.add_argument("--run", metavar="RUN", help="another run: `sprint:<id>`, "
                         "`session:<id>`, a `clavain run` or `clavain loop` id, or the bare id "
                         "(default: the current run); a `clavain run` adds its metrics, a "
                         "`clavain loop` its summary")
+    add_report_flags(report)
     add_json_flag(report)
 
 
@@ -121,6 +124,9 @@ def _report(args: argparse.Namespace) -> int:
     from clavain.paths import StatePaths
     from clavain.supervisor.run_report import render_supervised, report_for
 
+    check_report_flags(args)
+    if args.html is not None:
+        return write_report_page(args)
     state = StatePaths.discover()
     _readable_settings(state)
     report = report_for(state, args.run, session_id=session_id())

@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from clavain.cli._input import positive_int
 from clavain.cli._output import add_command, add_json_flag, emit_json
 from clavain.cli._state import add_graph_flag
+
+if TYPE_CHECKING:
+    from clavain.paths import StatePaths
+    from clavain.supervisor.supervise import RunOptions
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -31,6 +37,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                        "run-<time>-<hex>); an id already used is refused (use --resume)")
     run.add_argument("--packet-mode", choices=("full", "thin"),
                      help="override supervisor.packetMode")
+    run.add_argument("--html", metavar="FILE", type=Path,
+                     help="keep an HTML page of the run in FILE: rewritten every few seconds "
+                          "while it runs (the page reloads itself), and once it ends")
     add_graph_flag(run)
     add_json_flag(run)
 
@@ -72,12 +81,37 @@ def _run(args: argparse.Namespace) -> int:
         else:
             progress.print_plan(plan)
         return 0
-    report = supervise(state, options, progress.Printer(sys.stderr))
+    if args.html is None:
+        report = supervise(state, options, progress.Printer(sys.stderr))
+    else:
+        report = _supervise_with_page(state, options, args.html)
     if args.json:
         emit_json(report)
     else:
         progress.print_final(report)
     return int(report["exit_code"])
+
+
+def _supervise_with_page(state: StatePaths, options: RunOptions, html: Path) -> dict[str, Any]:
+    """The run, with its page kept by a thread of this process (no server, no daemon)."""
+    from dataclasses import replace
+
+    from clavain.page.writer import LivePage, check_target
+    from clavain.supervisor import progress
+    from clavain.supervisor.supervise import supervise
+    from clavain.workgraph.runner_env import new_run_id
+
+    target = check_target(state, html)
+    if options.resume is None and options.run_id is None:
+        options = replace(options, run_id=new_run_id())  # the page must know it beforehand
+    run_id = options.resume or options.run_id
+    with LivePage(state, str(run_id), target) as page:
+        report = supervise(state, options, progress.Printer(sys.stderr))
+    if page.problem:
+        print(f"clavain: warning: the page {target}: {page.problem}", file=sys.stderr)
+    else:
+        print(f"clavain: the run's page: {target.as_uri()}", file=sys.stderr)
+    return report
 
 
 def _microcall(args: argparse.Namespace) -> int:

@@ -34,6 +34,7 @@ from clavain.loop.iterate import RULES, iterate
 from clavain.loop.limits import task_key, task_label
 from clavain.loop.progress import progress_between, snapshot
 from clavain.paths import StatePaths
+from clavain.processes import process_identity
 from clavain.supervisor import claude_output
 from clavain.supervisor.invocation import prompt_argv, runner_process_env
 from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, api_unavailable, limit_wait_seconds
@@ -103,6 +104,7 @@ class Loop:
         self.limits_in_a_row = 0
         self.unusable: str | None = None
         self.items_left: list[str] | None = None  # offered by the last prompt built
+        self.record: dict[str, Any] = {}  # loop.json as last written
 
 
     # ------------------------------------------------------------ the run
@@ -112,7 +114,9 @@ class Loop:
         loop = {"run_id": self.run_id, "graph_id": self.graph_id, "runner": self.runner,
                 "automation": self.automation, "max_iterations": self.max_iterations,
                 **self.task, "per_hour": self.rate.per_hour, "started_at": started,
-                "status": "running", "pid": os.getpid(), "blocked": []}
+                "status": "running", "pid": os.getpid(),
+                "identity": process_identity(os.getpid()), "blocked": [], "waits": []}
+        self.record = loop
         records.write_loop(self.state, self.run_id, loop)
         self.report({"event": "start", **loop})
         previous = {sig: signal.signal(sig, self._on_signal)
@@ -303,6 +307,10 @@ class Loop:
         self._wait_until(self.clock() + seconds, limit.message or "rate limit")
 
     def _wait_until(self, until: float, why: str) -> None:
+        # Kept in loop.json, so a page or a person sees why the run stood still.
+        self.record.setdefault("waits", []).append(
+            {"at": now_iso(), "why": why, "seconds": round(max(until - self.clock(), 0), 1)})
+        records.write_loop(self.state, self.run_id, self.record)
         last = 0.0
         while not self.stop.is_set():
             left = until - self.clock()

@@ -17,6 +17,9 @@ from clavain.errors import ClavainError
 
 STEPS = ("brainstorm", "strategy", "plan", "plan-review", "execute", "test", "quality-gates",
          "resolve", "ship")
+# Steps whose `sprint done` is refused until their gate is open (`sprint.gates` checks each);
+# the rest are recorded on the agent's word.
+GATED_STEPS = ("plan-review", "execute", "test", "quality-gates", "resolve", "ship")
 SKIPPED_WHEN_SIMPLE = ("brainstorm", "strategy", "plan-review")
 REVIEWER_AGENT = "clavain:reviewer"
 REVIEWERS = {

@@ -73,6 +73,28 @@ def open_graph_db(state: StatePaths, *, migrate_schema: bool = True) -> Any:
     return conn
 
 
+def open_for_reading(state: StatePaths) -> Any:
+    """The workgraph store for a command that only looks: the team's server when one is
+    configured; no database yet reads as an empty one in memory (nothing is created); the
+    project's file opened read-only (nothing migrated) when its folder cannot be written."""
+    from clavain.store import db
+
+    if store_url(state):
+        return open_graph_db(state)
+    if not state.db.exists():
+        return db.connect(":memory:")
+    folder = os.path.dirname(os.path.abspath(state.db))
+    if os.access(folder, os.W_OK) and os.access(state.db, os.W_OK):
+        return db.connect(state.db)
+    conn = db.connect_readonly(state.db, immutable=True)
+    have, want = conn.execute("PRAGMA user_version").fetchone()[0], db.latest_version()
+    if have < want:
+        conn.close()
+        raise ClavainError(f"{state.db} is read-only and older than this Clavain (schema {have},"
+                           f" needs {want}); run any write command once with write access")
+    return conn
+
+
 def dialect(conn: Any) -> str:
     """"sqlite" or "postgresql": the one question the library asks where SQL must differ."""
     return getattr(conn, "dialect", "sqlite")

@@ -36,6 +36,7 @@ from clavain.paths import StatePaths
 from clavain.store.graph_db import dialect
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.node_view import NODE_JSON, NODE_JSON_POSTGRESQL
+from clavain.workgraph.status_colors import STATUS_COLORS
 
 SNAPSHOT_VERSION = 3  # 2: snake_case keys; 3: graphs (a node's graph_id)
 
@@ -219,14 +220,6 @@ def _file_lock(state: StatePaths, name: str, *, blocking: bool,
 
 # ---------------------------------------------------------------- Mermaid
 
-_STATUS_STYLE = {
-    "open": "fill:#fff,stroke:#888",
-    "in_progress": "fill:#dbeafe,stroke:#2563eb",
-    "done": "fill:#dcfce7,stroke:#16a34a",
-    "failed": "fill:#fee2e2,stroke:#dc2626",
-    "needs_human": "fill:#fef9c3,stroke:#ca8a04",
-    "cancelled": "fill:#f3f4f6,stroke:#9ca3af",
-}
 _SAFE = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -251,5 +244,6 @@ def mermaid(g: Graph) -> str:
                               "ORDER BY node_id, depends_on_id", (g.id,)):
         arrow = "-.->" if dep["kind"] == "settled" else "-->"
         lines.append(f"  {key[dep['depends_on_id']]} {arrow} {key[dep['node_id']]}")
-    lines += [f"  classDef {status} {style}" for status, style in _STATUS_STYLE.items()]
+    lines += [f"  classDef {status} fill:{fill},stroke:{stroke}"
+              for status, (fill, stroke) in STATUS_COLORS.items()]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,364 @@
+"""The sections of the HTML page, each drawn from the data `collect.gather` read: the overview,
+the sprint's route and its gates, the workgraph, the timeline, the budgets, the verdicts and the
+loop runs. Every text is escaped here; the pictures escape their own."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from html import escape
+from pathlib import Path
+from typing import Any
+
+FOLD_ABOVE = 300  # nodes drawn one by one; beyond, the picture folds (page.graph_svg)
+
+
+def title(page: dict[str, Any]) -> str:
+    kind, subject = page["subject"]["kind"], page["subject"]["id"]
+    if kind == "sprint":
+        return f"Sprint {subject}: {_clip(page['sprint']['description'], 90)}"
+    if kind == "run":
+        return f"Run {subject} on graph {page['runs'][0]['graph_id']}"
+    if kind == "loop":
+        return f"Loop run {subject}"
+    return f"Workgraph {subject}"
+
+
+def anchors(page: dict[str, Any]) -> list[tuple[str, str]]:
+    found = [("overview", "Overview")]
+    if page["sprint"] is not None:
+        found.append(("route", "Route and gates"))
+    found += [("graph", "Workgraph"), ("timeline", "Timeline"), ("budgets", "Budgets")]
+    if page["sprint"] is not None or page["verdicts"]:
+        found.append(("verdicts", "Verdicts"))
+    if page["loops"]:
+        found.append(("loops", "Loop runs"))
+    return found
+
+
+def _section(anchor: str, heading: str, *body: str) -> str:
+    return (f'<section id="{anchor}"><h2>{escape(heading)}</h2>' + "".join(body)
+            + "</section>")
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str], *, numeric: tuple[str, ...] = (),
+           css: str = "", raw: tuple[str, ...] = ()) -> str:
+    """`raw` columns hold HTML this module built; every other cell is escaped."""
+    if not rows:
+        return '<p class="empty">None.</p>'
+    head = "".join(f'<th class="num">{escape(c)}</th>' if c in numeric else
+                   f"<th>{escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(
+            f'<td{" class=num" if c in numeric else ""}>'
+            f'{row.get(c, "") if c in raw else escape(_text(row.get(c)))}</td>'
+            for c in columns) + "</tr>"
+        for row in rows)
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{value:,.4f}".rstrip("0").rstrip(".") if value else "0"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_text(item) for item in value)
+    return str(value)
+
+
+def _clip(text: Any, limit: int) -> str:
+    text = str(text or "")
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _cards(items: list[tuple[str, Any]]) -> str:
+    return '<div class="cards">' + "".join(
+        f'<div class="card"><b>{escape(_text(value))}</b><span>{escape(label)}</span></div>'
+        for label, value in items) + "</div>"
+
+
+# ---------------------------------------------------------------- overview
+
+def overview(page: dict[str, Any]) -> str:
+    nodes = (page["graph"] or {}).get("nodes") or []
+    done = sum(1 for node in nodes if node.get("status") == "done")
+    cards: list[tuple[str, Any]] = []
+    if page["sprint"] is not None:
+        sprint = page["sprint"]
+        finished = sum(1 for step in sprint["route"] if step["state"] in ("done", "waived"))
+        cards += [("sprint", sprint["outcome"]),
+                  ("steps", f"{finished}/{len(sprint['route'])}"),
+                  ("complexity", sprint["complexity"])]
+    if page["graph"] is not None:
+        cards.append(("nodes done", f"{done}/{len(nodes)}"))
+    for run in page["runs"]:
+        cards += [(f"run {run['run_id']}", run["status"]),
+                  ("peak concurrency", run["peak_concurrency"]),
+                  ("wall", f"{float(run['wall_seconds'] or 0):.1f} s")]
+    for loop in page["loops"]:
+        cards += [(f"loop {loop['run_id']}", loop["status"]),
+                  ("iterations", len(loop["iterations"]))]
+    budget = page["budget"]
+    if budget is not None:
+        cards += [("tokens", budget.get("tokens", 0)),
+                  ("cost", f"${float(budget.get('cost_usd') or 0):.4f}")]
+    return _section("overview", "Overview", _cards(cards))
+
+
+def problems(found: list[str]) -> str:
+    items = "".join(f"<li>{escape(problem)}</li>" for problem in found)
+    return (f'<section id="problems" class="problems"><h2>What could not be read</h2>'
+            f"<ul>{items}</ul></section>")
+
+
+# ---------------------------------------------------------------- the sprint
+
+def sprint_route(sprint: dict[str, Any]) -> str:
+    from clavain.authority import describe
+
+    steps = []
+    for step in sprint["route"]:
+        notes = []
+        if step["gate"]:
+            notes.append("gate" + (f": {', '.join(step['lenses'])}" if step["lenses"] else ""))
+        steps.append(f'<li class="{step["state"]}" data-step="{escape(step["step"])}" '
+                     f'data-state="{step["state"]}">{escape(step["step"])}'
+                     f'<small>{escape(step["state"])}{" · " if notes else ""}'
+                     f'{escape(" · ".join(notes))}</small></li>')
+    waivers = [{"step": step["step"], "reason": step["waiver"].get("reason"),
+                "the gate said": "; ".join(step["waiver"].get("problems") or []),
+                "decided by": describe(step["waiver"].get("decided_by")),
+                "at": step["waiver"].get("at")}
+               for step in sprint["route"] if step["waiver"]]
+    decisions = [{"decision": d.get("what"), "decided by": describe(d.get("decided_by"))}
+                 for d in sprint["person_decisions"] if isinstance(d, dict)]
+    skipped = [{"step": step, "why": why} for step, why in sprint["skipped"].items()]
+    return _section(
+        "route", "Route and gates",
+        f"<p>{escape(sprint['description'])}</p>",
+        f'<ol class="route">{"".join(steps)}</ol>',
+        "<h3>Gates a person waived</h3>",
+        _table(waivers, ["step", "reason", "the gate said", "decided by", "at"],
+               css="waivers"),
+        "<h3>Decisions only a person may make</h3>",
+        _table(decisions, ["decision", "decided by"], css="decisions"),
+        *(["<h3>Steps not run</h3>", _table(skipped, ["step", "why"])] if skipped else []),
+        '<p class="empty">A gate passed without a waiver was open when its step was recorded '
+        "done: what it checks held then.</p>")
+
+
+# ---------------------------------------------------------------- the workgraph
+
+def _node_seconds(page: dict[str, Any]) -> dict[str, float]:
+    seconds: dict[str, float] = defaultdict(float)
+    for run in page["runs"]:
+        for entry in run["timeline"]:
+            seconds[str(entry.get("node"))] += float(entry["end_epoch"]) - float(
+                entry["start_epoch"])
+    return dict(seconds)
+
+
+def workgraph(page: dict[str, Any]) -> str:
+    from clavain.page import graph_svg
+
+    graph = page["graph"]
+    if graph is None:
+        return _section("graph", "Workgraph", '<p class="empty">This has no workgraph.</p>')
+    nodes = graph["nodes"]
+    if not nodes:
+        return _section("graph", f"Workgraph {graph['id']}",
+                        '<p class="empty">The graph has no nodes yet.</p>')
+    weights = _node_seconds(page)
+    picture = graph_svg.draw(nodes, weights=weights or None, fold_above=FOLD_ABOVE)
+    counts: dict[str, int] = defaultdict(int)
+    for node in nodes:
+        counts[str(node.get("status"))] += 1
+    legend = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    measure = "measured runner seconds" if weights else "number of nodes"
+    fold = (f" Folded: {picture.shown_nodes} nodes drawn one by one, the rest in "
+            f"{picture.groups} groups by layers and status." if picture.folded else "")
+    rows = [{"id": node.get("id"), "title": node.get("title"), "type": node.get("type"),
+             "status": node.get("status"), "attempts": node.get("attempts"),
+             "depends on": node.get("depends_on") or []} for node in nodes]
+    return _section(
+        "graph", f"Workgraph {graph['id']}",
+        f"<p>{len(nodes)} nodes: {escape(legend)}.{escape(fold)}</p>",
+        f'<div class="scroll">{picture.svg}</div>',
+        f'<p>Critical path (by {measure}): <span id="critical-path">'
+        f'{escape(" → ".join(picture.critical_path)) or "none"}</span></p>',
+        f"<details><summary>Every node ({len(nodes)})</summary>",
+        _table(rows, ["id", "title", "type", "status", "attempts", "depends on"],
+               numeric=("attempts",), css="nodes"),
+        "</details>")
+
+
+# ---------------------------------------------------------------- the timeline
+
+def timeline(page: dict[str, Any]) -> str:
+    from clavain.clock import parse_iso
+    from clavain.page import timeline_svg
+
+    several = len(page["runs"]) > 1
+    now = parse_iso(page["generated_at"]).timestamp()
+    bars = []
+    for run in page["runs"]:
+        prefix = f"{run['run_id']} · " if several else ""
+        bars += timeline_svg.bars_of_run(run, prefix=prefix)
+        bars += timeline_svg.bars_of_running(run, now=now, prefix=prefix)
+    bars += [bar for loop in page["loops"] for bar in timeline_svg.bars_of_loop(loop)]
+    if not bars:
+        return _section("timeline", "Timeline",
+                        '<p class="empty">No runner calls recorded yet: a headless '
+                        "<code>clavain run</code> or <code>clavain loop</code> records each "
+                        "one.</p>")
+    picture = timeline_svg.draw(bars)
+    span = picture.span_seconds
+    lanes = [{"lane": lane, "busy s": round(busy, 1),
+              "busy": f"{100 * busy / span:.0f}%" if span else "",
+              "idle s": round(max(span - busy, 0), 1)}
+             for lane, busy in picture.busy_by_lane.items()]
+    calls = [{"lane": bar.lane, "node": bar.label, "outcome": bar.outcome,
+              "seconds": round(bar.end - bar.start, 2), "detail": bar.detail}
+             for bar in sorted(bars, key=lambda b: b.start)]
+    return _section(
+        "timeline", "Timeline",
+        _cards([("peak concurrency", picture.peak_concurrency), ("lanes", len(picture.lanes)),
+                ("span", f"{span:.1f} s"), ("idle (nothing running)",
+                                            f"{picture.idle_seconds:.1f} s")]),
+        f'<div class="scroll">{picture.svg}</div>',
+        _table(lanes, ["lane", "busy s", "busy", "idle s"], numeric=("busy s", "idle s"),
+               css="lanes"),
+        f"<details><summary>Every runner call ({len(calls)})</summary>",
+        _table(calls, ["lane", "node", "outcome", "seconds", "detail"], numeric=("seconds",)),
+        "</details>")
+
+
+# ---------------------------------------------------------------- budgets
+
+def _meter(used: float, limit: float) -> str:
+    share = used / limit if limit else 0.0
+    level = "over" if share >= 1 else "high" if share >= 0.8 else ""
+    return (f'<span class="meter" title="{share:.0%}"><i class="{level}" '
+            f'style="width:{min(share, 1) * 100:.1f}%"></i></span> {share:.0%}')
+
+
+def budgets(page: dict[str, Any]) -> str:
+    from clavain.guards.budget import amount
+
+    budget = page["budget"]
+    body = []
+    if budget is None:
+        body.append('<p class="empty">Nothing counted against a budget here yet.</p>')
+    else:
+        rows = [{"budget": b["budget"], "used": amount(b["used"]), "limit": amount(b["limit"]),
+                 "left": amount(max(b["limit"] - b["used"], 0)),
+                 "spent": _meter(float(b["used"]), float(b["limit"]))}
+                for b in budget["budgets"]]
+        body += [f"<p>Budget run <code>{escape(str(budget['run']))}</code> "
+                 f"({escape(str(budget.get('profile')))}/{escape(str(budget.get('scope')))})"
+                 "</p>",
+                 _table(rows, ["budget", "used", "limit", "left", "spent"],
+                        numeric=("used", "limit", "left"), raw=("spent",), css="budgets")]
+        models = [{"model": model, **figures} for model, figures in
+                  (budget.get("models") or {}).items() if isinstance(figures, dict)]
+        if models:
+            body += ["<h3>Per model</h3>", _table(models, sorted({k for m in models for k in m},
+                                                                  key=_model_column))]
+        if budget.get("denied"):
+            body += ["<h3>Denied calls</h3>",
+                     _table(budget["denied"], sorted({k for d in budget["denied"] for k in d}))]
+    by_role, by_node = _spend_by(page, "role"), _spend_by(page, "node")
+    if by_role:
+        body += ["<h3>Runner calls per role</h3>",
+                 _table(by_role, ["role", "calls", "tokens", "cost_usd", "seconds"],
+                        numeric=("calls", "tokens", "cost_usd", "seconds"), css="per-role")]
+    if by_node:
+        body += ["<h3>Runner calls per node</h3>",
+                 _table(by_node, ["node", "calls", "tokens", "cost_usd", "seconds"],
+                        numeric=("calls", "tokens", "cost_usd", "seconds"), css="per-node")]
+    return _section("budgets", "Budgets", *body)
+
+
+def _model_column(name: str) -> tuple[int, str]:
+    return (0 if name == "model" else 1, name)
+
+
+def _spend_by(page: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    totals: dict[str, dict[str, Any]] = {}
+    for run in page["runs"]:
+        for entry in run["timeline"]:
+            name = str(entry.get(key) or "?")
+            row = totals.setdefault(name, {key: name, "calls": 0, "tokens": 0,
+                                           "cost_usd": 0.0, "seconds": 0.0})
+            row["calls"] += 1
+            row["tokens"] += int(entry.get("tokens") or 0)
+            row["cost_usd"] += float(entry.get("cost_usd") or 0)
+            row["seconds"] += float(entry["end_epoch"]) - float(entry["start_epoch"])
+    for row in totals.values():
+        row["cost_usd"], row["seconds"] = round(row["cost_usd"], 4), round(row["seconds"], 1)
+    return sorted(totals.values(), key=lambda row: (-row["seconds"], row[key]))
+
+
+# ---------------------------------------------------------------- verdicts
+
+def verdicts(found: list[dict[str, Any]]) -> str:
+    rows = []
+    for verdict in found:
+        detail = verdict.get("detail_file")
+        link = (f'<a href="{escape(Path(detail).as_uri())}">details</a>' if detail else "")
+        status = str(verdict.get("status"))
+        rows.append({"lens": escape(str(verdict.get("agent"))),
+                     "status": f'<span class="status-{escape(status)}">{escape(status)}</span>',
+                     "tokens": escape(_text(verdict.get("tokens_spent"))),
+                     "summary": escape(_clip(verdict.get("summary"), 300)),
+                     "filed": escape(str(verdict.get("timestamp") or "")), "detail": link})
+    columns = ["lens", "status", "tokens", "summary", "filed", "detail"]
+    return _section("verdicts", "Verdicts",
+                    _table(rows, columns, numeric=("tokens",), raw=tuple(columns),
+                           css="verdicts") if rows else
+                    '<p class="empty">No verdicts filed yet.</p>')
+
+
+# ---------------------------------------------------------------- loop runs
+
+def loops(found: list[dict[str, Any]]) -> str:
+    body = []
+    for loop in found:
+        summary = loop["summary"]
+        body += [f'<h3 data-loop="{escape(loop["run_id"])}">Loop {escape(loop["run_id"])}: '
+                 f'{escape(str(loop["status"]))}</h3>',
+                 f"<p>{escape(str(summary.get('message') or ''))}"
+                 f"{' — ' if loop.get('task_label') else ''}"
+                 f"{escape(str(loop.get('task_label') or ''))}</p>",
+                 _cards([("iterations", len(loop["iterations"])),
+                         ("confirmed done", len(summary.get("confirmed_done") or [])),
+                         ("claimed, not confirmed",
+                          len(summary.get("claimed_not_confirmed") or [])),
+                         ("breaker", summary.get("breaker_state", "?")),
+                         ("tokens", summary.get("tokens", 0))])]
+        rows = []
+        for record in loop["iterations"]:
+            status = record.get("status") if isinstance(record.get("status"), dict) else {}
+            progress = record.get("progress") if isinstance(record.get("progress"),
+                                                            dict) else {}
+            rows.append({"#": record.get("iteration"), "offered": record.get("items") or [],
+                         "status block": " ".join(f"{k}={v}" for k, v in status.items()
+                                                  if k in ("status", "task_completed",
+                                                           "exit_signal", "tests_status")),
+                         "problem": record.get("status_error") or record.get("runner_error"),
+                         "progress": "yes" if progress.get("progress") else "no",
+                         "why": (progress.get("why") or []) + (progress.get("unconfirmed")
+                                                               or []),
+                         "breaker": record.get("breaker"), "tokens": record.get("tokens")})
+        body += [_table(rows, ["#", "offered", "status block", "problem", "progress", "why",
+                               "breaker", "tokens"], numeric=("#", "tokens"),
+                        css="iterations"),
+                 "<h3>Breaker transitions</h3>",
+                 _table(loop["breaker_transitions"], ["iteration", "from", "to"],
+                        css="breaker"),
+                 "<h3>Waits for the rate limit</h3>",
+                 _table(loop["waits"], ["at", "why", "seconds"], numeric=("seconds",),
+                        css="waits")]
+    return _section("loops", "Loop runs", *body)
