@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -219,7 +219,9 @@ def test_watch_rewrites_the_page_while_the_run_is_live_then_stops(
     assert seen_live, "the page was never seen live"
     live = seen_live[0]
     assert '<meta http-equiv="refresh" content="1">' in live  # 0.5 s, at least a second
-    assert "running now" in live or 'data-outcome="' in live
+    # Runners at work are drawn as they run, on a lane of their own.
+    assert any('data-lane="running now"' in text and 'data-outcome="running"' in text
+               for text in seen_live)
     assert err.count("(live)") >= 2 and err.rstrip().endswith("(finished)")
     final = target.read_text()
     assert 'data-live="false"' in final and 'http-equiv="refresh"' not in final
@@ -247,7 +249,6 @@ def test_a_reader_never_sees_a_torn_page(run_cli, project: Path, tmp_path: Path)
         cwd=project, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
     reads, torn = 0, []
-    stop = threading.Event()
     try:
         deadline = time.monotonic() + 60
         while reads < 300 and time.monotonic() < deadline:
@@ -257,9 +258,127 @@ def test_a_reader_never_sees_a_torn_page(run_cli, project: Path, tmp_path: Path)
                 if not text.startswith("<!DOCTYPE html>") or not text.endswith("</html>\n"):
                     torn.append(len(text))
     finally:
-        stop.set()
         watcher.send_signal(2)  # Ctrl-C: the watcher leaves a still page
         _, err = watcher.communicate(timeout=60)
     assert reads >= 300 and torn == []
     assert watcher.returncode == 130 and "is a still page now" in err
     assert 'http-equiv="refresh"' not in target.read_text()
+
+
+def test_a_watcher_killed_or_hung_up_leaves_a_still_page(run_cli, project: Path,
+                                                         tmp_path: Path) -> None:
+    assert run_cli("init").returncode == 0
+    assert run_cli("sprint", "start", "--complexity", "2",
+                   "add a --verbose flag to the export command").returncode == 0
+    for number, sig in enumerate((signal.SIGTERM, signal.SIGHUP)):
+        target = tmp_path / f"page-{number}.html"
+        watcher = subprocess.Popen(
+            [str(BIN / "clavain"), "report", "--html", str(target), "--watch", "--interval",
+             "0.2"], cwd=project, env=subprocess_env(), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not (target.exists() and 'data-live="true"' in target.read_text()) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        watcher.send_signal(sig)
+        _, err = watcher.communicate(timeout=60)
+        assert watcher.returncode == 130, err
+        assert f"stopped watching ({sig.name})" in err
+        text = target.read_text()
+        assert 'http-equiv="refresh"' not in text and 'data-live="true"' in text
+
+
+def test_a_watcher_never_follows_its_folder_into_the_state_folder(
+        run_cli, project: Path, tmp_path: Path) -> None:
+    """Checked before every write, not once: the folder swapped for a link into `.clavain/`
+    while the watcher runs stops it, and nothing is written there."""
+    assert run_cli("init").returncode == 0
+    assert run_cli("sprint", "start", "--complexity", "2",
+                   "add a --verbose flag to the export command").returncode == 0
+    pages = tmp_path / "pages"
+    pages.mkdir()
+    target = pages / "checkpoint.html"
+    watcher = subprocess.Popen(
+        [str(BIN / "clavain"), "report", "--html", str(target), "--watch", "--interval", "0.2"],
+        cwd=project, env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    deadline = time.monotonic() + 60
+    while not target.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (pages / "checkpoint.html").unlink()
+    pages.rmdir()
+    pages.symlink_to(project / ".clavain")
+    _, err = watcher.communicate(timeout=60)
+    assert watcher.returncode == 2 and "not written into the state folder" in err
+    assert not (project / ".clavain" / "checkpoint.html").exists()
+
+
+def _edit_json(path: Path, edit) -> None:
+    data = json.loads(path.read_text())
+    edit(data)
+    path.write_text(json.dumps(data))
+
+
+def test_hand_edited_run_files_never_cost_the_page(run_cli, project: Path,
+                                                   tmp_path: Path) -> None:
+    """Whatever types a hand-edited record holds, the page is written (a part it cannot use
+    is left out or named), and a non-finite time never hangs it."""
+    finished_run(project, run_cli)
+    run = project / ".clavain/runs/demo"
+    metrics, record = run / "metrics.json", run / "supervisor.json"
+    original = {path: path.read_text() for path in (metrics, record)}
+    damages = [
+        (metrics, lambda d: d["timeline"][0].update(end_epoch=float("inf"))),
+        (metrics, lambda d: d["timeline"][0].update(tokens="12k", cost_usd=[1])),
+        (metrics, lambda d: d["timeline"][1].update(worker="²", node=None, outcome=7)),
+        (metrics, lambda d: d.update(timeline=5, wall_seconds="abc")),
+        (record, lambda d: d.update(options="x", runners=[1], status="running")),
+    ]
+    for number, (path, damage) in enumerate(damages):
+        for kept, text in original.items():
+            kept.write_text(text)
+        _edit_json(path, damage)
+        result = subprocess.run([str(BIN / "clavain"), "report", "--html",
+                                 str(tmp_path / f"p{number}.html"), "--run", "demo"],
+                                cwd=project, env=subprocess_env(), capture_output=True,
+                                text=True, timeout=60)
+        assert result.returncode == 0, (number, result.stderr)
+        text = (tmp_path / f"p{number}.html").read_text()
+        assert text.endswith("</html>\n") and 'data-node-id="integrate"' in text, number
+
+
+def test_hand_edited_sprint_and_loop_files_never_cost_the_page(run_cli, project: Path,
+                                                              tmp_path: Path) -> None:
+    sprint_id = sprint_with_verdicts_and_waiver(project, run_cli)
+    assert run_cli("sprint", "abandon").returncode == 0
+    archive = project / ".clavain/runs" / sprint_id / "checkpoint.json"
+    _edit_json(archive, lambda d: d.update(
+        skipped=["x"], completed_steps=5, person_decisions=5, route=["plan", ["x"], 3],
+        waivers=[{"step": ["x"]}, {"step": "plan", "decided_by": 5, "problems": "p"}]))
+    text = _page(run_cli, tmp_path / "sprint.html", "--sprint", sprint_id)
+    assert 'data-step="plan" data-state="waived"' in text
+    loop_dir = project / ".clavain/runs/loop-x"
+    loop_dir.mkdir()
+    (loop_dir / "loop.json").write_text(json.dumps(
+        {"run_id": "loop-x", "status": "done", "waits": 5, "graph_id": 3, "pid": "me"}))
+    (loop_dir / "iteration-1.json").write_text(json.dumps(
+        {"iteration": 1, "status": "COMPLETE", "progress": {"why": "a string"},
+         "items": "x", "started_at": 5, "breaker": ["OPEN"]}))
+    text = _page(run_cli, tmp_path / "loop.html", "--run", "loop-x")
+    assert 'data-loop="loop-x"' in text and "a string" in text
+
+
+def test_a_damaged_active_checkpoint_is_named_on_any_page(run_cli, project: Path,
+                                                          tmp_path: Path) -> None:
+    finished_run(project, run_cli)
+    (project / ".clavain" / "checkpoint.json").write_text("{ not json")
+    text = _page(run_cli, tmp_path / "p.html")  # the run that started last
+    assert 'data-subject-id="demo"' in text
+    assert "the active sprint&#x27;s checkpoint is unreadable" in text
+
+
+def test_a_loop_run_records_the_graph_it_came_to_work_on(run_cli, project: Path) -> None:
+    loop_run(project, run_cli)
+    record = json.loads((project / ".clavain/runs/loop-t/loop.json").read_text())
+    last = json.loads((project / ".clavain/runs/loop-t/iteration-4.json").read_text())
+    assert last["graph_id"] == "default" and record["graph_id"] == "default"

@@ -54,7 +54,7 @@ def test_a_page_that_cannot_be_written_never_stops_the_run(state: StatePaths, tm
         folder.rmdir()  # the page's folder becomes a file while the run goes on
         folder.write_text("not a folder")
         threading.Event().wait(0.5)
-    assert page.problem and "File exists" in page.problem
+    assert page.problem and "no folder" in page.problem
     assert not page.thread.is_alive()
 
 
@@ -102,3 +102,21 @@ def test_a_subject_that_is_not_live_is_written_once(state: StatePaths, tmp_path:
     writer.watch(state, Subject("run", "r4"), target, interval=0.1, on_write=written.append)
     assert [event["live"] for event in written] == [False]
     assert 'http-equiv="refresh"' not in target.read_text()
+
+
+def test_the_run_writing_its_own_page_is_live_until_it_returns(state: StatePaths,
+                                                               tmp_path: Path) -> None:
+    """Inside `clavain run --html` the supervisor is this very process, which the state files'
+    liveness test leaves out: the page says live (and reloads) until the run returns."""
+    import os
+
+    _record(state, "r5", status="running", pid=os.getpid())
+    target = writer.check_target(state, tmp_path / "own.html")
+    with writer.LivePage(state, "r5", target, interval=0.1):
+        for _ in range(50):
+            if target.exists():
+                break
+            threading.Event().wait(0.1)
+        live = target.read_text()
+    assert 'data-live="true"' in live and 'http-equiv="refresh"' in live
+    assert 'data-live="false"' in target.read_text()

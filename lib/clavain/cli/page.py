@@ -53,6 +53,33 @@ def check_report_flags(args: argparse.Namespace) -> None:
         raise ClavainError("--interval sets how often --watch rewrites the page; add --watch")
 
 
+def _watch(state: Any, subject: Any, target: Path, interval: float | None,
+           progress: Any) -> tuple[dict[str, Any], str | None]:
+    """`writer.watch` until the subject is finished or a signal (Ctrl-C, a `kill`, the
+    terminal closing) stops it: either way the last page written is a still one."""
+    import signal
+    import threading
+
+    from clavain.page import writer
+
+    stop = threading.Event()
+    stopped_by: list[str] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stopped_by.append(signal.Signals(signum).name)
+        stop.set()
+
+    previous = {sig: signal.signal(sig, on_signal)
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        written = writer.watch(state, subject, target, stop=stop, on_write=progress,
+                               interval=interval or writer.DEFAULT_INTERVAL)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return written, (stopped_by[0] if stopped_by else None)
+
+
 def write_report_page(args: argparse.Namespace) -> int:
     from clavain.page import writer
     from clavain.paths import StatePaths
@@ -67,11 +94,10 @@ def write_report_page(args: argparse.Namespace) -> int:
             print(f"clavain: page written {event['generated_at']} "
                   f"({'live' if event['live'] else 'finished'})", file=sys.stderr, flush=True)
 
-        try:
-            written = writer.watch(state, subject, target, on_write=progress,
-                                   interval=args.interval or writer.DEFAULT_INTERVAL)
-        except KeyboardInterrupt:
-            print(f"clavain: stopped watching; {target} is a still page now", file=sys.stderr)
+        written, stopped_by = _watch(state, subject, target, args.interval, progress)
+        if stopped_by is not None:
+            print(f"clavain: stopped watching ({stopped_by}); {target} is a still page now",
+                  file=sys.stderr)
             return 130
     if args.json:
         emit_json(written)

@@ -150,6 +150,9 @@ class Loop:
         done = 0
         while not self.stop.is_set():
             self.graph_id = decide.current_graph(self.state, self.options.graph)
+            if self.record.get("graph_id") != self.graph_id:  # a plan made it meanwhile
+                self.record["graph_id"] = self.graph_id
+                records.write_loop(self.state, self.run_id, self.record)
             number = done + 1
             offered = iterate(self.state, graph_id=self.graph_id, automation=self.automation,
                               iteration=number, skip=frozenset(self.blocked),

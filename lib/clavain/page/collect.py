@@ -8,6 +8,7 @@ sprint that started last) into a `Subject`; `gather` reads everything the page d
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,6 +75,8 @@ def gather(state: StatePaths, conn: Any, subject: Subject) -> dict[str, Any]:
                             "sprint": None, "verdicts": [], "budget": None,
                             "problems": problems}
     graph_id: str | None = None
+    if subject.kind != "sprint":  # a damaged active sprint is named, whatever is shown
+        _active_checkpoint(state, problems)
     if subject.kind == "sprint":
         page["sprint"], page["verdicts"], page["budget"] = _sprint(state, subject.id, problems)
         graph_id = page["sprint"]["graph_id"]
@@ -129,43 +132,47 @@ def _sprint(state: StatePaths, sprint_id: str, problems: list[str]
     if sprint is None:
         raise ClavainError(f"the sprint {sprint_id!r} is gone")
     active = sprint.get("outcome") is None
-    folder = None if active else state.runs / sprint_id / "verdicts"
-    verdicts = [{**verdict, "detail_file": _detail_file(state, verdict, folder)}
+    folder = state.verdicts if active else state.runs / sprint_id / "verdicts"
+    verdicts = [{**verdict, "detail_file": _detail_file(verdict, folder)}
                 for verdict in summary.sprint_verdicts(state, sprint, folder)]
     budget = summary.budget_report(state, sprint_id)
-    try:
-        found = summary.summarize(state, sprint, budget, verdicts_folder=folder)
-    except (ClavainError, KeyError, TypeError, ValueError) as exc:
-        problems.append(f"the sprint's summary could not be made: {exc}")
-        found = None
-    waived = {w.get("step"): w for w in sprint.get("waivers") or [] if isinstance(w, dict)}
-    completed = set(sprint.get("completed_steps") or [])
+    waived = {w["step"]: {**w, "decided_by": _provenance(w.get("decided_by"))}
+              for w in _list(sprint.get("waivers"))
+              if isinstance(w, dict) and isinstance(w.get("step"), str)}
+    completed = {step for step in _list(sprint.get("completed_steps")) if isinstance(step, str)}
     route = [{"step": step, "gate": gates.has_gate(step), "lenses": _lenses(sprint, step),
               "state": ("waived" if step in waived else "done" if step in completed
                         else "current" if step == sprint.get("current_step") else "pending"),
               "waiver": waived.get(step)}
-             for step in sprint.get("route") or []]
-    return ({"sprint_id": sprint_id, "description": sprint.get("description", ""),
-             "complexity": sprint.get("complexity"), "outcome": sprint.get("outcome", "active"),
-             "graph_id": checkpoint.graph_of(sprint), "route": route,
-             "skipped": dict(sprint.get("skipped") or {}),
-             "person_decisions": list(sprint.get("person_decisions") or []),
-             "started_at": sprint.get("started_at"), "updated_at": sprint.get("updated_at"),
-             "summary": found},
+             for step in _list(sprint.get("route")) if isinstance(step, str)]
+    graph_id = sprint.get("graph_id")
+    return ({"sprint_id": sprint_id, "description": str(sprint.get("description") or ""),
+             "complexity": sprint.get("complexity"),
+             "outcome": str(sprint.get("outcome") or "active"),
+             "graph_id": graph_id if isinstance(graph_id, str) else checkpoint.graph_of(None),
+             "route": route,
+             "skipped": {str(k): str(v) for k, v in _dict(sprint.get("skipped")).items()},
+             "person_decisions": [{"what": str(d.get("what")),
+                                   "decided_by": _provenance(d.get("decided_by"))}
+                                  for d in _list(sprint.get("person_decisions"))
+                                  if isinstance(d, dict)],
+             "started_at": sprint.get("started_at"), "updated_at": sprint.get("updated_at")},
             verdicts, budget)
 
 
-def _detail_file(state: StatePaths, verdict: dict[str, Any], folder: Path | None) -> str | None:
-    """The verdict's detail file where it is now (an ended sprint's moved into its archive),
-    when it is a regular file inside the state folder; else None (no link)."""
+def _provenance(value: Any) -> dict[str, Any] | None:
+    return value if isinstance(value, dict) else None
+
+
+def _detail_file(verdict: dict[str, Any], folder: Path) -> str | None:
+    """The verdict's detail file in the folder its verdicts are in now (an ended sprint's were
+    moved into its archive), when it is a regular file there; else None (no link)."""
     named = verdict.get("detail_path")
-    if not isinstance(named, str) or not named:
+    if not isinstance(named, str) or not named.endswith(".md"):
         return None
-    root = Path(os.path.realpath(state.root))
-    for candidate in (state.project / named, (folder or state.verdicts) / Path(named).name):
-        real = Path(os.path.realpath(candidate))
-        if root in real.parents and real.is_file():
-            return str(real)
+    real = Path(os.path.realpath(folder / Path(named).name))
+    if real.parent == Path(os.path.realpath(folder)) and real.is_file():
+        return str(real)
     return None
 
 
@@ -191,19 +198,19 @@ def _run(state: StatePaths, run_id: str, problems: list[str]) -> dict[str, Any]:
     if not record and not measured:
         problems.append(f"run {run_id}: neither {run_record.RECORD_NAME} nor "
                         f"{metrics.METRICS_NAME} could be read")
-    timeline = [entry for entry in measured.get("timeline") or [] if _timed(entry)]
-    return {"run_id": run_id, "graph_id": measured.get("graph_id") or record.get("graph_id"),
-            "status": measured.get("status") or record.get("status") or "unknown",
+    timeline = [_entry(entry) for entry in _list(measured.get("timeline")) if _timed(entry)]
+    graph_id = measured.get("graph_id") or record.get("graph_id")
+    return {"run_id": run_id, "graph_id": graph_id if isinstance(graph_id, str) else None,
+            "status": str(measured.get("status") or record.get("status") or "unknown"),
             "live": run_id in run_record.live_runs(state),
-            "started_at": measured.get("started_at") or record.get("started_at"),
-            "wall_seconds": measured.get("wall_seconds"),
+            "started_at": str(measured.get("started_at") or record.get("started_at") or ""),
+            "wall_seconds": _number(measured.get("wall_seconds")),
             "peak_concurrency": metrics.peak_concurrency(timeline),
-            "llm_invocations": measured.get("llm_invocations", 0),
-            "tokens": measured.get("tokens", 0), "cost_usd": measured.get("cost_usd", 0.0),
-            "nodes": measured.get("nodes") or {}, "crashes": measured.get("crashes") or {},
-            "workers": (record.get("options") or {}).get("workers"),
-            "running": [{"node": node, "started_at": runner.get("started_at")}
-                        for node, runner in sorted((record.get("runners") or {}).items())
+            "tokens": int(_number(measured.get("tokens"))),
+            "cost_usd": _number(measured.get("cost_usd")),
+            "workers": _dict(record.get("options")).get("workers"),
+            "running": [{"node": str(node), "started_at": runner.get("started_at")}
+                        for node, runner in sorted(_dict(record.get("runners")).items())
                         if isinstance(runner, dict)] if record.get("status") == "running"
             else [],
             "timeline": timeline}
@@ -212,7 +219,34 @@ def _run(state: StatePaths, run_id: str, problems: list[str]) -> dict[str, Any]:
 def _timed(entry: Any) -> bool:
     return isinstance(entry, dict) and all(
         isinstance(entry.get(key), (int, float)) and not isinstance(entry.get(key), bool)
-        for key in ("start_epoch", "end_epoch"))
+        and math.isfinite(entry[key]) for key in ("start_epoch", "end_epoch"))
+
+
+def _entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """A runner call as the page reads it: texts as text, figures as finite numbers."""
+    worker = entry.get("worker")
+    return {**entry, "node": str(entry.get("node") or "?"),
+            "role": str(entry.get("role") or "?"), "outcome": str(entry.get("outcome") or "?"),
+            "worker": worker if isinstance(worker, (int, str)) and not isinstance(worker, bool)
+            else "?", "tokens": int(_number(entry.get("tokens"))),
+            "cost_usd": _number(entry.get("cost_usd")),
+            "start_epoch": float(entry["start_epoch"]),
+            "end_epoch": max(float(entry["end_epoch"]), float(entry["start_epoch"]))}
+
+
+def _number(value: Any) -> float:
+    """A finite figure, else 0 (a hand-edited file may hold anything)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return 0.0
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _loop(state: StatePaths, run_id: str, problems: list[str]) -> dict[str, Any]:
@@ -223,8 +257,8 @@ def _loop(state: StatePaths, run_id: str, problems: list[str]) -> dict[str, Any]
     loop = records.read_loop(state, run_id)
     try:
         found = records.summary(state, run_id)
-    except ClavainError as exc:
-        problems.append(f"loop {run_id}: {exc}")
+    except Exception as exc:  # the loop's own summary of a damaged record
+        problems.append(f"loop {run_id}: {type(exc).__name__}: {exc}")
         found = {"run_id": run_id, "status": loop.get("status")}
     iterations = records.iterations(state, run_id)
     transitions, before = [], "CLOSED"
@@ -233,23 +267,27 @@ def _loop(state: StatePaths, run_id: str, problems: list[str]) -> dict[str, Any]
         if now != before:
             transitions.append({"iteration": record.get("iteration"), "from": before, "to": now})
         before = now
-    return {"run_id": run_id, "graph_id": loop.get("graph_id"),
-            "status": loop.get("status"), "live": _loop_alive(loop),
+    graph_id = loop.get("graph_id")
+    return {"run_id": run_id, "graph_id": graph_id if isinstance(graph_id, str) else None,
+            "status": str(loop.get("status")), "live": _loop_alive(state, loop),
             "task_label": loop.get("task_label"), "runner": loop.get("runner"),
             "summary": found, "iterations": iterations, "breaker_transitions": transitions,
-            "waits": [w for w in loop.get("waits") or [] if isinstance(w, dict)]}
+            "waits": [w for w in _list(loop.get("waits")) if isinstance(w, dict)]}
 
 
-def _loop_alive(loop: dict[str, Any]) -> bool:
+def _loop_alive(state: StatePaths, loop: dict[str, Any]) -> bool:
     """A loop run still at work: it says so and its process lives (a run killed with -9 says
-    "running" for ever); an in-session loop has no process of its own."""
+    "running" for ever); an in-session loop, while its session's registration is there."""
+    from clavain.loop.session_state import state_file
     from clavain.processes import pid_alive, same_process
 
     if loop.get("status") != "running":
         return False
+    if loop.get("runner") == "session":
+        return state_file(str(state.root), loop.get("session_id")) is not None
     pid = loop.get("pid")
     if not isinstance(pid, int) or isinstance(pid, bool):
-        return True
+        return False
     return pid > 0 and pid_alive(pid) and same_process(pid, loop.get("identity"))
 
 

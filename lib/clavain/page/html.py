@@ -4,6 +4,7 @@ Content-Security-Policy that lets nothing load), readable offline and without Ja
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from html import escape
 from typing import Any
 
@@ -69,18 +70,30 @@ def render(page: dict[str, Any], *, refresh_seconds: float | None = None) -> str
     """The page; `refresh_seconds` (while a watcher rewrites the file and the subject is live)
     makes the browser reload it that often."""
     refresh = refresh_seconds if refresh_seconds and page["live"] else None
-    parts = [sections.overview(page)]
-    if page["problems"]:
-        parts.append(sections.problems(page["problems"]))
+    failed: list[str] = []
+
+    def drawn(section: Callable[..., str], *args: Any) -> str:
+        """A section, or one line saying why it could not be drawn: what a hand-edited file
+        holds must not cost the rest of the page."""
+        try:
+            return section(*args)
+        except Exception as exc:
+            failed.append(f"the {section.__name__.replace('_', ' ')} section could not be "
+                          f"drawn: {type(exc).__name__}: {exc}")
+            return ""
+
+    parts = [drawn(sections.overview, page)]
     if page["sprint"] is not None:
-        parts.append(sections.sprint_route(page["sprint"]))
-    parts.append(sections.workgraph(page))
-    parts.append(sections.timeline(page))
-    parts.append(sections.budgets(page))
+        parts.append(drawn(sections.sprint_route, page["sprint"]))
+    parts.append(drawn(sections.workgraph, page))
+    parts.append(drawn(sections.timeline, page))
+    parts.append(drawn(sections.budgets, page))
     if page["sprint"] is not None or page["verdicts"]:
-        parts.append(sections.verdicts(page["verdicts"]))
+        parts.append(drawn(sections.verdicts, page["verdicts"]))
     if page["loops"]:
-        parts.append(sections.loops(page["loops"]))
+        parts.append(drawn(sections.loops, page["loops"]))
+    if page["problems"] or failed:
+        parts.insert(1, sections.problems([*page["problems"], *failed]))
     title = sections.title(page)
     refresh_meta = (f'<meta http-equiv="refresh" content="{max(int(refresh), 1)}">'
                     if refresh else "")

@@ -73,6 +73,10 @@ def _clip(text: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
 def _cards(items: list[tuple[str, Any]]) -> str:
     return '<div class="cards">' + "".join(
         f'<div class="card"><b>{escape(_text(value))}</b><span>{escape(label)}</span></div>'
@@ -96,7 +100,7 @@ def overview(page: dict[str, Any]) -> str:
     for run in page["runs"]:
         cards += [(f"run {run['run_id']}", run["status"]),
                   ("peak concurrency", run["peak_concurrency"]),
-                  ("wall", f"{float(run['wall_seconds'] or 0):.1f} s")]
+                  ("wall", f"{run['wall_seconds']:.1f} s")]
     for loop in page["loops"]:
         cards += [(f"loop {loop['run_id']}", loop["status"]),
                   ("iterations", len(loop["iterations"]))]
@@ -224,7 +228,7 @@ def timeline(page: dict[str, Any]) -> str:
              for bar in sorted(bars, key=lambda b: b.start)]
     return _section(
         "timeline", "Timeline",
-        _cards([("peak concurrency", picture.peak_concurrency), ("lanes", len(picture.lanes)),
+        _cards([("most bars at once", picture.peak_concurrency), ("lanes", len(picture.lanes)),
                 ("span", f"{span:.1f} s"), ("idle (nothing running)",
                                             f"{picture.idle_seconds:.1f} s")]),
         f'<div class="scroll">{picture.svg}</div>',
@@ -289,12 +293,12 @@ def _spend_by(page: dict[str, Any], key: str) -> list[dict[str, Any]]:
     totals: dict[str, dict[str, Any]] = {}
     for run in page["runs"]:
         for entry in run["timeline"]:
-            name = str(entry.get(key) or "?")
+            name = str(entry[key])
             row = totals.setdefault(name, {key: name, "calls": 0, "tokens": 0,
                                            "cost_usd": 0.0, "seconds": 0.0})
             row["calls"] += 1
-            row["tokens"] += int(entry.get("tokens") or 0)
-            row["cost_usd"] += float(entry.get("cost_usd") or 0)
+            row["tokens"] += entry["tokens"]
+            row["cost_usd"] += entry["cost_usd"]
             row["seconds"] += float(entry["end_epoch"]) - float(entry["start_epoch"])
     for row in totals.values():
         row["cost_usd"], row["seconds"] = round(row["cost_usd"], 4), round(row["seconds"], 1)
@@ -349,8 +353,8 @@ def loops(found: list[dict[str, Any]]) -> str:
                                                            "exit_signal", "tests_status")),
                          "problem": record.get("status_error") or record.get("runner_error"),
                          "progress": "yes" if progress.get("progress") else "no",
-                         "why": (progress.get("why") or []) + (progress.get("unconfirmed")
-                                                               or []),
+                         "why": [*_items(progress.get("why")),
+                                 *_items(progress.get("unconfirmed"))],
                          "breaker": record.get("breaker"), "tokens": record.get("tokens")})
         body += [_table(rows, ["#", "offered", "status block", "problem", "progress", "why",
                                "breaker", "tokens"], numeric=("#", "tokens"),

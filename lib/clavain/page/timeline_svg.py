@@ -82,7 +82,7 @@ def draw(bars: list[Bar], *, now: float | None = None) -> TimelinePicture:
 def _lane_order(bar: Bar) -> tuple[str, int, str]:
     """Lanes in a natural order: `worker 2` before `worker 10`."""
     head, _, tail = bar.lane.rpartition(" ")
-    return (head, int(tail), "") if tail.isdigit() else (bar.lane, 0, "")
+    return (head, int(tail), "") if tail.isascii() and tail.isdigit() else (bar.lane, 0, "")
 
 
 def _bar(bar: Bar, first: float, scale: float, y: float) -> str:
@@ -106,7 +106,9 @@ def _axis(first: float, span: float, scale: float, height: int) -> list[str]:
     step = _tick_step(span)
     parts = ['<g class="axis" font-size="10" fill="#555">']
     tick = 0.0
-    while tick <= span + 1e-9:
+    for _ in range(40):  # _tick_step keeps it near 8
+        if tick > span + 1e-9:
+            break
         x = LABEL_WIDTH + tick * scale
         parts.append(f'<line x1="{x:.1f}" y1="{AXIS_HEIGHT - 6}" x2="{x:.1f}" y2="{height}" '
                      f'stroke="#e5e7eb"/><text x="{x + 2:.1f}" y="{AXIS_HEIGHT - 10}">'
@@ -150,9 +152,9 @@ def _clip(text: str, limit: int) -> str:
 
 def bars_of_run(run: dict[str, Any], *, prefix: str = "") -> list[Bar]:
     """A `clavain run`'s timeline entries as bars, a lane per worker."""
-    return [Bar(f"{prefix}worker {entry.get('worker', '?')}", str(entry.get("node", "?")),
+    return [Bar(f"{prefix}worker {entry['worker']}", entry["node"],
                 float(entry["start_epoch"]), float(entry["end_epoch"]),
-                str(entry.get("outcome") or "unknown"),
+                entry["outcome"],
                 " · ".join(str(part) for part in (entry.get("role"), entry.get("runner"),
                                                   entry.get("summary")) if part))
             for entry in run["timeline"]]

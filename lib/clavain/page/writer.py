@@ -60,8 +60,12 @@ def subject_for(state: StatePaths, *, run: str | None = None, sprint: str | None
 
 
 def write_page(state: StatePaths, subject: Subject, target: Path, *,
-               refresh_seconds: float | None = None) -> dict[str, Any]:
-    """Read `subject` now and replace `target` with its page; what was written."""
+               refresh_seconds: float | None = None, live: bool | None = None
+               ) -> dict[str, Any]:
+    """Read `subject` now and replace `target` with its page; what was written. `live`: the
+    caller knows better than the state files (the run that writes its own page is live until
+    it returns). The target is checked again before each write: its folder may have been
+    swapped for a link into the state folder since the last one."""
     from clavain.fsutil import write_atomic
     from clavain.page.collect import gather
     from clavain.page.html import render
@@ -72,8 +76,10 @@ def write_page(state: StatePaths, subject: Subject, target: Path, *,
         page = gather(state, conn, subject)
     finally:
         conn.close()
+    if live is not None:
+        page["live"] = live
     text = render(page, refresh_seconds=refresh_seconds)
-    write_atomic(target, text)
+    write_atomic(check_target(state, target), text)
     nodes = (page["graph"] or {}).get("nodes") or []
     return {"path": str(target), "subject": page["subject"], "live": page["live"],
             "nodes": len(nodes), "bytes": len(text.encode("utf-8")),
@@ -123,9 +129,9 @@ class LivePage:
         self.thread.join()
         if self._started():
             try:
-                write_page(self.state, self.subject, self.target)
-            except (ClavainError, OSError) as error:
-                self.problem = str(error)
+                write_page(self.state, self.subject, self.target, live=False)
+            except Exception as error:  # the run's own report and exit code come first
+                self.problem = f"{type(error).__name__}: {error}"
 
     def _started(self) -> bool:
         from clavain.supervisor.run_record import RECORD_NAME, run_dir
@@ -137,7 +143,9 @@ class LivePage:
             if not self._started():
                 continue
             try:
+                # This process is the run's supervisor: it is live until `supervise` returns
+                # (the state files cannot say so; their liveness test excludes itself).
                 write_page(self.state, self.subject, self.target,
-                           refresh_seconds=self.interval)
+                           refresh_seconds=self.interval, live=True)
             except Exception as error:  # a page that cannot be written never stops the run
                 self.problem = f"{type(error).__name__}: {error}"
