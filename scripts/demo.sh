@@ -17,7 +17,8 @@ if [ "${1:-}" = "--runner" ] && [ -n "${2:-}" ]; then runner=$2; fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # The page outlives the throwaway project: a person opens it after the demo.
-page=${CLAVAIN_DEMO_PAGE:-${TMPDIR:-/tmp}/clavain-demo$([ "${1:-}" = "--loop" ] && echo -loop).html}
+if [ "${1:-}" = "--loop" ]; then page_name=clavain-demo-loop.html; else page_name=clavain-demo.html; fi
+page=${CLAVAIN_DEMO_PAGE:-${TMPDIR:-/tmp}/$page_name}
 if [ "${1:-}" = "--loop" ]; then
   # A fresh git project from examples/loop-demo in $1: three failing checks and ./agent.py,
   # a scripted stand-in for a model, configured as the runners `agent` and `pretender`.

@@ -9,9 +9,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_demo_runs_a_headless_sprint_to_the_end(tmp_path: Path) -> None:
-    page = tmp_path / "demo.html"
+    page = tmp_path / "clavain-demo.html"  # where it goes by default: in $TMPDIR
     env = dict(os.environ, CLAVAIN=str(REPO / "bin" / "clavain"), CLAVAIN_PYTHON=sys.executable,
-               CLAVAIN_DEMO_PAGE=str(page))
+               TMPDIR=str(tmp_path))
+    env.pop("CLAVAIN_DEMO_PAGE", None)
     result = subprocess.run([str(REPO / "scripts" / "demo.sh")], capture_output=True, text=True,
                             env=env, timeout=300)
     assert result.returncode == 0, result.stderr

@@ -24,9 +24,9 @@ def _section(out: str, start: str, end: str | None = None) -> str:
 
 
 def test_demo_loop_runs_to_done_then_shows_the_breaker_open(tmp_path: Path) -> None:
-    page = tmp_path / "loop.html"
+    page = tmp_path / "clavain-demo-loop.html"  # where it goes by default: in $TMPDIR
     result = subprocess.run([str(REPO / "scripts" / "demo.sh"), "--loop"], capture_output=True,
-                            text=True, env=_env(CLAVAIN_DEMO_PAGE=str(page)), timeout=120)
+                            text=True, env=_env(TMPDIR=str(tmp_path)), timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "[HIGH] check:greeting" in out and "---CLAVAIN_STATUS---" in out

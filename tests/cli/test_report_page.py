@@ -86,6 +86,8 @@ def test_a_loop_run_shows_each_iteration(run_cli, project: Path, tmp_path: Path)
     iterations = iterations[:iterations.index("</table>")]
     assert iterations.count("<tr>") == 5  # the header and four iterations
     assert "task_completed=check:greeting status=COMPLETE" in iterations
+    assert "exit_signal=false" in iterations and "exit_signal=true" in iterations
+    assert "True" not in iterations and "<td>nothing actionable</td>" in iterations
     assert _values(text, "data-lane") == ["loop loop-t"]
     assert 'data-loop="loop-t"' in text and "<b>3</b><span>confirmed done</span>" in text
 
@@ -137,7 +139,7 @@ def test_damaged_files_are_named_on_the_page_and_the_rest_still_shows(
     (("--html", "{project}/.clavain/p.html"), "the page is not written into the state folder"),
     (("--html", "{tmp}/p.html", "--run", "nope"), "no run 'nope' in"),
     (("--html", "{tmp}/p.html", "--sprint", "nope"), "no sprint 'nope': not the active one"),
-    (("--html", "{tmp}/p.html", "--graph", "nope"), "no such graph 'nope' (graphs: default"),
+    (("--html", "{tmp}/p.html", "--graph", "nope"), "no such graph 'nope' (known: default"),
     (("--html", "{tmp}/p.html", "--watch", "--interval", "0"),
      "argument --interval: must be between 0.2 and 3600 seconds"),
 ])
@@ -219,14 +221,34 @@ def test_watch_rewrites_the_page_while_the_run_is_live_then_stops(
     assert seen_live, "the page was never seen live"
     live = seen_live[0]
     assert '<meta http-equiv="refresh" content="1">' in live  # 0.5 s, at least a second
-    # Runners at work are drawn as they run, on a lane of their own.
-    assert any('data-lane="running now"' in text and 'data-outcome="running"' in text
+    # Runners at work are drawn as they run, on their worker's lane.
+    assert any('data-lane="worker 1"' in text and 'data-outcome="running"' in text
                for text in seen_live)
+    assert {lane for text in seen_live for lane in _values(text, "data-lane")} == {"worker 1"}
+    assert not any("What could not be read" in text for text in seen_live)
     assert err.count("(live)") >= 2 and err.rstrip().endswith("(finished)")
+    assert err.startswith(f"clavain: watching; open {target.as_uri()}\n")
     final = target.read_text()
     assert 'data-live="false"' in final and 'http-equiv="refresh"' not in final
     assert "slow-1" in _values(final, "data-node") and "slow-2" in _values(final, "data-node")
     assert out.startswith(f"Wrote {target} (run live, ")
+
+
+def test_a_mistyped_graph_is_no_such_graph_for_a_run_too(run_cli, project: Path,
+                                                          tmp_path: Path) -> None:
+    _slow_graph(project, run_cli, 0)
+    refused = run_cli("run", "--runner", "shell", "--graph", "nosuch", "--html",
+                      str(tmp_path / "p.html"))
+    assert refused.returncode == 2 and "no such graph 'nosuch' (known: " in refused.stderr
+    assert not (tmp_path / "p.html").exists()
+    assert not list((project / ".clavain/runs").glob("*/supervisor.json"))
+
+
+def test_a_dry_run_has_no_page(run_cli, project: Path, tmp_path: Path) -> None:
+    _slow_graph(project, run_cli, 0)
+    refused = run_cli("run", "--dry-run", "--html", str(tmp_path / "p.html"))
+    assert refused.returncode == 2 and "--dry-run runs nothing" in refused.stderr
+    assert not (tmp_path / "p.html").exists()
 
 
 def test_run_html_keeps_the_page_of_the_run(run_cli, project: Path, tmp_path: Path) -> None:
@@ -286,6 +308,7 @@ def test_a_watcher_killed_or_hung_up_leaves_a_still_page(run_cli, project: Path,
         assert f"stopped watching ({sig.name})" in err
         text = target.read_text()
         assert 'http-equiv="refresh"' not in text and 'data-live="true"' in text
+        assert "still at work when written; this page is not rewritten" in text
 
 
 def test_a_watcher_never_follows_its_folder_into_the_state_folder(

@@ -26,7 +26,9 @@ def add_report_flags(report: argparse.ArgumentParser) -> None:
     report.add_argument("--html", metavar="FILE", type=Path,
                         help="write one self-contained HTML page (graph, timeline, budgets, "
                              "verdicts, route and gates, loop runs) for the active sprint, else "
-                             "what ran last, or the --run/--sprint/--graph named")
+                             "what ran last, or the --run/--sprint/--graph named; FILE ends in "
+                             ".html, in a folder that exists outside .clavain/, and is new or "
+                             "a page Clavain wrote (any other file is left alone)")
     report.add_argument("--sprint", metavar="ID", help="the page of sprint ID (with --html)")
     report.add_argument("--graph", metavar="ID", help="the page of workgraph ID (with --html)")
     report.add_argument("--watch", action="store_true",
@@ -90,7 +92,12 @@ def write_report_page(args: argparse.Namespace) -> int:
     if not args.watch:
         written = writer.write_page(state, subject, target)
     else:
+        announced: list[bool] = []
+
         def progress(event: dict[str, Any]) -> None:
+            if not announced:
+                announced.append(True)
+                print(f"clavain: watching; open {target.as_uri()}", file=sys.stderr)
             print(f"clavain: page written {event['generated_at']} "
                   f"({'live' if event['live'] else 'finished'})", file=sys.stderr, flush=True)
 

@@ -75,6 +75,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.dry_run:
         from clavain.supervisor.projection import project
 
+        if args.html is not None:
+            from clavain.errors import ClavainError
+
+            raise ClavainError("--dry-run runs nothing, so there is no run for --html to show")
+
         plan = project(state, resolve_graph(state, options), runner_override=args.runner)
         if args.json:
             emit_json(plan)

@@ -55,9 +55,9 @@ def choose(state: StatePaths, conn: Any, *, run: str | None = None, sprint: str 
                                f"{state.runs / sprint} holds no checkpoint.json")
         return Subject("sprint", sprint)
     if graph is not None:
-        if graphs.get(conn, graphs.check_id(graph)) is None:
-            known = ", ".join(g["id"] for g in graphs.list_graphs(conn)) or "none yet"
-            raise ClavainError(f"no such graph {graph!r} (graphs: {known})")
+        from clavain.current_graph import require_known
+
+        require_known(graphs.Graph(conn, graphs.check_id(graph), state), graph)
         return Subject("graph", graph)
     active = _active_checkpoint(state, [])
     if active is not None:
@@ -209,7 +209,8 @@ def _run(state: StatePaths, run_id: str, problems: list[str]) -> dict[str, Any]:
             "tokens": int(_number(measured.get("tokens"))),
             "cost_usd": _number(measured.get("cost_usd")),
             "workers": _dict(record.get("options")).get("workers"),
-            "running": [{"node": str(node), "started_at": runner.get("started_at")}
+            "running": [{"node": str(node), "started_at": runner.get("started_at"),
+                         "worker": runner.get("worker")}
                         for node, runner in sorted(_dict(record.get("runners")).items())
                         if isinstance(runner, dict)] if record.get("status") == "running"
             else [],

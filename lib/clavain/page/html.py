@@ -60,6 +60,9 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .scroll { overflow-x: auto; }
 .problems { border-color: #dc2626; background: #fef2f2; }
 .empty { color: #64748b; font-style: italic; }
+.legend { font-size: 12px; color: #475569; }
+.swatch { display: inline-block; width: 12px; height: 12px; border: 1px solid;
+  border-radius: 3px; margin: 0 4px 0 10px; vertical-align: -2px; }
 details summary { cursor: pointer; color: #1d4ed8; margin: 6px 0; }
 code { font-size: 12px; background: #f1f5f9; padding: 0 3px; border-radius: 3px; }
 footer { color: #64748b; font-size: 12px; padding: 0 24px 24px; }
@@ -97,11 +100,15 @@ def render(page: dict[str, Any], *, refresh_seconds: float | None = None) -> str
     title = sections.title(page)
     refresh_meta = (f'<meta http-equiv="refresh" content="{max(int(refresh), 1)}">'
                     if refresh else "")
-    state_line = ('<span class="badge live" id="liveness" data-live="true">live'
-                  + (f" — rewritten every {refresh:g} s" if refresh else "") + "</span>"
-                  if page["live"] else
-                  '<span class="badge finished" id="liveness" data-live="false">finished'
-                  "</span>")
+    if not page["live"]:
+        state_line = ('<span class="badge finished" id="liveness" data-live="false">finished'
+                      "</span>")
+    elif refresh:
+        state_line = ('<span class="badge live" id="liveness" data-live="true">live — '
+                      f"rewritten every {refresh:g} s</span>")
+    else:  # a snapshot of live work, which nothing rewrites
+        state_line = ('<span class="badge live" id="liveness" data-live="true">still at work '
+                      "when written; this page is not rewritten</span>")
     nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in sections.anchors(page))
     return "\n".join([
         "<!DOCTYPE html>",

@@ -95,12 +95,16 @@ def overview(page: dict[str, Any]) -> str:
         cards += [("sprint", sprint["outcome"]),
                   ("steps", f"{finished}/{len(sprint['route'])}"),
                   ("complexity", sprint["complexity"])]
-    if page["graph"] is not None:
+    if nodes:
         cards.append(("nodes done", f"{done}/{len(nodes)}"))
     for run in page["runs"]:
-        cards += [(f"run {run['run_id']}", run["status"]),
-                  ("peak concurrency", run["peak_concurrency"]),
-                  ("wall", f"{run['wall_seconds']:.1f} s")]
+        cards.append((f"run {run['run_id']}", run["status"]))
+        if run["live"]:  # its metrics hold the runner calls that ended, not the ones at work
+            cards += [("runners at work", len(run["running"])),
+                      ("running for", f"{_since(run['started_at'], page['generated_at'])} s")]
+        else:
+            cards += [("peak concurrency", run["peak_concurrency"]),
+                      ("wall", f"{run['wall_seconds']:.1f} s")]
     for loop in page["loops"]:
         cards += [(f"loop {loop['run_id']}", loop["status"]),
                   ("iterations", len(loop["iterations"]))]
@@ -109,6 +113,15 @@ def overview(page: dict[str, Any]) -> str:
         cards += [("tokens", budget.get("tokens", 0)),
                   ("cost", f"${float(budget.get('cost_usd') or 0):.4f}")]
     return _section("overview", "Overview", _cards(cards))
+
+
+def _since(start: str, now: str) -> str:
+    from clavain.clock import parse_iso
+
+    try:
+        return f"{max(parse_iso(now).timestamp() - parse_iso(start).timestamp(), 0):.0f}"
+    except ValueError:
+        return "?"
 
 
 def problems(found: list[str]) -> str:
@@ -232,11 +245,22 @@ def timeline(page: dict[str, Any]) -> str:
                 ("span", f"{span:.1f} s"), ("idle (nothing running)",
                                             f"{picture.idle_seconds:.1f} s")]),
         f'<div class="scroll">{picture.svg}</div>',
+        _legend(),
         _table(lanes, ["lane", "busy s", "busy", "idle s"], numeric=("busy s", "idle s"),
                css="lanes"),
         f"<details><summary>Every runner call ({len(calls)})</summary>",
         _table(calls, ["lane", "node", "outcome", "seconds", "detail"], numeric=("seconds",)),
         "</details>")
+
+
+def _legend() -> str:
+    from clavain.workgraph.status_colors import colors
+
+    keys = (("done", "done / progress"), ("failed", "failed / error"),
+            ("needs_human", "no progress"), ("in_progress", "still running"))
+    return '<p class="legend">' + " ".join(
+        f'<span class="swatch" style="background:{colors(status)[0]};border-color:'
+        f'{colors(status)[1]}"></span>{escape(label)}' for status, label in keys) + "</p>"
 
 
 # ---------------------------------------------------------------- budgets
@@ -276,12 +300,12 @@ def budgets(page: dict[str, Any]) -> str:
     by_role, by_node = _spend_by(page, "role"), _spend_by(page, "node")
     if by_role:
         body += ["<h3>Runner calls per role</h3>",
-                 _table(by_role, ["role", "calls", "tokens", "cost_usd", "seconds"],
-                        numeric=("calls", "tokens", "cost_usd", "seconds"), css="per-role")]
+                 _table(by_role, ["role", "calls", "tokens", "dollars", "seconds"],
+                        numeric=("calls", "tokens", "dollars", "seconds"), css="per-role")]
     if by_node:
         body += ["<h3>Runner calls per node</h3>",
-                 _table(by_node, ["node", "calls", "tokens", "cost_usd", "seconds"],
-                        numeric=("calls", "tokens", "cost_usd", "seconds"), css="per-node")]
+                 _table(by_node, ["node", "calls", "tokens", "dollars", "seconds"],
+                        numeric=("calls", "tokens", "dollars", "seconds"), css="per-node")]
     return _section("budgets", "Budgets", *body)
 
 
@@ -295,13 +319,13 @@ def _spend_by(page: dict[str, Any], key: str) -> list[dict[str, Any]]:
         for entry in run["timeline"]:
             name = str(entry[key])
             row = totals.setdefault(name, {key: name, "calls": 0, "tokens": 0,
-                                           "cost_usd": 0.0, "seconds": 0.0})
+                                           "dollars": 0.0, "seconds": 0.0})
             row["calls"] += 1
             row["tokens"] += entry["tokens"]
-            row["cost_usd"] += entry["cost_usd"]
+            row["dollars"] += entry["cost_usd"]
             row["seconds"] += float(entry["end_epoch"]) - float(entry["start_epoch"])
     for row in totals.values():
-        row["cost_usd"], row["seconds"] = round(row["cost_usd"], 4), round(row["seconds"], 1)
+        row["dollars"], row["seconds"] = f"${row['dollars']:.4f}", round(row["seconds"], 1)
     return sorted(totals.values(), key=lambda row: (-row["seconds"], row[key]))
 
 
@@ -327,6 +351,11 @@ def verdicts(found: list[dict[str, Any]]) -> str:
 
 # ---------------------------------------------------------------- loop runs
 
+def _block_value(value: Any) -> str:
+    """As the status block says it: `true`, not Python's `True`."""
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
 def loops(found: list[dict[str, Any]]) -> str:
     body = []
     for loop in found:
@@ -347,12 +376,15 @@ def loops(found: list[dict[str, Any]]) -> str:
             status = record.get("status") if isinstance(record.get("status"), dict) else {}
             progress = record.get("progress") if isinstance(record.get("progress"),
                                                             dict) else {}
-            rows.append({"#": record.get("iteration"), "offered": record.get("items") or [],
-                         "status block": " ".join(f"{k}={v}" for k, v in status.items()
+            rows.append({"#": record.get("iteration"),
+                         "offered": record.get("items") or "nothing actionable",
+                         "status block": " ".join(f"{k}={_block_value(v)}"
+                                                  for k, v in status.items()
                                                   if k in ("status", "task_completed",
-                                                           "exit_signal", "tests_status")),
+                                                           "exit_signal", "tests_status")
+                                                  and v not in (None, "")),
                          "problem": record.get("status_error") or record.get("runner_error"),
-                         "progress": "yes" if progress.get("progress") else "no",
+                         "progress": "yes" if progress.get("progress") else "none measured",
                          "why": [*_items(progress.get("why")),
                                  *_items(progress.get("unconfirmed"))],
                          "breaker": record.get("breaker"), "tokens": record.get("tokens")})

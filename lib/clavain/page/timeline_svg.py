@@ -161,15 +161,19 @@ def bars_of_run(run: dict[str, Any], *, prefix: str = "") -> list[Bar]:
 
 
 def bars_of_running(run: dict[str, Any], *, now: float, prefix: str = "") -> list[Bar]:
-    """The runners a live run has at work now, as bars open until `now` on a lane of their
-    own (which worker holds one is known when it ends)."""
+    """The runners a live run has at work now, as bars open until `now` on their worker's
+    lane (a record from before workers were recorded: one lane each)."""
     bars = []
-    for runner in run.get("running") or []:
+    for number, runner in enumerate(run.get("running") or [], start=1):
         try:
             start = _epoch(runner["started_at"])
         except (KeyError, TypeError, ValueError):
             continue
-        bars.append(Bar(f"{prefix}running now", str(runner["node"]), start, now, "running"))
+        worker = runner.get("worker")
+        lane = f"worker {worker}" if isinstance(worker, int) and not isinstance(worker, bool) \
+            else f"running {number}"
+        bars.append(Bar(f"{prefix}{lane}", str(runner["node"]), start, now, "running",
+                        "still running when the page was written"))
     return bars
 
 

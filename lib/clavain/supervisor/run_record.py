@@ -51,10 +51,12 @@ class RunRecord:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._write()
 
-    def runner_started(self, node_id: str, pid: int) -> None:
+    def runner_started(self, node_id: str, pid: int, *, worker: int | None = None) -> None:
+        """`worker`: which of the run's workers (its lane on the run's page)."""
         with self._lock:
             self.data["runners"][node_id] = {"pid": pid, "started_at": now_iso(),
-                                             "identity": process_identity(pid)}
+                                             "identity": process_identity(pid),
+                                             "worker": worker}
             self._write()
 
     def runner_ended(self, node_id: str) -> None:

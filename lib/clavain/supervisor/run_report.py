@@ -18,10 +18,14 @@ def report_for(state: StatePaths, run: str | None, *,
     """The budget report of `run` (else `session_id`'s current run); for a `clavain run` id also
     its metrics, for a `clavain loop` run id its summary (a run whose runners made no counted
     call still has them, and its limits). Both count under the budget run `run:<id>`."""
+    from clavain.supervisor.run_record import RECORD_NAME
+
     bare = run[len(SUPERVISED_PREFIX):] if run and run.startswith(SUPERVISED_PREFIX) else run
     metrics = load(run_dir(state, bare) / METRICS_NAME) if bare else None
-    loop = _loop_summary(state, bare) if bare and metrics is None else None
-    if metrics is None and loop is None:
+    # A run whose first runner has not ended has its record, no metrics yet.
+    started = bool(bare) and (run_dir(state, bare) / RECORD_NAME).is_file()
+    loop = _loop_summary(state, bare) if bare and metrics is None and not started else None
+    if metrics is None and loop is None and not started:
         return project_report(state, run, session_id=session_id)
     key = SUPERVISED_PREFIX + bare
     try:
@@ -31,7 +35,7 @@ def report_for(state: StatePaths, run: str | None, *,
         report = {**empty(key, context["limits"]), "problems": context["problems"]}
     if loop is not None:
         return {**report, "loop_run": loop}
-    return {**report, "supervised_run": metrics}
+    return {**report, "supervised_run": metrics} if metrics else report
 
 
 def _loop_summary(state: StatePaths, run_id: str) -> dict[str, Any] | None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from clavain import config as config_mod
+from clavain import current_graph
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
@@ -88,7 +89,8 @@ class Supervisor:
         self.conn = self.pacing.store(lambda: open_graph_db(state))
         # Never $CLAVAIN_RUN_ID: a `clavain run` started inside a runner is a run of its own.
         self.run_id = options.resume or options.run_id or new_run_id()
-        self.g = Graph(self.conn, graph_id, state)
+        # A graph named with --graph that the store does not hold is a typo, not an empty run.
+        self.g = current_graph.require_known(Graph(self.conn, graph_id, state), options.graph)
         self.signal: int | None = None
         self.finished: queue.Queue[dict[str, Any]] = queue.Queue()
         self.active: dict[str, dict[str, Any]] = {}  # node → worker, role, monotonic start
@@ -402,8 +404,6 @@ def supervise(state: StatePaths, options: RunOptions, report: Report | None = No
 
 def resolve_graph(state: StatePaths, options: RunOptions) -> str:
     """The graph of `--resume RUN` (from its record), else the current graph rule."""
-    from clavain import current_graph
-
     if options.resume:
         return str(run_record.resumable(state, options.resume)["graph_id"])
     if options.run_id:

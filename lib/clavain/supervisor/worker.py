@@ -217,7 +217,7 @@ def _runner_started(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict
     """Record the runner where a later claimer finds it — the run's record, and the claim
     itself (a supervisor in another project folder on this host stops it before it claims the
     node again). A claim that is not this worker's any more stops the runner at once."""
-    ctx.record.runner_started(node["id"], pid)
+    ctx.record.runner_started(node["id"], pid, worker=event["worker"])
     event["llm"] = route.llm
     identity = process_identity(pid)
 
