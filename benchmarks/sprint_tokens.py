@@ -12,8 +12,13 @@ model reads for the sprint:
 - the entry: the first request of the sprint session against that of the session with the
   plugin given the bare request: the command body and the `sprint start` output;
 - every guide, as the Read tool delivers it (read where a `sprint start` or `sprint done` line
-  names it, each guide once);
+  names it, each guide once; a guide named by its folder "in the skills folder above" is read
+  beside the first guide, as a model would);
 - what each `clavain sprint done STEP` prints.
+
+`--installed` runs the plugin from a copy at `~/.claude/plugins/cache/clavain/clavain/<version>/`
+of the benchmark's temporary home, as `claude plugin install` lays it out: the guides' paths the
+model reads are that long.
 
 Everything else the CLI printed on the way (claims, packets, verify results) is shown beside the
 total, not in it: it is the work's, not the route's.
@@ -27,6 +32,7 @@ import argparse
 import difflib
 import json
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,6 +69,7 @@ CLAIM = f"clavain graph next --claim --run-id {RUN} --json"
 EXECUTOR_BODY = "You change code for one job and prove it."
 REVIEWER_BODY = "You review through exactly one lens."
 GUIDE = re.compile(r"(/\S+/skills/[\w-]+/(?:SKILL|references/[\w-]+)\.md)")
+SHORT_GUIDE = re.compile(r"\(guide: ([\w-]+)/SKILL\.md in the skills folder above\)")
 
 APP = '''import argparse
 import difflib
@@ -167,11 +174,19 @@ class Route:
         """Read the guide the latest output of `after` names, unless it was read already."""
         def make(ctx: Ctx) -> list[dict[str, Any]]:
             source = self.last(after) if after != "entry" else ctx["entry"]
-            found = GUIDE.search(source.split("Next:")[-1])
-            if not found or found[1] in self.read:
+            line = source.split("Next:")[-1]
+            found = GUIDE.search(line)
+            named = SHORT_GUIDE.search(line)
+            if found:
+                path = found[1]
+            elif named and self.read:  # as a model does: beside the guide it read first
+                path = str(Path(self.read[0]).parents[1] / named[1] / "SKILL.md")
+            else:
                 return []
-            self.read.append(found[1])
-            return [tool_use("Read", {"file_path": found[1]})]
+            if path in self.read:
+                return []
+            self.read.append(path)
+            return [tool_use("Read", {"file_path": path})]
         return make
 
 
@@ -251,14 +266,31 @@ def _lens_of(request: dict[str, Any]) -> str:
     return found[1] if found else "?"
 
 
-def measure(binary: Path) -> dict[str, Any]:
+def installed_copy(home: Path) -> Path:
+    """The plugin's files where `claude plugin install` puts them
+    (`~/.claude/plugins/cache/<marketplace>/<plugin>/<version>/`): the guides' paths the model
+    reads are that long."""
+    version = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())["version"]
+    folder = home / ".claude" / "plugins" / "cache" / "clavain" / "clavain" / version
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], cwd=REPO, capture_output=True, check=True)
+    for name in filter(None, listed.stdout.decode().split("\0")):
+        source, copy = REPO / name, folder / name
+        if source.is_file():
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, copy)
+    return folder
+
+
+def measure(binary: Path, *, installed: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="clavain-sprint-tokens-") as tmp, \
             ScriptedModel() as model:
         runner = ClaudeRunner(binary, model, Path(tmp))
         _project(runner)
+        plugin_dir = installed_copy(runner.home) if installed else REPO
         tools = ("Bash", "Read", "Edit", "Write", "Agent")
         host, bare = (runner.run(REQUEST, lambda request: [text("ok")], allowed_tools=tools,
-                                 plugin_dir=plugin) for plugin in (None, REPO))
+                                 plugin_dir=plugin) for plugin in (None, plugin_dir))
         if not host.requests or not bare.requests:
             raise SystemExit(f"no request reached the scripted model\n{host}\n{bare}")
         entry: list[str] = [""]
@@ -277,7 +309,7 @@ def measure(binary: Path) -> dict[str, Any]:
             return route.turn(request)
 
         run = runner.run(f"/clavain:sprint {REQUEST}", script, allowed_tools=tools,
-                         timeout=900)
+                         plugin_dir=plugin_dir, timeout=900)
         if not run.requests:
             raise SystemExit(f"no request reached the scripted model\n{run}")
         archived = list((runner.project / ".clavain" / "runs").glob("sprint-*/checkpoint.json"))
@@ -311,11 +343,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show", action="store_true",
                         help="also print what the model read: the entry's first user message, "
                              "each guide and each `sprint done` output")
+    parser.add_argument("--installed", action="store_true",
+                        help="run the plugin from a copy where `claude plugin install` puts it "
+                             "(longer guide paths) instead of this checkout")
     args = parser.parse_args(argv)
     binary = find_claude()
     if binary is None:
         raise SystemExit("no claude binary (set CLAVAIN_CLAUDE_BIN)")
-    report = measure(binary)
+    report = measure(binary, installed=args.installed)
     if args.json:
         print(json.dumps(report, indent=2))
         return 0

@@ -17,7 +17,7 @@ from clavain.sprint.guides import NEXT_ACTIONS, guide_path, next_action
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = re.compile(r"`references/([\w-]+\.md)`")
 # The command body and the four guides a complexity-2 sprint reads: 9,429 characters before
-# issue 26, 3,221 after (1,938 ctok tokens for the whole route with idle, in the real host).
+# issue 26, 3,221 after (1,932 ctok tokens for the whole route with idle, in the real host).
 ROUTE_FILES = ("commands/sprint.md", "skills/writing-plans/SKILL.md",
                "skills/executing-plans/SKILL.md", "skills/verification/SKILL.md",
                "skills/landing-a-change/SKILL.md")
@@ -46,6 +46,33 @@ def test_every_step_names_a_guide_that_exists_or_none() -> None:
             assert "guide:" not in line
         else:
             assert f"(guide: {guide_path(guide)})" in line and Path(guide_path(guide)).is_file()
+
+
+def test_after_the_first_line_a_guide_is_named_by_its_folder_beside_the_first(
+        run_cli, project: Path) -> None:
+    """`sprint start` names the plan guide's whole path; `sprint done` names the next guide's
+    folder only, which is a sibling of the first's (an installed plugin's path costs ~26
+    tokens more per line); `--resume` (a new session) names it whole again."""
+    started = run_cli("sprint", "start", "--complexity", "2",
+                      "add a --verbose flag to the export command")
+    first = re.search(r"\(guide: (/\S+/SKILL\.md)\)", started.stdout)
+    assert first and Path(first[1]).is_file()
+    (project / "plan.md").write_text(PLAN)
+    done = run_cli("sprint", "done", "plan", "--plan", "plan.md")
+    named = re.search(r"\(guide: ([\w-]+)/SKILL\.md in the skills folder above\)", done.stdout)
+    assert named, done.stdout
+    assert (Path(first[1]).parents[1] / named[1] / "SKILL.md").is_file()
+    resumed = run_cli("sprint", "start", "--resume").stdout
+    assert f"(guide: {guide_path(named[1])})" in resumed
+
+
+PLAN = """# Plan
+
+```json
+{"nodes": [{"id": "task-a", "type": "task", "title": "write a.txt", "verify": ["test -f a.txt"],
+            "ownership": ["a.txt"]}]}
+```
+"""
 
 
 def test_every_reference_a_skill_names_exists_and_none_is_orphaned() -> None:

@@ -200,7 +200,7 @@ def _report_done(report: dict, args: argparse.Namespace) -> int:
     if report["archived"]:
         print(f"Sprint shipped; archived in {report['archived']}")
     else:
-        print(f"Next: {lifecycle.next_action(report)}")
+        print(f"Next: {lifecycle.next_action(report, folder_named=True)}")
     return 0
 
 

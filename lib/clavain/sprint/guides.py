@@ -22,7 +22,15 @@ NEXT_ACTIONS = {
 }
 
 
-def next_action(active: dict[str, Any]) -> str:
+# A guide named again in the sprint: the skills folder is in the line that named the first one
+# (`sprint start`, `--resume` and the note after a compaction print it whole). An
+# installed plugin's folder is ~26 tokens longer than a checkout's, on every step.
+SHORT_GUIDE = "{guide}/SKILL.md in the skills folder above"
+
+
+def next_action(active: dict[str, Any], *, folder_named: bool = False) -> str:
+    """The `Next:` line's text; `folder_named`: the conversation already holds a guide's whole
+    path (`sprint done` follows the start's line), so this one names its guide's folder only."""
     step = active["current_step"]
     if step is None:
         return "the sprint is complete"
@@ -32,7 +40,8 @@ def next_action(active: dict[str, Any]) -> str:
 
         what = what.format(lenses=", ".join(lenses_for(active, step)))
     record = f"clavain sprint done {step}" + (" --plan PATH" if step == "plan" else "")
-    read = f" (guide: {guide_path(guide)})" if guide else ""
+    where = SHORT_GUIDE.format(guide=guide) if folder_named else guide_path(guide or "")
+    read = f" (guide: {where})" if guide else ""
     return f"step {step}: {what}{read}; then `{record}`"
 
 
