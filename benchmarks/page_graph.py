@@ -7,7 +7,9 @@ progress, the rest open, about 1 % failed and a few waiting for a person.
     .venv/bin/python benchmarks/page_graph.py [--sizes 100,1000,10000] [--repeats 5] [--json]
 
 Prints, per size: the median wall-clock time of `draw` over `--repeats` runs, the SVG's size,
-the boxes drawn (nodes shown one by one + groups), the groups and the layers. Asserts nothing.
+the boxes drawn (nodes shown one by one + groups), the groups, the layers, the lanes (virtual
+points where long edges pass a line: `graph_place`), the edges sent down the side channel and
+the picture's width. Asserts nothing.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -79,7 +82,9 @@ def measure(size: int, repeats: int) -> dict:
             "median_ms": round(statistics.median(times) * 1000, 1),
             "svg_kb": round(len(picture.svg.encode()) / 1024, 1),
             "boxes": picture.shown_nodes + picture.groups, "shown": picture.shown_nodes,
-            "groups": picture.groups, "layers": picture.layers, "folded": picture.folded}
+            "groups": picture.groups, "layers": picture.layers, "folded": picture.folded,
+            "lanes": picture.lanes, "aside": picture.aside,
+            "width_px": int(re.search(r'width="(\d+)"', picture.svg)[1])}
 
 
 def main() -> int:
@@ -93,10 +98,11 @@ def main() -> int:
         print(json.dumps({"repeats": args.repeats, "sizes": rows}, indent=2))
         return 0
     print(f"{'nodes':>7} {'edges':>7} {'draw ms':>8} {'SVG KB':>7} {'boxes':>6} {'shown':>6} "
-          f"{'groups':>6} {'layers':>6}")
+          f"{'groups':>6} {'layers':>6} {'lanes':>6} {'aside':>6} {'width':>6}")
     for row in rows:
         print(f"{row['nodes']:>7} {row['edges']:>7} {row['median_ms']:>8} {row['svg_kb']:>7} "
-              f"{row['boxes']:>6} {row['shown']:>6} {row['groups']:>6} {row['layers']:>6}")
+              f"{row['boxes']:>6} {row['shown']:>6} {row['groups']:>6} {row['layers']:>6} "
+              f"{row['lanes']:>6} {row['aside']:>6} {row['width_px']:>6}")
     return 0
 
 

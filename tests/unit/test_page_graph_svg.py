@@ -1,21 +1,27 @@
 """The workgraph picture of the HTML report (`clavain.page.graph_svg`): the SVG is parsed as XML
 and checked against the nodes it was drawn from; the critical path and the folding are checked
-against naive models (every chain enumerated, layers by plain recursion)."""
+against naive models (every chain enumerated, layers by plain recursion); the edges' paths are
+read back from their SVG path data and sampled against every box drawn."""
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 import random
+import re
 import time
 import xml.etree.ElementTree as ET
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clavain.page.graph_layout import MIN_BOXES
-from clavain.page.graph_svg import WRAP, W, critical_path, draw
+from clavain.page import graph_place
+from clavain.page.graph_layout import MIN_BOXES, order_rows
+from clavain.page.graph_place import LANES_PER_BOX, MARGIN, WRAP, W
+from clavain.page.graph_svg import critical_path, draw
 from clavain.workgraph.status_colors import colors
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -369,3 +375,165 @@ def test_folding_counts_every_node_once_even_with_cycles(graph) -> None:
     assert picture.shown_nodes + len(group_boxes(root)) <= MIN_BOXES
     assert is_chain(picture.critical_path, nodes)
     assert len(set(picture.critical_path)) == len(picture.critical_path)
+
+
+# ------------------------------------------------------------------- edges around the boxes
+
+INSET = 3  # px: an edge ends on its box's border, its arrowhead just inside a neighbour's stroke
+Rect = tuple[float, float, float, float]
+
+
+def box_rects(root: ET.Element) -> dict[str, list[Rect]]:
+    """Each box's outlines (a group has two: its stacked back and its front) as rectangles
+    (left, top, right, bottom), under the names its edges give it ("n:<id>", "g:<group>")."""
+    boxes: dict[str, list[Rect]] = {}
+    drawn = [("n:" + k, g) for k, g in node_groups(root).items()]
+    drawn += [("g:" + g.get("data-group-id"), g) for g in group_boxes(root)]
+    for key, g in drawn:
+        for shape in g:
+            if shape.tag == NS + "rect":
+                x, y = float(shape.get("x")), float(shape.get("y"))
+                rect = (x, y, x + float(shape.get("width")), y + float(shape.get("height")))
+            elif shape.tag == NS + "polygon":
+                xs, ys = zip(*(map(float, p.split(",")) for p in shape.get("points").split()),
+                             strict=True)
+                rect = (min(xs), min(ys), max(xs), max(ys))
+            else:
+                continue
+            boxes.setdefault(key, []).append(rect)
+    return boxes
+
+
+def edge_ends(edge: ET.Element) -> tuple[str, str]:
+    return tuple(("n:" + edge.get(f"data-{side}")) if edge.get(f"data-{side}") is not None
+                 else "g:" + edge.get(f"data-{side}-group") for side in ("from", "to"))
+
+
+def sample_path(d: str, spacing: float = 1.0) -> list[tuple[float, float]]:
+    """Points along SVG path data made of M, L and C commands (absolute), at most about
+    `spacing` px apart (a piece's control polygon is at least as long as the piece)."""
+    points: list[tuple[float, float]] = []
+    here = (0.0, 0.0)
+    for command, args in re.findall(r"([MLC])([^MLC]*)", d):
+        numbers = [float(n) for n in re.findall(r"-?\d+(?:\.\d+)?", args)]
+        ends = list(zip(numbers[::2], numbers[1::2], strict=True))
+        if command == "M":
+            here = ends[0]
+            points.append(here)
+            continue
+        assert len(ends) == (1 if command == "L" else 3), d
+        controls = [here, *ends] if command == "C" else [here, here, ends[0], ends[0]]
+        steps = max(8, math.ceil(sum(math.dist(a, b) for a, b in itertools.pairwise(controls))
+                                 / spacing))
+        p0, p1, p2, p3 = controls
+        for i in range(1, steps + 1):
+            t = i / steps
+            a, b, c, e = (1 - t) ** 3, 3 * (1 - t) ** 2 * t, 3 * (1 - t) * t * t, t ** 3
+            points.append((a * p0[0] + b * p1[0] + c * p2[0] + e * p3[0],
+                           a * p0[1] + b * p1[1] + c * p2[1] + e * p3[1]))
+        here = ends[-1]
+    return points
+
+
+def edges_behind_boxes(svg: str) -> list[tuple[str, str, str]]:
+    """(from, to, box) for each edge whose path enters the inside of a box other than its two
+    ends (each outline shrunk by INSET px)."""
+    root = parse(svg)
+    boxes = box_rects(root)
+    found = []
+    for edge in edges(root):
+        ends = edge_ends(edge)
+        points = sorted(sample_path(edge.get("d")), key=lambda p: p[1])
+        heights = [y for _, y in points]
+        for key, rects in boxes.items():
+            if key in ends:
+                continue
+            for x0, y0, x1, y1 in rects:
+                across = points[bisect.bisect_right(heights, y0 + INSET):
+                                 bisect.bisect_left(heights, y1 - INSET)]
+                if any(x0 + INSET < px < x1 - INSET for px, _ in across):
+                    found.append((*ends, key))
+                    break
+    return found
+
+
+def test_long_edges_of_the_demo_go_around_the_boxes_between() -> None:
+    """Before: verify-task-farewell -> integrate and verify-task-greet -> integrate were one
+    curve each, drawn behind verify-task-cli, as if it sent three arrows into integrate."""
+    picture = draw(DEMO)
+    assert edges_behind_boxes(picture.svg) == []
+    assert picture.lanes == 2  # the two edges passing the line of verify-task-cli
+    root = parse(picture.svg)
+    boxes = box_rects(root)
+    left, _, right, _ = boxes["n:verify-task-cli"][0]
+    for edge in edges(root):
+        if edge_ends(edge) in {("n:verify-task-farewell", "n:integrate"),
+                               ("n:verify-task-greet", "n:integrate")}:
+            # Through the line of verify-task-cli: straight down a lane beside it.
+            assert "L" in edge.get("d")
+            lane = [x for x, y in sample_path(edge.get("d"))
+                    if boxes["n:verify-task-cli"][0][1] < y < boxes["n:verify-task-cli"][0][3]]
+            assert lane and (max(lane) < left or min(lane) > right)
+
+
+def test_edges_between_the_lines_of_a_wrapped_layer_go_around_its_other_lines() -> None:
+    """A layer wider than WRAP boxes wraps; an edge from its first line passes the others."""
+    roots = [_node(f"r{i:02}", []) for i in range(3 * WRAP - 2)]
+    nodes = [*roots, _node("sink", [n["id"] for n in roots]), _node("late", ["r00", "sink"]),
+             _node("deep", ["late", "r05"])]
+    picture = draw(nodes)
+    root = parse(picture.svg)
+    tops: dict[str, int] = {}
+    for g in node_groups(root).values():
+        top = g[1].get("y")
+        tops[top] = tops.get(top, 0) + 1
+    assert max(tops.values()) == WRAP and len(tops) == 6  # 3 lines of roots: lines hold boxes
+    assert edges_behind_boxes(picture.svg) == []
+    assert picture.lanes > 0
+
+
+def test_edges_of_a_folded_picture_go_around_its_groups() -> None:
+    nodes = sprint_nodes(chains=83, length=6, failed={"t3-2", "t17-5", "t40-4"})
+    picture = draw(nodes, fold_above=300)
+    assert edges_behind_boxes(picture.svg) == []
+    assert picture.folded and picture.lanes > 0
+
+
+def test_a_virtual_point_takes_its_place_by_its_mean_and_boxes_keep_their_layer_order() -> None:
+    """In a folded band (two layers in one row) boxes read in layer order whatever their means;
+    a point (no tier) goes where its mean puts it, between them."""
+    rows = [["a", "b", "c"], ["x1", "y0", "v:0:1", "x0"]]
+    tier = {"a": 0, "b": 0, "c": 0, "x0": 1, "x1": 2, "y0": 1}
+    ups = {"x0": ["c"], "x1": ["a"], "y0": ["b"], "v:0:1": ["a"]}
+    downs = {"a": ["x1", "v:0:1"], "b": ["y0"], "c": ["x0"]}
+    ordered = order_rows(rows, ups, downs, tier, sweeps=1)
+    assert ordered[1] == ["v:0:1", "y0", "x0", "x1"]
+
+
+def test_a_dense_graph_sends_the_edges_beyond_its_lanes_down_the_side() -> None:
+    """Lanes are bounded by the boxes drawn: a chain of 40 with its first node before every
+    other one would need 1 + 2 + ... + 38 = 741 lanes (n00 -> nK passes K - 1 lines); it has
+    LANES_PER_BOX per box, 400: the 27 shortest of those edges get 378, the 11 longest run down
+    the side channel, and still behind no box."""
+    nodes = [_node(f"n{i:02}", ([f"n{i - 1:02}"] if i else []) + (["n00"] if i > 1 else []))
+             for i in range(40)]
+    picture = draw(nodes)
+    assert (picture.lanes, picture.aside) == (sum(range(1, 28)), 11)
+    assert edges_behind_boxes(picture.svg) == []
+    root = parse(picture.svg)
+    sides = (MARGIN, float(root.get("width")) - MARGIN)
+    aside = sorted(edge_ends(e)[1] for e in edges(root)
+                   if {float(x) for x in re.findall(r"L(-?[\d.]+),", e.get("d"))} & set(sides))
+    assert aside == [f"n:n{i}" for i in range(29, 40)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(dags(acyclic=False), st.sampled_from([3, 300]), st.sampled_from([0, 1, LANES_PER_BOX]))
+def test_no_edge_runs_behind_a_box_it_does_not_join(graph, fold_above: int,
+                                                     lanes_per_box: int) -> None:
+    """With lanes for every long edge, for some, or for none (all down the side channel)."""
+    nodes, weights = graph
+    with mock.patch.object(graph_place, "LANES_PER_BOX", lanes_per_box):
+        first = draw(nodes, weights=weights, fold_above=fold_above)
+        assert edges_behind_boxes(first.svg) == []
+        assert draw(nodes[::-1], weights=weights, fold_above=fold_above).svg == first.svg

@@ -10,8 +10,9 @@ nodes. A longest-path layering with a few barycenter sweeps is ~100 lines and O(
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,29 +122,39 @@ def heaviest_chain(dag: Dag, weights: Mapping[str, float] | None = None) -> list
 
 def order_rows(rows: list[list[str]], ups: Mapping[str, Iterable[str]],
                downs: Mapping[str, Iterable[str]], tier: Mapping[str, int],
-               sweeps: int = 4) -> list[list[str]]:
+               sweeps: int = 4, *,
+               spacing: Callable[[str, str], float] | None = None) -> list[list[str]]:
     """Reorder each row by the mean position of its neighbours, alternately those above (down
     sweep) and below (up sweep), to cut crossings. Positions are centred per row so rows of
-    different widths line up. Stable: equal means keep the previous order. `tier` (a box's
-    first layer) comes first: a row holding several layers (a folded band) reads in layer
-    order, left to right."""
+    different widths line up; `spacing(left, right)` is the distance between two neighbours'
+    centres (1 when not given), so a mean is taken in the units the picture is drawn in.
+    Stable: equal means keep the previous order. `tier` (a box's first layer) comes first: a
+    row holding several layers (a folded band) reads in layer order, left to right. A key
+    without a tier is a virtual point (where a long edge passes the row): it has no layer of
+    its own, so it goes wherever its mean puts it between the boxes."""
     pos: dict[str, float] = {}
 
     def place(row: list[str]) -> None:
-        middle = (len(row) - 1) / 2
-        for index, key in enumerate(row):
-            pos[key] = index - middle
+        at = [0.0]
+        for left, right in itertools.pairwise(row):
+            at.append(at[-1] + (spacing(left, right) if spacing else 1.0))
+        middle = at[-1] / 2
+        for key, x in zip(row, at, strict=True):
+            pos[key] = x - middle
 
     def reorder(row: list[str], neighbours: Mapping[str, Iterable[str]]) -> list[str]:
         centre: dict[str, float] = {}
         for key in row:
             around = [pos[n] for n in neighbours.get(key, ()) if n in pos]
             centre[key] = sum(around) / len(around) if around else pos[key]
-        row = sorted(row, key=lambda k: (tier[k], centre[k], pos[k]))
+        boxes = sorted((k for k in row if k in tier), key=lambda k: (tier[k], centre[k], pos[k]))
+        points = sorted((k for k in row if k not in tier), key=lambda k: (centre[k], pos[k]))
+        row = _merge(boxes, points, lambda k: (centre[k], pos[k]))
         place(row)
         return row
 
-    rows = [sorted(row, key=tier.__getitem__) for row in rows]
+    rows = [sorted((k for k in row if k in tier), key=tier.__getitem__)
+            + [k for k in row if k not in tier] for row in rows]
     for row in rows:
         place(row)
     for _ in range(sweeps):
@@ -152,6 +163,22 @@ def order_rows(rows: list[list[str]], ups: Mapping[str, Iterable[str]],
         for index in range(len(rows) - 2, -1, -1):
             rows[index] = reorder(rows[index], downs)
     return rows
+
+
+def _merge(first: list[str], second: list[str],
+           key: Callable[[str], tuple[float, float]]) -> list[str]:
+    """Both lists, each kept in its order, interleaved by `key` (the merge step of a merge sort:
+    when both are sorted by `key`, the result is too)."""
+    out: list[str] = []
+    i = j = 0
+    while i < len(first) and j < len(second):
+        if key(second[j]) < key(first[i]):
+            out.append(second[j])
+            j += 1
+        else:
+            out.append(first[i])
+            i += 1
+    return out + first[i:] + second[j:]
 
 
 @dataclass

@@ -2,10 +2,11 @@
 (`.clavain/workgraph.json`), no JavaScript, no external reference, no stylesheet (presentation
 attributes only, so nothing leaks into the page that embeds it), well-formed XML.
 
-Top to bottom by layer (`graph_layout`); a layer wider than WRAP boxes wraps onto more lines.
-Above `fold_above` nodes the picture folds (`graph_layout.fold`): the nodes needing a person and
-the critical path stay individual, the rest become one box per (layer, status), and edges
-between boxes are aggregated with a count. Status colours come from `status_colors`.
+Top to bottom by layer (`graph_layout`); a layer wider than WRAP boxes wraps onto more lines,
+and an edge passing lines runs through lanes between their boxes (`graph_place`). Above
+`fold_above` nodes the picture folds (`graph_layout.fold`): the nodes needing a person and the
+critical path stay individual, the rest become one box per (layer, status), and edges between
+boxes are aggregated with a count. Status colours come from `status_colors`.
 """
 
 from __future__ import annotations
@@ -27,13 +28,11 @@ from clavain.page.graph_layout import (
     order_rows,
     read_dag,
 )
+from clavain.page.graph_place import H, Placed, W, path, place, ports
 from clavain.workgraph.status_colors import STATUS_COLORS, colors
 
 __all__ = ["GraphPicture", "critical_path", "draw"]
 
-W, H = 172, 44  # a node's box
-GAP_X, GAP_Y, MARGIN = 20, 64, 16  # GAP_Y leaves room for the edges' bends
-WRAP = 12  # boxes per line: a wider layer continues on the next line (~2.3k px at most)
 ID_CHARS, SUB_CHARS = 21, 28  # what fits in W at 12 px monospace / 11 px sans
 GROUP_LIST = 20  # ids named in a group's tooltip
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
@@ -53,6 +52,8 @@ class GraphPicture:
     shown_nodes: int
     groups: int
     layers: int
+    lanes: int = 0  # virtual points: lines passed by edges that do not end there
+    aside: int = 0  # edges of a dense graph run down the side channel (`graph_place`)
 
 
 def critical_path(nodes: Iterable[Mapping[str, Any]],
@@ -68,14 +69,6 @@ def _text(value: object, limit: int | None = None) -> str:
     if limit is not None and len(text) > limit:
         text = text[: limit - 1] + "…"
     return html.escape(text, quote=True)
-
-
-@dataclass
-class _Box:
-    key: str  # "n:<id>" or "g:<band>:<status>"
-    row: int
-    x: float = 0.0
-    y: float = 0.0
 
 
 def draw(nodes: Iterable[Mapping[str, Any]], *, weights: Mapping[str, float] | None = None,
@@ -106,13 +99,13 @@ def draw(nodes: Iterable[Mapping[str, Any]], *, weights: Mapping[str, float] | N
             return "n:" + node_id
         return f"g:{dag.layer[node_id] // band}:{group_status(dag.nodes[node_id].get('status'))}"
 
-    boxes: dict[str, _Box] = {}
+    boxes: dict[str, int] = {}  # "n:<id>" or "g:<band>:<status>" -> its row
     rank = {node_id: index for index, node_id in enumerate(dag.order)}
     for node_id in sorted(shown, key=rank.__getitem__):
-        boxes["n:" + node_id] = _Box("n:" + node_id, dag.layer[node_id] // band)
+        boxes["n:" + node_id] = dag.layer[node_id] // band
     statuses = [*STATUS_COLORS, "unknown"]
     for row, status in sorted(groups, key=lambda k: (k[0], statuses.index(k[1]))):
-        boxes[f"g:{row}:{status}"] = _Box(f"g:{row}:{status}", row)
+        boxes[f"g:{row}:{status}"] = row
     edges: dict[tuple[str, str], int] = {}
     for node_id in dag.order:
         to = box_of(node_id)
@@ -128,19 +121,19 @@ def draw(nodes: Iterable[Mapping[str, Any]], *, weights: Mapping[str, float] | N
         ups.setdefault(to, []).append(source)
         downs.setdefault(source, []).append(to)
     rows: list[list[str]] = [[] for _ in range((dag.layers - 1) // band + 1)]
-    for box in boxes.values():
-        rows[box.row].append(box.key)
+    for key, row in boxes.items():
+        rows[row].append(key)
     tier = {"n:" + node_id: dag.layer[node_id] for node_id in shown}
     for (row, status), members in groups.items():
         tier[f"g:{row}:{status}"] = min(dag.layer[node_id] for node_id in members)
-    rows = order_rows(rows, ups, downs, tier)
-    lines = [row[i:i + WRAP] for row in rows for i in range(0, len(row), WRAP)]
-    width = max(len(line) for line in lines) * (W + GAP_X) - GAP_X + 2 * MARGIN
-    height = len(lines) * (H + GAP_Y) - GAP_Y + 2 * MARGIN
-    for index, line in enumerate(lines):
-        left = (width - (len(line) * (W + GAP_X) - GAP_X)) / 2
-        for column, key in enumerate(line):
-            boxes[key].x, boxes[key].y = left + column * (W + GAP_X), MARGIN + index * (H + GAP_Y)
+    # Edges drawn critical last (on top), broken cycles after them; placed with their lanes,
+    # which go first to the critical path, then to edges between nodes shown one by one.
+    drawn = sorted(edges, key=lambda pair: _critical(pair, path_steps))
+    drawn += [("n:" + dep, "n:" + node_id) for dep, node_id in cycle_edges]
+    priority = [0 if _critical(pair, path_steps) else 1 if pair[0][0] == pair[1][0] == "n" else 2
+                for pair in drawn]
+    placed = place(order_rows(rows, ups, downs, tier), drawn, tier, priority)
+    width, height = placed.width, placed.height
 
     total = len(dag.order)
     summary = f"Workgraph: {total} node{'s' if total != 1 else ''}, {dag.layers} layers"
@@ -150,51 +143,29 @@ def draw(nodes: Iterable[Mapping[str, Any]], *, weights: Mapping[str, float] | N
            f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
            f'data-nodes="{total}" data-layers-per-row="{band}" font-family="{FONT}">'
            f"<title>{_text(summary)}</title>", _defs(svg_id)]
-    ports = _ports(boxes, edges)
-    ordered = sorted(edges.items(), key=lambda item: _critical(item[0], path_steps))
-    for (source, to), count in ordered:
-        out.append(_edge(boxes[source], boxes[to], count, svg_id, ports[source, to],
-                         critical=_critical((source, to), path_steps)))
-    for dep, node_id in cycle_edges:
-        out.append(_edge(boxes["n:" + dep], boxes["n:" + node_id], 1, svg_id, (W / 2, W / 2),
-                         cycle=True))
-    for key, box in boxes.items():
+    at = ports(placed, drawn)
+    for index, pair in enumerate(drawn):
+        d = path(placed, pair, placed.runs[index], at[index])
+        if index < len(edges):
+            out.append(_edge(pair, d, edges[pair], svg_id,
+                             critical=_critical(pair, path_steps)))
+        else:
+            out.append(_edge(pair, d, 1, svg_id, cycle=True))
+    for key in boxes:
         if key.startswith("n:"):
-            out.append(_node(dag, key[2:], box, critical=key[2:] in on_path))
+            out.append(_node(dag, key[2:], placed, key, critical=key[2:] in on_path))
         else:
             row, status = key[2:].split(":", 1)
-            out.append(_group(dag, box, int(row), band, status, groups[int(row), status]))
+            out.append(_group(dag, placed, key, int(row), band, status,
+                              groups[int(row), status]))
     out.append("</svg>")
-    return GraphPicture("".join(out), chain, folded, len(shown), len(groups), dag.layers)
+    return GraphPicture("".join(out), chain, folded, len(shown), len(groups), dag.layers,
+                        placed.points, placed.aside)
 
 
 def _critical(pair: tuple[str, str], path_steps: set[tuple[str, str]]) -> bool:
     source, to = pair
     return source.startswith("n:") and to.startswith("n:") and (source[2:], to[2:]) in path_steps
-
-
-def _ports(boxes: dict[str, _Box], edges: Mapping[tuple[str, str], int],
-           ) -> dict[tuple[str, str], tuple[float, float]]:
-    """Where each edge leaves its source's bottom and enters its target's top (x from the box's
-    left): spread over the middle of the side in the order of the other ends, so edges into
-    one box do not meet in one point and cross as little as their ends allow."""
-    leaving: dict[str, list[str]] = {}
-    entering: dict[str, list[str]] = {}
-    for source, to in edges:
-        leaving.setdefault(source, []).append(to)
-        entering.setdefault(to, []).append(source)
-
-    def spread(ends: dict[str, list[str]]) -> dict[tuple[str, str], float]:
-        offset = {}
-        for key, others in ends.items():
-            others.sort(key=lambda other: (boxes[other].x, boxes[other].y))
-            step = W * 0.6 / len(others)
-            for index, other in enumerate(others):
-                offset[key, other] = W * 0.2 + step * (index + 0.5)
-        return offset
-
-    out_x, in_x = spread(leaving), spread(entering)
-    return {(source, to): (out_x[source, to], in_x[to, source]) for source, to in edges}
 
 
 def _defs(svg_id: str) -> str:
@@ -206,32 +177,20 @@ def _defs(svg_id: str) -> str:
     return f"<defs>{marker('arrow', EDGE)}{marker('arrow-critical', CRITICAL)}</defs>"
 
 
-def _edge(source: _Box, to: _Box, count: int, svg_id: str, ports: tuple[float, float], *,
-          critical: bool = False, cycle: bool = False) -> str:
-    """A cubic from the bottom of `source` to the top of `to`, vertical at both ends so a long
-    edge leaves and enters its boxes straight; to a box on the same line or above (a folded
-    band, a broken cycle) it loops below both and enters from underneath."""
-    x1, y1, x2 = source.x + ports[0], source.y + H, to.x + ports[1]
-    if to.y > source.y:
-        y2 = to.y
-        bend = max(20.0, min((y2 - y1) / 2, 120.0))
-        d = (f"M{x1:.1f},{y1:.1f} C{x1:.1f},{y1 + bend:.1f} {x2:.1f},{y2 - bend:.1f} "
-             f"{x2:.1f},{y2:.1f}")
-    else:
-        y2 = to.y + H
-        low = max(y1, y2) + GAP_Y * 0.6
-        d = f"M{x1:.1f},{y1:.1f} C{x1:.1f},{low:.1f} {x2:.1f},{low:.1f} {x2:.1f},{y2:.1f}"
+def _edge(pair: tuple[str, str], d: str, count: int, svg_id: str, *, critical: bool = False,
+          cycle: bool = False) -> str:
+    """One edge along its path `d` (`graph_place.path`), its ends named by node or group."""
     classes = "edge" + (" critical" if critical else "") + (" cycle" if cycle else "")
     ends = []
-    for side, box in (("from", source), ("to", to)):
-        kind = "" if box.key.startswith("n:") else "-group"
-        ends.append(f'data-{side}{kind}="{_text(box.key[2:])}"')
+    for side, key in zip(("from", "to"), pair, strict=True):
+        kind = "" if key.startswith("n:") else "-group"
+        ends.append(f'data-{side}{kind}="{_text(key[2:])}"')
     width = 2.75 if critical else 1.25 + min(1.75, math.log2(count) / 3)
     colour = CRITICAL if critical or cycle else EDGE
     dash = ' stroke-dasharray="4 3"' if cycle else ""
     # Edges to or from a group are the bulk of a folded picture: lighter, so the nodes shown
     # one by one and their own edges stand out.
-    if not (source.key.startswith("n:") and to.key.startswith("n:")):
+    if not (pair[0].startswith("n:") and pair[1].startswith("n:")):
         dash += ' stroke-opacity="0.4"'
     arrow = "arrow-critical" if critical or cycle else "arrow"
     return (f'<path class="{classes}" {" ".join(ends)} data-count="{count}" d="{d}" fill="none" '
@@ -267,16 +226,17 @@ def _shape(kind: str, x: float, y: float, fill: str, stroke: str, width: float) 
     return f'{rect} {paint}/>'
 
 
-def _labels(box: _Box, first: str, second: str, *, mono: bool) -> str:
-    cx = box.x + W / 2
+def _labels(x: float, y: float, first: str, second: str, *, mono: bool) -> str:
+    cx = x + W / 2
     face = f' font-family="{MONO}"' if mono else ' font-weight="600"'
-    return (f'<text x="{cx:.1f}" y="{box.y + 19:.1f}" text-anchor="middle" font-size="12"'
+    return (f'<text x="{cx:.1f}" y="{y + 19:.1f}" text-anchor="middle" font-size="12"'
             f'{face} fill="#111827">{first}</text>'
-            f'<text x="{cx:.1f}" y="{box.y + 35:.1f}" text-anchor="middle" font-size="11" '
+            f'<text x="{cx:.1f}" y="{y + 35:.1f}" text-anchor="middle" font-size="11" '
             f'fill="#374151">{second}</text>')
 
 
-def _node(dag: Dag, node_id: str, box: _Box, *, critical: bool) -> str:
+def _node(dag: Dag, node_id: str, placed: Placed, key: str, *, critical: bool) -> str:
+    x, y = placed.x[key], placed.y[key]
     node = dag.nodes[node_id]
     status, kind = node.get("status"), node.get("type")
     fill, stroke = colors(status if isinstance(status, str) else "")
@@ -289,13 +249,15 @@ def _node(dag: Dag, node_id: str, box: _Box, *, critical: bool) -> str:
     return (f'<g class="{classes}" data-node-id="{_text(node_id)}" data-status="{status_text}" '
             f'data-type="{kind_text}" data-layer="{dag.layer[node_id]}">'
             f"<title>{tooltip}</title>"
-            + _shape(str(kind), box.x, box.y, fill, stroke, 3.0 if critical else 1.5)
-            + _labels(box, _text(node_id, ID_CHARS), _text(f"{kind} · {status}", SUB_CHARS),
+            + _shape(str(kind), x, y, fill, stroke, 3.0 if critical else 1.5)
+            + _labels(x, y, _text(node_id, ID_CHARS), _text(f"{kind} · {status}", SUB_CHARS),
                       mono=True)
             + "</g>")
 
 
-def _group(dag: Dag, box: _Box, row: int, band: int, status: str, members: list[str]) -> str:
+def _group(dag: Dag, placed: Placed, key: str, row: int, band: int, status: str,
+           members: list[str]) -> str:
+    x, y = placed.x[key], placed.y[key]
     first, last = row * band, min(row * band + band, dag.layers) - 1
     layers = f"layer {first}" if first == last else f"layers {first}–{last}"
     fill, stroke = colors(status)
@@ -304,13 +266,13 @@ def _group(dag: Dag, box: _Box, row: int, band: int, status: str, members: list[
     tooltip = "\n".join([f"{len(members)} {status} in {layers}:",
                          *(_text(node_id) for node_id in named)]
                         + ([f"… and {more} more"] if more else []))
-    back = (f'<rect x="{box.x + 4:.1f}" y="{box.y - 4:.1f}" width="{W}" height="{H}" rx="6" '
+    back = (f'<rect x="{x + 4:.1f}" y="{y - 4:.1f}" width="{W}" height="{H}" rx="6" '
             f'fill="{fill}" stroke="{stroke}" stroke-width="1"/>')
-    front = (f'<rect x="{box.x:.1f}" y="{box.y:.1f}" width="{W}" height="{H}" rx="6" '
+    front = (f'<rect x="{x:.1f}" y="{y:.1f}" width="{W}" height="{H}" rx="6" '
              f'fill="{fill}" stroke="{stroke}" stroke-width="1.5"/>')
     return (f'<g class="group status-{status}" data-group-id="{row}:{status}" '
             f'data-layer="{first}" data-layer-last="{last}" data-status="{status}" '
             f'data-count="{len(members)}"><title>{tooltip}</title>{back}{front}'
-            + _labels(box, f"{len(members)} {_text(status.replace('_', ' '))}", layers,
+            + _labels(x, y, f"{len(members)} {_text(status.replace('_', ' '))}", layers,
                       mono=False)
             + "</g>")
