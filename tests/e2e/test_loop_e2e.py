@@ -36,6 +36,7 @@ from tests.e2e.scripted_model import (
     tool_results,
     user_texts,
 )
+from tests.supervisor.kit import loop_until_it_waits
 
 pytestmark = pytest.mark.e2e
 
@@ -400,8 +401,6 @@ def test_three_restarts_share_one_calls_per_hour_window(
     """`clavain loop --rate 2` three times in one project: the first run makes its two calls,
     the next two runs (new run ids) find the project's window full and wait; interrupted, they
     made no call. Two fresh claude sessions in all, not six."""
-    import signal
-
     env = _project(claude_runner, claude_bin)
 
     def script(request: dict[str, Any], prompt: str):
@@ -417,21 +416,9 @@ def test_three_restarts_share_one_calls_per_hour_window(
     assert first.returncode == 4, first
     assert len(recorder.prompts) == 2, first
     for _ in range(2):
-        proc = subprocess.Popen([str(REPO / "bin" / "clavain"), "loop", "--rate", "2",
-                                 "--max-iterations", "2"], cwd=claude_runner.project, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        seen = []
-        try:
-            for line in proc.stderr:
-                seen.append(line)
-                if "waiting" in line and "calls per hour" in line:
-                    proc.send_signal(signal.SIGINT)
-                    break
-            assert proc.wait(timeout=60) == 130, "".join(seen)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+        code, err = loop_until_it_waits(["--rate", "2", "--max-iterations", "2"],
+                                        cwd=claude_runner.project, env=env)
+        assert code == 130, err
     assert len(recorder.prompts) == 2, recorder.prompts
     lines = (claude_runner.project / "progress.txt").read_text().splitlines()
     assert lines == ["step 1", "step 2"], lines

@@ -313,6 +313,28 @@ def test_a_fifo_state_file_never_blocks_the_hook(run_hook, tmp_path: Path, name:
         assert conn.execute("SELECT commands FROM budget_runs").fetchone()[0] == 1
 
 
+def test_a_denial_that_needs_no_counters_holds_when_counting_fails(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """Whatever fails after a call is described — a bug in the counting, a damaged database,
+    budgets turned off — an edit of the state folder is still denied; only a call nothing
+    refuses without counters is left to the failure (the dispatcher logs it and it runs)."""
+    from clavain.guards import budget, gate
+
+    project = _project(tmp_path)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(project))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in the counting")
+
+    monkeypatch.setattr(budget, "check", broken)
+    edit = _payload(project, "Bash", {"command": "echo x > .clavain/checkpoint.json"})
+    output = gate.pre_tool_use(edit)
+    assert output["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert output["hookSpecificOutput"]["permissionDecisionReason"] == budget.STATE
+    with pytest.raises(RuntimeError):
+        gate.pre_tool_use(_payload(project, "Bash", {"command": "ls"}))
+
+
 def test_a_call_that_cannot_be_recorded_runs_and_the_person_is_told(tmp_path: Path,
                                                                    monkeypatch) -> None:
     """Read-only state or a full disk: not a silent allow (root writes through modes, so the

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -66,24 +65,7 @@ def _as_person(state, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _loop_until_it_waits(state, *args: str) -> tuple[int, str]:
-    """`clavain loop ARGS`, interrupted once it says it waits for the calls-per-hour window
-    (or left to end by itself): (exit code, stderr)."""
-    proc = subprocess.Popen([str(kit.REPO / "bin" / "clavain"), "loop", *args],
-                            cwd=state.project, env=kit.cli_env(state), text=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    seen = []
-    try:
-        for line in proc.stderr:
-            seen.append(line)
-            if "waiting" in line and "calls per hour" in line:
-                proc.send_signal(signal.SIGINT)
-                break
-        seen.append(proc.stderr.read())
-        return proc.wait(timeout=60), "".join(seen)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    return kit.loop_until_it_waits(list(args), cwd=state.project, env=kit.cli_env(state))
 
 
 def test_three_restarts_at_two_calls_per_hour_make_two_calls(tmp_path: Path) -> None:

@@ -106,6 +106,28 @@ def cli_env(state: StatePaths, **extra: str) -> dict[str, str]:
     return env
 
 
+def loop_until_it_waits(args: list[str], *, cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """`clavain loop ARGS`, interrupted (SIGINT) once it says it waits for the project's
+    calls-per-hour window, or left to end by itself: (exit code, stderr)."""
+    import signal
+
+    proc = subprocess.Popen([str(REPO / "bin" / "clavain"), "loop", *args], cwd=cwd, env=env,
+                            text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    seen = []
+    try:
+        for line in proc.stderr or ():
+            seen.append(line)
+            if "waiting" in line and "calls per hour" in line:
+                proc.send_signal(signal.SIGINT)
+                break
+        seen.append(proc.stderr.read() if proc.stderr else "")
+        return proc.wait(timeout=60), "".join(seen)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def start_cli(state: StatePaths, *args: str, **extra: str) -> subprocess.Popen[str]:
     return subprocess.Popen([str(REPO / "bin" / "clavain"), *args], cwd=state.project,
                             env=cli_env(state, **extra), stdout=subprocess.PIPE,

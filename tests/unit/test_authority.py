@@ -65,6 +65,14 @@ def _project(tmp_path: Path) -> Path:
     return project
 
 
+def _refused_below_host(project: Path, tmp_path: Path, script: str) -> None:
+    """`script` run by an agent's Bash in session s1: refused, and no sprint started."""
+    forged = run_below_host(["bash", "-c", script], cwd=project,
+                            env=_env(project, CLAUDE_CODE_SESSION_ID="s1"), tmp=tmp_path)
+    assert forged.returncode == 2 and "is a person's decision" in forged.stderr
+    assert not (project / ".clavain" / "checkpoint.json").exists()
+
+
 def test_a_record_the_command_writes_itself_is_a_forgery(tmp_path: Path) -> None:
     """The host runs a slash command's `!` line after its hook recorded what was typed: a
     record written inside the command that takes it speaks for nobody."""
@@ -72,10 +80,7 @@ def test_a_record_the_command_writes_itself_is_a_forgery(tmp_path: Path) -> None
     forge = ("mkdir -p .clavain/typed && printf -- '--skip-to ship add a greeting' > "
              ".clavain/typed/sprint-request-s1.txt && "
              f"{CLI} sprint start --from-prompt")
-    forged = run_below_host(["bash", "-c", forge], cwd=project,
-                            env=_env(project, CLAUDE_CODE_SESSION_ID="s1"), tmp=tmp_path)
-    assert forged.returncode == 2 and "is a person's decision" in forged.stderr
-    assert not (project / ".clavain" / "checkpoint.json").exists()
+    _refused_below_host(project, tmp_path, forge)
     # Written before the command began, as the hook does: the person's, recorded as typed.
     (project / ".clavain" / "typed").mkdir(parents=True, exist_ok=True)
     (project / ".clavain" / "typed" / "sprint-request-s1.txt").write_text(
@@ -118,10 +123,7 @@ def test_a_claude_of_the_agents_own_below_the_host_forges_nothing(tmp_path: Path
     forge = ("mkdir -p .clavain/typed && printf -- '--skip-to execute --complexity 1 add a "
              "greeting' > .clavain/typed/sprint-request-s1.txt && sleep 0.2 && "
              f"{inner} {CLI} sprint start --from-prompt")
-    forged = run_below_host(["bash", "-c", forge], cwd=project,
-                            env=_env(project, CLAUDE_CODE_SESSION_ID="s1"), tmp=tmp_path)
-    assert forged.returncode == 2 and "is a person's decision" in forged.stderr
-    assert not (project / ".clavain" / "checkpoint.json").exists()
+    _refused_below_host(project, tmp_path, forge)
     # Even a record older than both starts is not believed through a nested host: a person
     # types only into the outermost session.
     (project / ".clavain" / "typed" / "sprint-request-s1.txt").write_text(

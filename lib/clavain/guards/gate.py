@@ -127,9 +127,31 @@ def pre_tool_use(payload: dict) -> dict | None:
     project, root, database, context = where
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"],
                            os.path.join(root, "config.json"))
-    if not context["limits"]["enabled"]:  # nothing counted; the state folder still guarded
-        standing = budget.standing_refusal(call)
-        return _deny(standing) if standing else None
+    # Decided once, before anything that can fail: a denial that needs no counters (the state
+    # folder, the settings, a person's decision) holds whatever goes wrong after it.
+    # Budgets off: nothing is counted, and the state folder is still guarded.
+    standing = budget.standing_refusal(call)
+    try:
+        decided = _counted(payload, project, root, database, context, call, started,
+                           standing) if context["limits"]["enabled"] else None
+    except Exception:
+        if not standing:
+            raise
+        decided = None
+    if standing and not _denies(decided):
+        return _deny(standing)
+    return decided
+
+
+def _denies(decided: dict | None) -> bool:
+    return bool(decided) and decided.get("hookSpecificOutput", {}).get(
+        "permissionDecision") == "deny"
+
+
+def _counted(payload: dict, project: str, root: str, database: str, context: dict, call: dict,
+             started: float, standing: str | None) -> dict | None:
+    """The call counted against the run's budgets and loop guards: its decision."""
+    from clavain.guards import budget
     from clavain.store.db import sqlite3  # the C driver: no `datetime` on every tool call
 
     refused = _unsafe_database(database)
@@ -147,6 +169,8 @@ def pre_tool_use(payload: dict) -> dict | None:
         finally:
             conn.close()
     except (sqlite3.DatabaseError, OSError) as exc:  # locked, read-only, full, corrupt
+        if standing:  # a broken database: no warning for a call denied anyway
+            return _deny(standing)
         return _not_counted(exc, root, payload, database, call, context)
     transcript = _text(payload.get("transcript_path"))
     if result["measure"] and transcript and not context["run_key"].startswith(SUPERVISED_PREFIX):
@@ -185,12 +209,8 @@ def _not_counted(exc: Exception, root: str, payload: dict, database: str, call: 
     """A call the database refused to record. Locked past the bound: denied (the counters are
     unknown). Otherwise (read-only, full disk, I/O, a damaged file): denied if what can still be
     read says a budget is spent; else it runs, and the person is told."""
-    from clavain.guards.budget import standing_refusal
     from clavain.hooks import log_failure
 
-    standing = standing_refusal(call)
-    if standing:  # needs no counters: a broken database never lets it through
-        return _deny(standing)
     message = str(exc)
     if "locked" in message or "busy" in message:
         return _deny(LOCKED.format(s=HOOK_BUSY_MS / 1000))
