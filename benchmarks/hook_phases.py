@@ -43,10 +43,9 @@ call = budget.describe("Bash", payload["tool_input"], context["patterns"],
                        os.path.join(root, "config.json"))
 mark("describe")
 from clavain.store.db import sqlite3
-gate._unsafe_database(database)
-mark("import_sqlite_and_check")
-conn = gate._open_database(database)
-mark("open")
+mark("import_sqlite")
+conn = gate._open_database(database)  # checks the files without blocking, then opens
+mark("check_and_open")
 budget.check(conn, run_key=context["run_key"], session_id="bench", call=call,
              limits=context["limits"], problems=context["problems"], tool_use_id="t")
 mark("transaction")

@@ -216,7 +216,8 @@ def test_a_link_planted_in_the_agents_folder_leads_nowhere(run_hook, tmp_path: P
     checkpoint (or the record of what the person typed): making the link is refused, and a
     path through one already there is judged where it really leads."""
     project = _project(tmp_path)
-    for command in ("ln -s .. .clavain/scratch/up", "cd .clavain/scratch && ln -s ../typed t"):
+    for command in ("ln -s .. .clavain/scratch/up", "cd .clavain/scratch && ln -s ../typed t",
+                    "ln -s .. .clav*/scratch/up", "ln -s .. '.clav'ain/scratch/up"):
         denied = _pre(run_hook, project, "Bash", {"command": command})
         assert denied is not None and denied["permissionDecision"] == "deny", command
     (project / ".clavain" / "scratch").mkdir()

@@ -65,22 +65,15 @@ def _install_statusline(project: object, force: bool) -> dict:
     from clavain.authority import who_asks
     from clavain.errors import ClavainError
     from clavain.statusline import install
+    from clavain.workgraph.runner_env import clavain_bin
 
     asker = who_asks()
     if force and not asker.is_person:  # whose status line goes is the person's to say
         raise ClavainError(f"replacing a status line is a person's decision ({asker.detail}): "
                            "the user runs `clavain init --statusline --force` in a terminal")
-    launcher = os.path.join(os.environ.get("CLAVAIN_ROOT") or _plugin_root(), "bin", "clavain")
+    launcher = clavain_bin()  # the plugin's bin/clavain, else a package's console script
     return install(os.fspath(project), f"{shlex.quote(os.path.abspath(launcher))} statusline",
                    force=force)
-
-
-def _plugin_root() -> str:
-    import os
-
-    import clavain
-
-    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(clavain.__file__))))
 
 
 def _require_person_for_sandbox() -> None:

@@ -81,7 +81,7 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
                      os.path.basename(config_path) in command and ".clavain" in command),
                     person_only=commands.person_only(command)
                     or (HOST_SETTINGS if writes_host_settings(command) else None),
-                    edits_state=writes_state(command) or commands.links_into_state(command))
+                    edits_state=writes_state(command))
     elif tool in ("WebFetch", "WebSearch"):
         call.update(kind="web", subject=text("url") or text("query"))
     elif tool in EDIT_TOOLS:

@@ -252,15 +252,6 @@ LIBRARY_PERSON_CALLS = ("lifecycle", "typed_request", "project_reset", "report.r
                         "session_loop.start", "controls.rate")
 
 
-def links_into_state(command: str) -> bool:
-    """Whether `command` makes a link that names Clavain's state folder (`ln -s .. .clavain/
-    scratch/up` would let a later write into the agent's folder land beside the checkpoint)."""
-    if "ln" not in command or ".clavain" not in command:
-        return False
-    return any(words[:1] == ["ln"] and any(".clavain" in w for w in words[1:])
-               for _, found in read_parts(command) for words, _ in found)
-
-
 def _asks_person(arguments: list[str]) -> str | None:
     """The person-only part of a `clavain` command's arguments, as said to the agent."""
     named = [w.split("=", 1)[0] for w in arguments]

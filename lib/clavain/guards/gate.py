@@ -151,14 +151,12 @@ def _denies(decided: dict | None) -> bool:
 def _counted(payload: dict, project: str, root: str, database: str, context: dict, call: dict,
              started: float, standing: str | None) -> dict | None:
     """The call counted against the run's budgets and loop guards: its decision."""
+    from clavain.fsutil import UnsafePathError
     from clavain.guards import budget
     from clavain.store.db import sqlite3  # the C driver: no `datetime` on every tool call
 
-    refused = _unsafe_database(database)
-    if refused:
-        return _deny(refused)
     try:
-        conn = _open_database(database)
+        conn = _open_database(database)  # it refuses a FIFO, a device or a symlink itself
         try:
             result = budget.check(conn, run_key=context["run_key"],
                                   session_id=_text(payload.get("session_id")), call=call,
@@ -168,6 +166,8 @@ def _counted(payload: dict, project: str, root: str, database: str, context: dic
                                   transcript=_text(payload.get("transcript_path")))
         finally:
             conn.close()
+    except UnsafePathError as exc:  # never opened: denied, whatever the call
+        return _deny(UNSAFE.format(problem=str(exc).rstrip(".")))
     except (sqlite3.DatabaseError, OSError) as exc:  # locked, read-only, full, corrupt
         if standing:  # a broken database: no warning for a call denied anyway
             return _deny(standing)
@@ -194,14 +194,6 @@ def _open_database(path: str):
     from clavain.store import db
 
     return db.connect(path, busy_timeout_ms=HOOK_BUSY_MS)
-
-
-def _unsafe_database(path: str) -> str | None:
-    """The denial when the database must not be opened (`db.unsafe_database`), or None."""
-    from clavain.store import db
-
-    problem = db.unsafe_database(path)
-    return None if problem is None else UNSAFE.format(problem=problem.rstrip("."))
 
 
 def _not_counted(exc: Exception, root: str, payload: dict, database: str, call: dict,
@@ -293,11 +285,14 @@ def post_tool_use_failure(payload: dict) -> None:
     where = _counting_here(payload, database_needed=True)
     if where is None:
         return
+    from clavain.fsutil import UnsafePathError
+
     _, _, database, context = where
-    if _unsafe_database(database):
-        return
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"])
-    conn = _open_database(database)
+    try:
+        conn = _open_database(database)
+    except UnsafePathError:  # a FIFO, a device or a symlink: not opened, nothing recorded
+        return
     try:
         budget.record_failure(conn, run_key=context["run_key"], call=call,
                               tool_use_id=_text(payload.get("tool_use_id")))

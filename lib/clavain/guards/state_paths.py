@@ -114,6 +114,11 @@ def writes_state(command: str) -> bool:
             if not words:
                 continue
             first = os.path.basename(words[0])
+            if first == "ln" and any(_part_names_state(part) for w in words[1:]
+                                     for part in _parts(w)):
+                # A link anywhere in the folder (even an agents' one: `ln -s .. .clavain/
+                # scratch/up`) lets a later write there land beside the checkpoint.
+                return True
             if first in ("cd", "pushd"):
                 inside = inside or any(names_state(w) for w in words[1:])
                 agents = agents or any(STATE_NAME in _parts(w) for w in words[1:])

@@ -126,7 +126,8 @@ def _sprint_checkpoint(state: StatePaths, sprint_id: str) -> dict[str, Any] | No
 def _sprint(state: StatePaths, sprint_id: str, problems: list[str]
             ) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any] | None]:
     """(the sprint: its checkpoint, route with gates, summary; its verdicts; its budgets)."""
-    from clavain.sprint import checkpoint, gates, summary
+    from clavain.sprint import checkpoint, summary
+    from clavain.sprint.route import GATED_STEPS
 
     sprint = _sprint_checkpoint(state, sprint_id)
     if sprint is None:
@@ -140,7 +141,7 @@ def _sprint(state: StatePaths, sprint_id: str, problems: list[str]
               for w in _list(sprint.get("waivers"))
               if isinstance(w, dict) and isinstance(w.get("step"), str)}
     completed = {step for step in _list(sprint.get("completed_steps")) if isinstance(step, str)}
-    route = [{"step": step, "gate": gates.has_gate(step), "lenses": _lenses(sprint, step),
+    route = [{"step": step, "gate": step in GATED_STEPS, "lenses": _lenses(sprint, step),
               "state": ("waived" if step in waived else "done" if step in completed
                         else "current" if step == sprint.get("current_step") else "pending"),
               "waiver": waived.get(step)}

@@ -29,6 +29,7 @@ from clavain.page.graph_layout import (
     read_dag,
 )
 from clavain.page.graph_place import H, Placed, W, path, place, ports
+from clavain.textio import clip
 from clavain.workgraph.status_colors import STATUS_COLORS, colors
 
 __all__ = ["GraphPicture", "critical_path", "draw"]
@@ -66,8 +67,8 @@ def critical_path(nodes: Iterable[Mapping[str, Any]],
 
 def _text(value: object, limit: int | None = None) -> str:
     text = _NOT_XML.sub("\ufffd", "" if value is None else str(value))
-    if limit is not None and len(text) > limit:
-        text = text[: limit - 1] + "…"
+    if limit is not None:
+        text = clip(text, limit)
     return html.escape(text, quote=True)
 
 

@@ -9,13 +9,15 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from clavain.textio import clip
+
 FOLD_ABOVE = 300  # nodes drawn one by one; beyond, the picture folds (page.graph_svg)
 
 
 def title(page: dict[str, Any]) -> str:
     kind, subject = page["subject"]["kind"], page["subject"]["id"]
     if kind == "sprint":
-        return f"Sprint {subject}: {_clip(page['sprint']['description'], 90)}"
+        return f"Sprint {subject}: {clip(page['sprint']['description'], 90)}"
     if kind == "run":
         return f"Run {subject} on graph {page['runs'][0]['graph_id']}"
     if kind == "loop":
@@ -66,11 +68,6 @@ def _text(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(_text(item) for item in value)
     return str(value)
-
-
-def _clip(text: Any, limit: int) -> str:
-    text = str(text or "")
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _items(value: Any) -> list[Any]:
@@ -340,7 +337,7 @@ def verdicts(found: list[dict[str, Any]]) -> str:
         rows.append({"lens": escape(str(verdict.get("agent"))),
                      "status": f'<span class="status-{escape(status)}">{escape(status)}</span>',
                      "tokens": escape(_text(verdict.get("tokens_spent"))),
-                     "summary": escape(_clip(verdict.get("summary"), 300)),
+                     "summary": escape(clip(verdict.get("summary") or "", 300)),
                      "filed": escape(str(verdict.get("timestamp") or "")), "detail": link})
     columns = ["lens", "status", "tokens", "summary", "filed", "detail"]
     return _section("verdicts", "Verdicts",

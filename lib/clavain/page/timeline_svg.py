@@ -10,6 +10,7 @@ from html import escape
 from typing import Any
 
 from clavain.supervisor.metrics import peak_concurrency
+from clavain.textio import clip
 from clavain.workgraph.status_colors import colors
 
 LANE_HEIGHT = 34
@@ -67,7 +68,7 @@ def draw(bars: list[Bar], *, now: float | None = None) -> TimelinePicture:
                      f'<rect class="lane-bg" x="0" y="{y}" width="{width}" '
                      f'height="{LANE_HEIGHT}" fill="{"#fafafa" if index % 2 else "#ffffff"}"/>'
                      f'<text x="6" y="{y + LANE_HEIGHT / 2 + 4:.1f}" font-size="12">'
-                     f'{escape(_clip(lane, 22))}</text>')
+                     f'{escape(clip(lane, 22))}</text>')
         for bar in (b for b in bars if b.lane == lane):
             parts.append(_bar(bar, first, scale, y))
         parts.append("</g>")
@@ -93,7 +94,7 @@ def _bar(bar: Bar, first: float, scale: float, y: float) -> str:
     tip = f"{bar.label}: {bar.outcome}, {seconds:.1f} s" + (f"\n{bar.detail}" if bar.detail
                                                            else "")
     text = (f'<text x="{x + 4:.1f}" y="{y + LANE_HEIGHT / 2 + 4:.1f}" font-size="11">'
-            f'{escape(_clip(bar.label, int(width / 6.5)))}</text>' if width > 40 else "")
+            f'{escape(clip(bar.label, int(width / 6.5)))}</text>' if width > 40 else "")
     return (f'<g class="bar outcome-{escape(bar.outcome)}" data-node="{escape(bar.label)}" '
             f'data-outcome="{escape(bar.outcome)}" data-seconds="{seconds:.3f}">'
             f"<title>{escape(tip)}</title>"
@@ -143,11 +144,6 @@ def _idle(bars: list[Bar]) -> float:
             idle += bar.start - reach
         reach = bar.end if reach is None else max(reach, bar.end)
     return round(idle, 3)
-
-
-def _clip(text: str, limit: int) -> str:
-    limit = max(limit, 1)
-    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
 def bars_of_run(run: dict[str, Any], *, prefix: str = "") -> list[Bar]:

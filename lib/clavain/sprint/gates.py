@@ -49,11 +49,6 @@ def lenses_for(active: dict[str, Any], step: str) -> list[str]:
     return []
 
 
-def has_gate(step: str) -> bool:
-    """Whether recording `step` done is checked (else it is recorded on the agent's word)."""
-    return step in _CHECKS
-
-
 def problems(g: Graph, active: dict[str, Any], step: str) -> list[str]:
     """What keeps `step` from being recorded now (empty: the gate is open). Reads only."""
     check = _CHECKS.get(step)
