@@ -18,7 +18,8 @@ What a failure does to the call (a denial never turns into an allow):
 - the database stays locked past HOOK_BUSY_MS (3 s): denied, "retry" (the counters cannot be
   read, and the host kills a hook at 10 s: waiting longer would let the call run);
 - `.clavain/state.sqlite` (or its -wal, -shm, -journal) is a symlink, a FIFO or a device
-  (`store.db.unsafe_database`, checked without blocking): denied, naming the file and the fix
+  (`store.db.unsafe_database`, checked without blocking by `db.connect` before it opens):
+  denied, naming the file and the fix
   (a symlink would be written through, outside the project; a FIFO's open would block past
   the host's timeout, and the call would run uncounted);
 - the call cannot be recorded (read-only `.clavain/`, full disk, I/O error): the counters are
@@ -29,8 +30,10 @@ What a failure does to the call (a denial never turns into an allow):
 - config.json or checkpoint.json is a symlink, a FIFO, a device or over 1 MB: never blocked
   on (`fsutil.read_state_file`), read as missing (defaults, no sprint), and a broken config
   is named once per run in the budget warning;
-- any other exception (a bug of ours): it runs, and the dispatcher logs it (a broken budget
-  must not stop all work).
+- any other exception (a bug of ours): a call that needs no counters to be refused (the state
+  folder, Claude Code's settings, a person's decision: `budget.standing_refusal`, decided
+  before anything else can fail) is still denied; any other runs, and the dispatcher logs it
+  (a broken budget must not stop all work).
 A decision is recorded only in the transaction that returns it, so the host always receives
 what was recorded.
 """
