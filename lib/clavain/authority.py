@@ -14,7 +14,11 @@ It rests only on what an agent cannot change from its Bash tool with one command
 - **What the person typed.** Inside Claude Code a person speaks through a slash command: the
   UserPromptSubmit hook (run by the host before the model sees the prompt) records the typed
   text, and the command's `!` line takes it (`typed_request`); the PreToolUse hook refuses an
-  agent's own `--from-prompt` and any write to where the record lives.
+  agent's own `--from-prompt` and any write to where the record lives. A record is good once,
+  for the turn that typed it (`sprint.typed_once`): its one-time value must match the row the
+  hook kept, and every tool call voids the session's records first — so a record the agent
+  wrote by means the hook cannot read is void by the call that would take it, and one it
+  writes and takes in a single call is younger than that command (checked here).
 An environment variable alone (`CLAUDECODE`, which `env -u` removes) never makes a person; its
 presence still marks an agent. Anything that cannot be told is an agent: a person-only action
 then gets one line saying what the person types instead.
@@ -69,7 +73,9 @@ def who_asks(*, typed: dict[str, Any] | None = None) -> Asker:
     """A person or an agent (module docstring). `typed`: the record of what a person typed in
     Claude Code, taken by a `--from-prompt` command ({"session_id", "prompt"}): it speaks for
     the person (the command runs below the host, as the agent's would; what keeps the agent
-    from writing such a record or running `--from-prompt` itself is the PreToolUse hook)."""
+    from writing such a record or running `--from-prompt` itself is the PreToolUse hook, and
+    `typed_request.take_record` has already checked it is the turn's, taken once). Here: it
+    was written before the process the host started for this command began."""
     from clavain.clock import now_iso
 
     at = now_iso()

@@ -98,6 +98,20 @@ def _state(state: StatePaths) -> dict[str, Any]:
                 str(state.root) + ("" if writable else " (not writable)"), path=str(state.root))
 
 
+def _authority(state: StatePaths) -> dict[str, Any]:
+    """Whether the sandbox enforces a person's decisions here (hard mode), or they hold only
+    against shortcuts (best effort), with what is missing and how to install it. A warning
+    where something is to do: a package to install, or a project set up without a person's
+    `init`; not for a person's own decision, nor before any `init`."""
+    from clavain import hard_mode
+
+    found = hard_mode.status(state.project, state.root)
+    settled = found["mode"] == hard_mode.HARD or found.get("why") == "person" or (
+        found.get("why") == "not_on" and not state.root.exists())
+    status = OK if settled else WARN
+    return _row("authority", status, f"{found['mode']}: {found['detail']}", mode=found["mode"])
+
+
 def _config(state: StatePaths) -> dict[str, Any]:
     from clavain import config
     from clavain.errors import ClavainError
@@ -255,14 +269,33 @@ def _sprint(state: StatePaths) -> dict[str, Any]:
                 sprint_id=active["sprint_id"], set_aside=kept)
 
 
+def _state_links(state: StatePaths) -> dict[str, Any]:
+    """A state file with a second name (a hard link) is changed through it unseen by the
+    PreToolUse hook, which then refuses every change: each such file and its other names in
+    the project, with the fix."""
+    from clavain.guards.landing import linked_state_files, other_names
+
+    linked = linked_state_files(str(state.root))
+    if not linked:
+        return _row("state_links", OK, "no state file has a second name (hard link)")
+    named = []
+    for path, count in linked:
+        others = other_names(path, str(state.project))
+        where = ", ".join(others[:3]) if others else "outside the project"
+        named.append(f"{path} has {count} links (other: {where})")
+    return _row("state_links", FAIL, "; ".join(named) + ": remove the other link (`rm` it); "
+                "until then the hook refuses every change", files=[p for p, _ in linked])
+
+
 def run(state: StatePaths | None = None) -> dict[str, Any]:
     state = state or StatePaths.discover()
     checks = [_python(), _venv(), _dependencies(), _claude(), _plugin_root(), _state(state),
-              _config(state), _budgets(state)]
+              _authority(state), _config(state), _budgets(state)]
     # What reads the project's files: one that fails is its own failed row, never the end of
     # the report (a damaged database must not hide what else is wrong).
     for name, check in (("schema", _schema), ("database", _database), ("store", _store),
-                        ("sprint", _sprint), ("git", _git_leftovers), ("hook_cost", _hook_cost)):
+                        ("sprint", _sprint), ("git", _git_leftovers), ("hook_cost", _hook_cost),
+                        ("state_links", _state_links)):
         try:
             checks.append(check(state))
         except Exception as exc:

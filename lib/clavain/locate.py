@@ -15,6 +15,14 @@ import os
 
 STATE_DIR_NAME = ".clavain"
 DB_NAME = "state.sqlite"
+# What a person typed after a slash command (`sprint.typed_once`): named here so the tool-call
+# hook looks for a record with one listdir, without importing the module that reads it.
+TYPED_DIR_NAME = "typed"
+
+
+def typed_record(kind: str, session_id: str) -> str:
+    """A typed record's file name in TYPED_DIR_NAME (kind "" gives the session's suffix)."""
+    return f"{kind}-request-{session_id}.txt"
 
 
 def _walk_up(start: str, marker: str, *, folder_only: bool = False) -> str | None:

@@ -14,6 +14,13 @@ from pathlib import Path
 
 from clavain.locate import STATE_DIR_NAME  # noqa: F401  (re-exported)
 
+# Where parallel runners' git worktrees live: beside the state folder, in the project, not in
+# it. Hard mode keeps the state folder read-only to every sandboxed or confined process, and a
+# runner's session and its checks must write their worktree; inside the project, the host's
+# sandbox and `confine` already let them (both write only their folder and the temp folders).
+# Clavain alone creates and removes it; it ignores itself in git (a `*` .gitignore inside).
+WORKTREES_DIR_NAME = ".clavain-worktrees"
+
 # Parts of .clavain/ that are machine state, not something to commit.
 VOLATILE_PARTS = (
     "state.sqlite",
@@ -24,7 +31,8 @@ VOLATILE_PARTS = (
     "verdicts/",
     "artifacts/",
     "runs/",
-    "worktrees/",
+    "worktrees/",  # where an older Clavain kept runners' worktrees
+    "hard-mode.json",
     "scratch/",
     "loops/",
     "logs/",
@@ -93,6 +101,11 @@ class StatePaths:
         root = locate.state_dir(project, env)
         return cls(root, project=project, db=locate.db_file(root, env),
                    store_url=locate.store_url(env))
+
+    @property
+    def worktrees(self) -> Path:
+        """Parallel runners' git worktrees (`WORKTREES_DIR_NAME`, beside the state folder)."""
+        return self.project / WORKTREES_DIR_NAME
 
     @property
     def workgraph_json(self) -> Path:

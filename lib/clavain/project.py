@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clavain.fsutil import write_atomic
-from clavain.paths import STATE_DIR_NAME, VOLATILE_PARTS, StatePaths
+from clavain.paths import STATE_DIR_NAME, VOLATILE_PARTS, WORKTREES_DIR_NAME, StatePaths
 
 GITIGNORE_MARKER = "# clavain: machine state (added by `clavain init`)"
 
@@ -15,7 +15,7 @@ def gitignore_lines(state: StatePaths) -> list[str]:
         prefix = state.root.relative_to(state.project).as_posix()
     except ValueError:
         prefix = STATE_DIR_NAME
-    return [f"/{prefix}/{part}" for part in VOLATILE_PARTS]
+    return [f"/{prefix}/{part}" for part in VOLATILE_PARTS] + [f"/{WORKTREES_DIR_NAME}/"]
 
 
 def in_git_work_tree(folder: Path) -> bool:
@@ -23,15 +23,20 @@ def in_git_work_tree(folder: Path) -> bool:
 
 
 def ensure_gitignore(state: StatePaths) -> bool:
-    """Append Clavain's block to the project's .gitignore once. True when it was added.
-    Outside a git work tree there is nothing to ignore for, so no .gitignore is created."""
+    """Append Clavain's block to the project's .gitignore, or the lines a newer Clavain added
+    to it (under the same marker). True when something was added. Outside a git work tree
+    there is nothing to ignore for, so no .gitignore is created."""
     if not in_git_work_tree(state.project):
         return False
     gitignore = state.project / ".gitignore"
     existing = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
+    lines = gitignore_lines(state)
     if GITIGNORE_MARKER in existing:
-        return False
-    block = "\n".join([GITIGNORE_MARKER, *gitignore_lines(state)]) + "\n"
+        present = set(existing.splitlines())
+        lines = [line for line in lines if line not in present]
+        if not lines:
+            return False
+    block = "\n".join([GITIGNORE_MARKER, *lines]) + "\n"
     separator = "" if not existing or existing.endswith("\n") else "\n"
     spacer = "\n" if existing else ""
     write_atomic(gitignore, existing + separator + spacer + block)

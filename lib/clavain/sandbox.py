@@ -1,100 +1,162 @@
-"""Hard mode: Claude Code's own sandbox keeps `.clavain/` read-only for the agent's Bash.
+"""Hard mode: Claude Code's own sandbox keeps `.clavain/`, the plugin and the host's settings
+read-only for the agent's Bash, and its file tools refuse them.
 
-`clavain init --sandbox` writes a `sandbox` block into the project's
-`.claude/settings.local.json` (merged: the person's other settings are kept). Observed on Claude
-Code 2.1.330 with bubblewrap 0.8 (Linux):
-- `filesystem.denyWrite` with the state folder's absolute path (`//…`) makes it read-only to
-  every sandboxed Bash command and its children ("Read-only file system"); a relative `./.clavain`
-  resolves against the session's folder, and `settings.json` (unlike `settings.local.json`) is
-  not read at all when a session starts in a subfolder: hence the local file and an absolute path.
+A person's `clavain init` turns it on where the machine can sandbox (`confine.host_problem`):
+it merges a `sandbox` block and `permissions.deny` rules into the project's
+`.claude/settings.local.json` (the person's other settings are kept) and records what it added
+(`.clavain/hard-mode.json`), so `clavain init --no-sandbox` takes exactly that away again.
+Observed on Claude Code 2.1.330 with bubblewrap 0.8 (Linux):
+- `filesystem.denyWrite` with an absolute path (`//…`) makes it read-only to every sandboxed
+  Bash command and its children ("Read-only file system"; renaming it: "Device or resource
+  busy"); a path that does not exist yet is masked with /dev/null (a write: "Permission
+  denied"), so nothing can be created there either. A relative `./x` resolves against the
+  session's folder, and `settings.json` (unlike `settings.local.json`) is not read at all when
+  a session starts in a subfolder: hence the local file and absolute paths. A session started
+  in a git worktree inside the project reads the project's local file too.
+- The host keeps the project's `.claude/settings.json` and `settings.local.json` read-only
+  itself (also through `cd .claude/. && …`); outside the session's folder nothing is writable.
+- `permissions.deny` `Edit(//abs/**)` (a folder) or `Edit(//abs)` (a file) makes Write, Edit
+  and NotebookEdit refuse the path ("denied by your permission settings").
 - `excludedCommands` `clavain` / `clavain *` runs a command that is *only* `clavain …` (also with
   `2>&1`) outside the sandbox, so Clavain's own commands still write their state. Any other
   shape stays sandboxed: a pipe, `&&`, `;`, `||`, `cd … &&`, a redirect, a heredoc, `$(…)`, a
   leading `VAR=…`, `command clavain`, a shell function named `clavain`, `./x/clavain`.
 - `allowUnsandboxedCommands: false`: the model's `dangerouslyDisableSandbox` is ignored.
 - `failIfUnavailable: true`: Claude Code refuses to start rather than run without the sandbox.
+- The network goes through the host's proxy, which refuses every domain not allowed (headless
+  runners cannot be asked): where Clavain turns the sandbox on and the person named no domains,
+  it allows `*`, so the network stays as it was without the sandbox.
+- `claude --settings '<json>'` takes the same block for one session (a runner's).
 Hooks are not sandboxed (they are the host's), nor are the commands an exempt `clavain` runs:
-the verify commands an agent writes into its plan are therefore run by `confine`, under the same
-write limits as the agent's Bash. The host's `/sandbox` panel and docs describe the rest
-(network through a proxy, writes limited to the project and the temp folder).
+the verify commands an agent writes into its plan are therefore run by `confine`, under the
+same write limits as the agent's Bash.
 
 Stdlib only, imported lazily: `confine` runs for every verify command.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
 
-SETTINGS_FILE = Path(".claude") / "settings.local.json"
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
+# The status line asks `hard_mode` after every assistant message: nothing heavier than `os` is
+# imported here; `json` and `pathlib` inside the functions that need them.
+SETTINGS_FILE = os.path.join(".claude", "settings.local.json")
+HOST_SETTINGS = ("settings.json", "settings.local.json")
 EXCLUDED_COMMANDS = ("clavain", "clavain *")  # the bare word, and with arguments
 SETTINGS_MAX_BYTES = 1 << 20
-PROBE_TIMEOUT = 30.0
-# What a confined command may not write inside the project besides the state folder: the host's
-# settings (a planted `excludedCommands` would unsandbox the next session) and git's hooks and
-# config (run by the person's git later). Claude Code's sandbox protects the same ones.
+RECORD_NAME = "hard-mode.json"
+# What a confined command may not write inside its folder besides the protected paths: the
+# host's settings (a planted `excludedCommands` would unsandbox the next session) and git's
+# hooks and config (run by the person's git later). Claude Code's sandbox protects the same.
 PROTECTED_IN_PROJECT = (".claude", ".git/hooks", ".git/config")
-INSTALL_HINT = "`sudo apt-get install bubblewrap socat` (or your distribution's packages)"
+SCALARS = {"enabled": True, "failIfUnavailable": True, "allowUnsandboxedCommands": False}
+# The state folder's own parts the file tools are refused, by name (whether there yet or not):
+# every part but `scratch/`, where the agent writes its handoff note with the Write tool. A rule
+# for the folder itself (or `folder/*`, observed) would refuse that too.
+STATE_PARTS = ("checkpoint.json", "config.json", "state.sqlite", "state.sqlite-wal",
+               "state.sqlite-shm", "workgraph.json", RECORD_NAME, "verdicts", "artifacts",
+               "runs", "logs", "loops", "typed", "usage", "locks", "worktrees")
+AGENT_PART = "scratch"
+OPEN_NETWORK = ["*"]
 
 
 def settings_file(project: Path) -> Path:
+    from pathlib import Path
+
     return Path(project) / SETTINGS_FILE
 
 
-def deny_entry(state_root: Path) -> str:
-    """The `denyWrite` entry for the state folder: `//` + its absolute path (Claude Code's
-    prefix for "from the filesystem root"), resolved so a symlinked project matches."""
-    return "/" + str(Path(state_root).resolve())
+def deny_entry(path: str | os.PathLike[str]) -> str:
+    """A settings path entry: `//` + the absolute path (Claude Code's prefix for "from the
+    filesystem root"), resolved so a symlinked project matches."""
+    return "/" + os.path.realpath(os.fspath(path))
 
 
-def sandbox_block(state_root: Path) -> dict[str, Any]:
-    """What hard mode adds to the settings (`merge` folds it into what is there)."""
-    return {
-        "enabled": True,
-        "failIfUnavailable": True,
-        "allowUnsandboxedCommands": False,
-        "excludedCommands": list(EXCLUDED_COMMANDS),
-        "filesystem": {"denyWrite": [deny_entry(state_root)]},
-    }
+def protected_paths(state_root: Path, project: Path | None = None) -> list[Path]:
+    """What hard mode keeps from the agent, resolved: the state folder, the code Clavain runs
+    from (the plugin's root, the package), its data folder (the plugin's venv), Claude Code's
+    user settings and the project's. A code folder holding the project (Clavain worked on with
+    itself) is left out: denying it would deny the whole project."""
+    from pathlib import Path
+
+    project = Path(project if project is not None else Path(state_root).parent).resolve()
+    from clavain.paths import claude_config_dir
+
+    found = [Path(state_root).resolve()]
+    for folder in (*_code_roots(), _data_folder()):
+        if folder is not None and folder != project and folder not in project.parents:
+            found.append(folder)
+    config = claude_config_dir()
+    found += [(config / name).resolve() for name in HOST_SETTINGS]
+    found += [(project / ".claude" / name).resolve() for name in HOST_SETTINGS]
+    return list(dict.fromkeys(found))
 
 
-def merge(settings: dict[str, Any], state_root: Path,
-          where: str = str(SETTINGS_FILE)) -> tuple[dict[str, Any], list[str]]:
-    """`settings` with hard mode folded in, and what changed (empty: it was already on).
-    Every other key is kept; lists gain entries, never lose them. A `sandbox`, `filesystem` or
-    list of another type is bad input, named with `where`."""
-    from clavain.errors import ClavainError
+def _code_roots() -> list[Path]:
+    """The plugin's root (bin/, hooks/, lib/) and the package's folder (a pip install keeps
+    the code in site-packages, apart from its `_plugin` folder)."""
+    from pathlib import Path
 
-    result = dict(settings)
-    changes: list[str] = []
-    sandbox = _object(result.get("sandbox", {}), f"{where}: `sandbox`")
-    result["sandbox"] = sandbox = dict(sandbox)
-    wanted = sandbox_block(state_root)
-    for key in ("enabled", "failIfUnavailable", "allowUnsandboxedCommands"):
-        if sandbox.get(key) is not wanted[key]:
-            before = json.dumps(sandbox[key]) if key in sandbox else "unset"
-            changes.append(f"sandbox.{key}: {before} -> "
-                           f"{json.dumps(wanted[key])}")
-            sandbox[key] = wanted[key]
-    filesystem = dict(_object(sandbox.get("filesystem", {}), f"{where}: `sandbox.filesystem`"))
-    for holder, key, label in ((sandbox, "excludedCommands", "sandbox.excludedCommands"),
-                               (filesystem, "denyWrite", "sandbox.filesystem.denyWrite")):
-        current = holder.get(key, [])
-        if not isinstance(current, list):
-            raise ClavainError(f"{where}: `{label}` is {type(current).__name__}, not a list: "
-                               "fix it, then run the `clavain init` command again")
-        source = wanted if holder is sandbox else wanted["filesystem"]
-        added = [entry for entry in source[key] if entry not in current]
-        if added:
-            holder[key] = [*current, *added]
-            changes.append(f"{label}: + {', '.join(added)}")
-    sandbox["filesystem"] = filesystem
-    return result, changes
+    import clavain
+    from clavain.paths import plugin_root
+
+    roots = [plugin_root().resolve(), Path(clavain.__file__).resolve().parent]
+    return [root for root in roots
+            if not any(other in root.parents for other in roots if other != root)]
+
+
+def _data_folder() -> Path | None:
+    """The plugin's data folder (its venv): named inside a session (CLAUDE_PLUGIN_DATA in hooks,
+    CLAVAIN_PLUGIN_DATA in Bash calls), else the folder of the venv this Python runs from when
+    that is the plugin's (`<data>/venv` with bootstrap's ready marker), as bin/clavain picks."""
+    from pathlib import Path
+
+    from clavain.paths import plugin_data_dir
+
+    named = plugin_data_dir()
+    if named is not None:
+        return named.resolve()
+    import sys
+
+    from clavain.bootstrap import READY_MARKER
+
+    venv = Path(sys.prefix)
+    if venv.name == "venv" and (venv / READY_MARKER).is_file():
+        return venv.parent.resolve()
+    return None
+
+
+def edit_rule(path: Path) -> str:
+    """The `permissions.deny` rule that makes the host's file tools refuse `path` (a folder:
+    everything under it; a file or a name not there yet: itself)."""
+    from pathlib import Path
+
+    return f"Edit({deny_entry(path)}{'/**' if Path(path).is_dir() else ''})"
+
+
+def sandbox_block(state_root: Path, project: Path | None = None) -> dict[str, Any]:
+    """The sandbox part of what hard mode adds (`merge` folds it into what is there)."""
+    return {**SCALARS, "excludedCommands": list(EXCLUDED_COMMANDS),
+            "filesystem": {"denyWrite": [deny_entry(path)
+                                         for path in protected_paths(state_root, project)]}}
+
+
+def permission_rules(state_root: Path, project: Path | None = None) -> list[str]:
+    """`permissions.deny` rules: the state folder's parts but `scratch/` (those there and
+    `STATE_PARTS`), and every other protected path."""
+    from pathlib import Path
+
+    state = Path(state_root).resolve()
+    there = {entry.name for entry in state.iterdir()} if state.is_dir() else set()
+    parts = sorted((there | set(STATE_PARTS)) - {AGENT_PART})
+    rules = [edit_rule(state / name) if (state / name).exists() or "." in name.lstrip(".")
+             else f"Edit({deny_entry(state / name)}/**)" for name in parts]
+    return rules + [edit_rule(path) for path in protected_paths(state_root, project)[1:]]
 
 
 def _object(value: Any, label: str) -> dict[str, Any]:
@@ -106,9 +168,134 @@ def _object(value: Any, label: str) -> dict[str, Any]:
     return value
 
 
+def _list(holder: dict[str, Any], key: str, label: str) -> list[Any]:
+    from clavain.errors import ClavainError
+
+    current = holder.get(key, [])
+    if not isinstance(current, list):
+        raise ClavainError(f"{label} is {type(current).__name__}, not a list: fix it, then run "
+                           "the `clavain init` command again")
+    return current
+
+
+# The lists hard mode adds to: (label, path of objects to the list).
+LISTS = (("sandbox.excludedCommands", ("sandbox",), "excludedCommands"),
+         ("sandbox.filesystem.denyWrite", ("sandbox", "filesystem"), "denyWrite"),
+         ("permissions.deny", ("permissions",), "deny"))
+
+
+def _holder(settings: dict[str, Any], path: tuple[str, ...], where: str) -> dict[str, Any]:
+    """The object at `path`, copied into `settings` (created when missing)."""
+    holder = settings
+    for depth, key in enumerate(path):
+        label = f"{where}: `{'.'.join(path[:depth + 1])}`"
+        holder[key] = dict(_object(holder.get(key, {}), label))
+        holder = holder[key]
+    return holder
+
+
+def merge(settings: dict[str, Any], state_root: Path, where: str = str(SETTINGS_FILE),
+          project: Path | None = None, added: dict[str, Any] | None = None
+          ) -> tuple[dict[str, Any], list[str]]:
+    """`settings` with hard mode folded in, and what changed (empty: it was already on).
+    Every other key is kept; lists gain entries, never lose them. What was added is written
+    into `added` (for `unmerge`). A `sandbox`, `filesystem` or list of another type is bad
+    input, named with `where`."""
+    import json
+
+    result = dict(settings)
+    added = {} if added is None else added
+    changes: list[str] = []
+    sandbox = _holder(result, ("sandbox",), where)
+    was_on = sandbox.get("enabled") is True
+    for key, wanted in SCALARS.items():
+        if sandbox.get(key) is not wanted:
+            before = json.dumps(sandbox[key]) if key in sandbox else "unset"
+            changes.append(f"sandbox.{key}: {before} -> {json.dumps(wanted)}")
+            added.setdefault("scalars", {})[key] = (
+                {"had": True, "value": sandbox[key]} if key in sandbox else {"had": False})
+            sandbox[key] = wanted
+    wanted_lists = {"sandbox.excludedCommands": list(EXCLUDED_COMMANDS),
+                    "sandbox.filesystem.denyWrite": sandbox_block(
+                        state_root, project)["filesystem"]["denyWrite"],
+                    "permissions.deny": permission_rules(state_root, project)}
+    for label, path, key in LISTS:
+        holder = _holder(result, path, where)
+        current = _list(holder, key, f"{where}: `{label}`")
+        new = [entry for entry in wanted_lists[label] if entry not in current]
+        if new:
+            holder[key] = [*current, *new]
+            changes.append(f"{label}: + {', '.join(new)}")
+            added.setdefault(label, []).extend(new)
+    had_network = "network" in sandbox
+    network = _holder(result, ("sandbox", "network"), where)
+    if not was_on and "allowedDomains" not in network:
+        network["allowedDomains"] = list(OPEN_NETWORK)
+        changes.append("sandbox.network.allowedDomains: + * (the network as without the "
+                       "sandbox)")
+        added["network"] = True
+    if not network and not had_network:
+        del result["sandbox"]["network"]
+    return result, changes
+
+
+def unmerge(settings: dict[str, Any], added: dict[str, Any], where: str = str(SETTINGS_FILE)
+            ) -> tuple[dict[str, Any], list[str]]:
+    """`settings` without what `merge` added (`added`), and what changed. A value the person
+    changed since is theirs and kept; objects left empty go."""
+    import json
+
+    result = json.loads(json.dumps(settings))
+    changes: list[str] = []
+    sandbox = _holder(result, ("sandbox",), where)
+    for key, before in (added.get("scalars") or {}).items():
+        if key in SCALARS and sandbox.get(key) is SCALARS[key]:
+            if before.get("had"):
+                sandbox[key] = before.get("value")
+            else:
+                del sandbox[key]
+            changes.append(f"sandbox.{key}: {json.dumps(SCALARS[key])} -> "
+                           f"{json.dumps(before['value']) if before.get('had') else 'unset'}")
+    for label, path, key in LISTS:
+        holder = _holder(result, path, where)
+        current = _list(holder, key, f"{where}: `{label}`")
+        gone = [entry for entry in current if entry in (added.get(label) or [])]
+        if gone:
+            holder[key] = [entry for entry in current if entry not in gone]
+            changes.append(f"{label}: - {', '.join(gone)}")
+    network = _holder(result, ("sandbox", "network"), where)
+    if added.get("network") and network.get("allowedDomains") == OPEN_NETWORK:
+        del network["allowedDomains"]
+        changes.append("sandbox.network.allowedDomains: - *")
+    for path in (("sandbox", "network"), ("sandbox", "filesystem"), ("sandbox",),
+                 ("permissions",)):
+        parent = result
+        for key in path[:-1]:
+            parent = parent[key] if isinstance(parent.get(key), dict) else {}
+        child = parent.get(path[-1])
+        if isinstance(child, dict):
+            for key in [k for k, v in child.items() if v == [] and k in ("excludedCommands",
+                                                                        "denyWrite", "deny")]:
+                del child[key]
+            if not child:
+                del parent[path[-1]]
+    return result, changes
+
+
+def clavains_own(state_root: Path, project: Path) -> dict[str, Any]:
+    """What `merge` adds, for settings it wrote without a record (an older Clavain's)."""
+    return {"scalars": {key: {"had": False} for key in SCALARS},
+            "sandbox.excludedCommands": list(EXCLUDED_COMMANDS),
+            "sandbox.filesystem.denyWrite": sandbox_block(state_root, project)[
+                "filesystem"]["denyWrite"],
+            "permissions.deny": permission_rules(state_root, project), "network": True}
+
+
 def read_settings(path: Path) -> dict[str, Any]:
     """The settings object in `path` ({} when there is none). Anything else is refused with its
     name, so a file Claude Code would reject is never overwritten by a guess."""
+    import json
+
     from clavain.errors import ClavainError
     from clavain.fsutil import UnsafePathError, read_state_file
 
@@ -127,137 +314,56 @@ def read_settings(path: Path) -> dict[str, Any]:
 
 
 def host_problem() -> str | None:
-    """Why Claude Code's sandbox (and `confine`) cannot run on this machine, or None."""
-    if not sys.platform.startswith("linux"):
-        return (f"Clavain's hard mode is built on bubblewrap and tested on Linux only (this is "
-                f"{sys.platform}); Claude Code's own sandbox (`/sandbox`) still works there")
-    missing = [name for name in ("bwrap", "socat") if shutil.which(name) is None]
-    if missing:
-        return (f"Claude Code's sandbox needs bubblewrap and socat on Linux and "
-                f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not on PATH: "
-                f"install them with {INSTALL_HINT}")
-    # What the host's sandbox needs too: a user namespace with its own network and pid spaces.
-    probe = [shutil.which("bwrap") or "bwrap", "--ro-bind", "/", "/", "--dev", "/dev",
-             "--unshare-net", "--unshare-pid", "--proc", "/proc", "true"]
+    """Why this machine cannot sandbox, or None (`confine.host_problem`)."""
+    from clavain.confine import host_problem as problem
+
+    return problem()
+
+
+def settings_block(project: str | os.PathLike[str], state_root: str | os.PathLike[str]
+                   ) -> dict[str, Any] | None:
+    """The project's `sandbox` block when it holds hard mode for `state_root` (sandbox on, the
+    folder denied), else None: read on each call, so turning the sandbox off in the settings
+    turns hard mode off too. A file that cannot be read holds no hard mode."""
+    from clavain.fsutil import read_state_json
+
     try:
-        done = subprocess.run(probe, capture_output=True, text=True, timeout=PROBE_TIMEOUT)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"bubblewrap cannot run here ({exc})"
-    if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        return (f"bubblewrap cannot run here ({why}): it needs unprivileged user namespaces "
-                "(a container may forbid them)")
+        settings = read_state_json(os.path.join(os.fspath(project), SETTINGS_FILE),
+                                   SETTINGS_MAX_BYTES)
+    except (OSError, ValueError, RecursionError):
+        return None
+    sandbox = settings.get("sandbox") if isinstance(settings, dict) else None
+    if not isinstance(sandbox, dict) or sandbox.get("enabled") is not True:
+        return None
+    filesystem = sandbox.get("filesystem")
+    denied = filesystem.get("denyWrite") if isinstance(filesystem, dict) else None
+    if isinstance(denied, list) and deny_entry(state_root) in denied:
+        return sandbox
     return None
 
 
-def path_entries_inside(project: Path, path_value: str | None = None) -> list[str]:
-    """PATH folders inside the project. Claude Code puts the plugin's `bin/` *after* the
-    person's PATH, and the exemption matches the name `clavain`: a `clavain` the agent writes
-    into such a folder (an activated `.venv/bin`, `node_modules/.bin`) would run unsandboxed."""
-    root = Path(project).resolve()
-    found = []
-    for entry in (os.environ.get("PATH", "") if path_value is None else path_value).split(":"):
-        folder = Path(entry or ".").resolve()
-        if (folder == root or root in folder.parents) and entry not in found:
-            found.append(entry or ".")
-    return found
-
-
-def enable(state_root: Path, project: Path) -> dict[str, Any]:
-    """Turn hard mode on for `project`: check the host, merge the block into the settings file
-    (written atomically), keep that file out of git (it holds this machine's paths). Returns
-    what was done, for printing."""
-    from clavain.errors import ClavainError
-    from clavain.fsutil import write_json_atomic
-
-    problem = host_problem()
-    if problem is not None:
-        raise ClavainError(f"hard mode is not available: {problem}", exit_code=1)
-    path = settings_file(project)
-    settings, changes = merge(read_settings(path), state_root, str(path))
-    if changes:
-        write_json_atomic(path, settings)
-    return {"settings": str(path), "changed": changes, "git_excluded": exclude_from_git(path),
-            "deny_write": deny_entry(state_root),
-            "path_inside_project": path_entries_inside(project)}
-
-
-def exclude_from_git(path: Path) -> bool:
-    """Add the settings file to the repository's local exclude list (`.git/info/exclude`: this
-    clone only, since it names this machine's paths) unless git ignores it already. True when
-    it was added."""
-    folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    try:
-        ignored = subprocess.run(["git", "-C", str(folder), "check-ignore", "-q", path.name],
-                                 capture_output=True, timeout=30)
-        if ignored.returncode != 1:  # 0: ignored already; 128: not a git work tree
-            return False
-        exclude = subprocess.run(["git", "-C", str(folder), "rev-parse", "--path-format=absolute",
-                                  "--git-path", "info/exclude"],
-                                 capture_output=True, text=True, timeout=30, check=True)
-        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=30, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    exclude_file = Path(exclude.stdout.strip())
-    line = "/" + path.resolve().relative_to(Path(top.stdout.strip()).resolve()).as_posix()
-    exclude_file.parent.mkdir(parents=True, exist_ok=True)
-    existing = exclude_file.read_text(encoding="utf-8") if exclude_file.exists() else ""
-    with exclude_file.open("a", encoding="utf-8") as handle:
-        handle.write(("" if not existing or existing.endswith("\n") else "\n") + line + "\n")
-    return True
-
-
 def hard_mode(project: Path, state_root: Path) -> bool:
-    """Whether the project's settings hold hard mode for `state_root` (sandbox on, the folder
-    denied): read on each call, so turning the sandbox off in the settings turns this off too."""
-    from clavain.fsutil import read_json_object
-
-    settings = read_json_object(settings_file(project), SETTINGS_MAX_BYTES) or {}
-    sandbox = settings.get("sandbox")
-    if not isinstance(sandbox, dict) or sandbox.get("enabled") is not True:
-        return False
-    filesystem = sandbox.get("filesystem")
-    denied = filesystem.get("denyWrite") if isinstance(filesystem, dict) else None
-    return isinstance(denied, list) and deny_entry(state_root) in denied
+    return settings_block(project, state_root) is not None
 
 
 def confine(argv: list[str], project: Path, state_root: Path) -> list[str]:
-    """`argv` as it must run for the agent in hard mode: under bubblewrap, able to write the
-    project and the temp folders but not the state folder, the host's settings, git's hooks and
-    config, nor anything outside (as the agent's own sandboxed Bash). Unchanged when hard mode is
-    off. Same process group and pids (no new pid namespace): stopping the group stops it."""
-    if not hard_mode(project, state_root):
-        return argv
-    from clavain.errors import ClavainError
+    """`argv` as it must run for the agent in folder `project` (`confine.confine`)."""
+    from clavain.confine import confine as confined
 
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        raise ClavainError(f"hard mode is on ({settings_file(project)}) and bubblewrap is not "
-                           f"installed, so this command cannot run confined: install it with "
-                           f"{INSTALL_HINT}, or remove the `sandbox` block from that file",
-                           exit_code=1)
-    args = [bwrap, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev"]
-    for writable in dict.fromkeys([*_temp_folders(), Path(project).resolve()]):
-        args += ["--bind", str(writable), str(writable)]
-    protected = [Path(state_root), *(Path(project) / part for part in PROTECTED_IN_PROJECT)]
-    for path in protected:
-        if path.exists():
-            real = str(path.resolve())
-            args += ["--ro-bind", real, real]
-    return [*args, "--", *argv]
+    return confined(argv, project, state_root)
 
 
-def _temp_folders() -> list[Path]:
-    import tempfile
+def runner_settings(project: Path, state_root: Path) -> str | None:
+    """`claude --settings` JSON giving a runner's session the project's hard mode (its sandbox
+    block and Clavain's deny rules), None when hard mode is off. A worktree's session reads the
+    project's local settings too (observed), but a runner must not depend on where it runs."""
+    import json
 
-    found = []
-    for candidate in ("/tmp", tempfile.gettempdir()):
-        path = Path(candidate).resolve()
-        if path.is_dir() and path not in found:
-            found.append(path)
-    return found
+    block = settings_block(project, state_root)
+    if block is None:
+        return None
+    return json.dumps({"sandbox": block,
+                       "permissions": {"deny": permission_rules(state_root, project)}})
 
 
 def sandboxed_hint(state_root: Path | None = None) -> str:

@@ -64,6 +64,14 @@ def _sprint(root: str) -> str:
     return f"{step} {route.index(step) + 1}/{len(route)}{gate}"
 
 
+def _authority(root: str) -> str:
+    """`hard mode` when the host's sandbox enforces the person's decisions here, else
+    `best effort` (`hard_mode.status`, without asking the host what is missing)."""
+    from clavain.sandbox import hard_mode
+
+    return "hard mode" if hard_mode(os.path.dirname(root), root) else "best effort"
+
+
 def _number(value: object) -> str:
     if isinstance(value, float):
         return f"${value:.2f}"
@@ -128,8 +136,8 @@ def line(payload: dict, env: dict | os._Environ[str] | None = None) -> str:
         return ""
     session_id = _text(payload.get("session_id"))
     parts = [f"clavain: {_sprint(root)}"]
-    for part in (lambda: _budget(root, session_id, env), lambda: _host_cost(payload),
-                 lambda: _loop(root, session_id)):
+    for part in (lambda: _authority(root), lambda: _budget(root, session_id, env),
+                 lambda: _host_cost(payload), lambda: _loop(root, session_id)):
         try:
             text = part()
         except Exception:  # one unreadable part leaves the rest of the line standing
@@ -166,7 +174,7 @@ def install(project: str, command: str, *, force: bool = False) -> dict:
     (ClavainError naming it) unless `force`. {"settings", "changed", "replaced"}."""
     from pathlib import Path
 
-    from clavain import sandbox
+    from clavain import hard_mode, sandbox
     from clavain.errors import ClavainError
     from clavain.fsutil import write_json_atomic
 
@@ -184,4 +192,4 @@ def install(project: str, command: str, *, force: bool = False) -> dict:
     write_json_atomic(path, {**settings, "statusLine": wanted})
     # It names this machine's paths, as hard mode's settings do: kept out of git.
     return {"settings": str(path), "changed": True, "replaced": current,
-            "git_excluded": sandbox.exclude_from_git(path)}
+            "git_excluded": hard_mode.exclude_from_git(path)}

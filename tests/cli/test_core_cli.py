@@ -68,6 +68,17 @@ def test_init_creates_state_and_gitignore_once(run_cli, project: Path) -> None:
     assert "state.sqlite" not in status and "verdicts" not in status
 
 
+def test_init_adds_the_lines_an_older_init_did_not_write(run_cli, project: Path) -> None:
+    from clavain.project import GITIGNORE_MARKER
+
+    (project / ".gitignore").write_text(f"{GITIGNORE_MARKER}\n/.clavain/state.sqlite\n")
+    report = json.loads(run_cli("init", "--json").stdout)
+    assert report["gitignore_updated"] is True
+    lines = (project / ".gitignore").read_text().splitlines()
+    assert lines.count("/.clavain/state.sqlite") == 1 and "/.clavain-worktrees/" in lines
+    assert json.loads(run_cli("init", "--json").stdout)["gitignore_updated"] is False
+
+
 def test_init_human_output(run_cli, project: Path) -> None:
     result = run_cli("init")
     assert result.returncode == 0
@@ -80,8 +91,8 @@ def test_doctor_json_reports_every_check(run_cli, extra_env) -> None:
     report = json.loads(result.stdout)
     names = [row["check"] for row in report["checks"]]
     assert names == ["python", "venv", "dependencies", "claude", "plugin_root", "state_dir",
-                     "config", "budgets", "schema", "database", "store", "sprint", "git",
-                     "hook_cost"]
+                     "authority", "config", "budgets", "schema", "database", "store", "sprint",
+                     "git", "hook_cost", "state_links"]
     assert report["version"] == __version__
     assert result.returncode == (0 if report["healthy"] else 1)
     deps = next(row for row in report["checks"] if row["check"] == "dependencies")

@@ -35,6 +35,10 @@ def count_a_command(project: Path, session: str) -> None:
                    env=subprocess_env(**OUTSIDE), check=True)
 
 
+BEST = " · best effort"  # the marker without hard mode (plain `init` by a script: no person)
+DAMAGED = f"clavain: checkpoint damaged{BEST}\n"
+
+
 def test_the_sprint_step_budget_host_cost_and_loop(run_cli, project: Path) -> None:
     start_sprint(run_cli)
     checkpoint = json.loads((project / ".clavain" / "checkpoint.json").read_text())
@@ -44,7 +48,7 @@ def test_the_sprint_step_budget_host_cost_and_loop(run_cli, project: Path) -> No
     (project / "lib").mkdir()
     done = statusline(payload, cwd=Path("/"))
     assert done.returncode == 0 and done.stderr == ""
-    assert done.stdout == f"clavain: {step} 1/{len(route)} · session $1.23\n"
+    assert done.stdout == f"clavain: {step} 1/{len(route)} · best effort · session $1.23\n"
 
     count_a_command(project, "s-1")
     count_a_command(project, "s-1")
@@ -53,7 +57,8 @@ def test_the_sprint_step_budget_host_cost_and_loop(run_cli, project: Path) -> No
     loops.mkdir()
     (loops / "s-1.json").write_text(json.dumps({"iteration": 3, "max_iterations": 10}))
     line = statusline({**payload, "cost": {}}, cwd=Path("/")).stdout
-    assert line.startswith(f"clavain: {step} 1/{len(route)} · cmds 2/")  # its own calls only
+    # Its own calls only.
+    assert line.startswith(f"clavain: {step} 1/{len(route)}{BEST} · cmds 2/")
     assert "$0.00/$" in line and line.endswith(" · loop 3/10\n") and "session" not in line
     other = statusline({**payload, "session_id": "s-2"}, cwd=Path("/")).stdout
     assert "cmds" not in other and "loop" not in other  # another session: no row, no loop
@@ -61,13 +66,26 @@ def test_the_sprint_step_budget_host_cost_and_loop(run_cli, project: Path) -> No
 
 def test_no_sprint_and_the_last_step(run_cli, project: Path) -> None:
     run_cli("init")
-    assert statusline({"cwd": str(project)}, cwd=project).stdout == "clavain: no sprint\n"
+    assert statusline({"cwd": str(project)}, cwd=project).stdout == f"clavain: no sprint{BEST}\n"
     start_sprint(run_cli)
     path = project / ".clavain" / "checkpoint.json"
     checkpoint = json.loads(path.read_text())
     path.write_text(json.dumps({**checkpoint, "current_step": None}))
     n = len(checkpoint["route"])
-    assert statusline({"cwd": str(project)}, cwd=project).stdout == f"clavain: done {n}/{n}\n"
+    assert statusline({"cwd": str(project)}, cwd=project).stdout == \
+        f"clavain: done {n}/{n}{BEST}\n"
+
+
+def test_the_marker_says_hard_mode_when_the_sandbox_enforces_it(run_cli, project: Path) -> None:
+    from clavain import sandbox
+    from clavain.fsutil import write_json_atomic
+
+    run_cli("init")
+    state = project / ".clavain"
+    settings, _ = sandbox.merge({}, state)
+    write_json_atomic(sandbox.settings_file(project), settings)
+    assert statusline({"cwd": str(project)}, cwd=project).stdout == \
+        "clavain: no sprint · hard mode\n"
 
 
 def test_a_step_behind_a_gate_says_the_gate_is_pending(run_cli, project: Path) -> None:
@@ -84,11 +102,12 @@ def test_a_step_behind_a_gate_says_the_gate_is_pending(run_cli, project: Path) -
         path.write_text(json.dumps({**checkpoint, "current_step": step}))
         shown[step] = statusline({"cwd": str(project)}, cwd=project).stdout
     n = len(route)
-    assert shown == {"plan": f"clavain: plan {route.index('plan') + 1}/{n}\n",
+    mark = " · best effort\n"
+    assert shown == {"plan": f"clavain: plan {route.index('plan') + 1}/{n}{mark}",
                      "execute": f"clavain: execute {route.index('execute') + 1}/{n}, "
-                                "gate pending\n",
+                                f"gate pending{mark}",
                      "quality-gates": f"clavain: quality-gates {route.index('quality-gates') + 1}"
-                                      f"/{n}, gate pending\n"}
+                                      f"/{n}, gate pending{mark}"}
 
 
 def test_nothing_outside_a_clavain_project(tmp_path: Path) -> None:
@@ -108,9 +127,9 @@ def test_a_damaged_checkpoint_and_database_never_fail_the_host(run_cli, project:
     (state / "loops").mkdir()
     (state / "loops" / "s.json").write_text("{")
     done = statusline({"session_id": "s", "cwd": str(project)}, cwd=project)
-    assert (done.returncode, done.stdout, done.stderr) == (0, "clavain: checkpoint damaged\n", "")
+    assert (done.returncode, done.stdout, done.stderr) == (0, DAMAGED, "")
     (state / "checkpoint.json").write_text(json.dumps({"route": ["plan"], "current_step": "x"}))
-    assert statusline({"cwd": str(project)}, cwd=project).stdout == "clavain: checkpoint damaged\n"
+    assert statusline({"cwd": str(project)}, cwd=project).stdout == DAMAGED
 
 
 def test_a_fifo_checkpoint_does_not_block(run_cli, project: Path) -> None:
@@ -120,7 +139,7 @@ def test_a_fifo_checkpoint_does_not_block(run_cli, project: Path) -> None:
     (state / "loops").mkdir()
     os.mkfifo(state / "loops" / "s.json")
     done = statusline({"session_id": "s", "cwd": str(project)}, cwd=project)  # timeout=30
-    assert (done.returncode, done.stdout) == (0, "clavain: checkpoint damaged\n")
+    assert (done.returncode, done.stdout) == (0, DAMAGED)
 
 
 def settings(project: Path) -> dict:

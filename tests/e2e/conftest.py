@@ -132,6 +132,19 @@ def require_claude() -> Path:
     pytest.skip(reason)
 
 
+def require_sandbox() -> None:
+    """Claude Code's sandbox can run here, or skip (fail under CI=true) with the reason."""
+    from clavain import sandbox
+
+    problem = sandbox.host_problem()
+    if problem is None:
+        return
+    reason = f"Claude Code's sandbox cannot run on this machine: {problem}"
+    if in_ci():
+        pytest.fail(f"CI=true: {reason} (.ci/run installs bubblewrap and socat)", pytrace=False)
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
     return require_claude()

@@ -1,8 +1,10 @@
-"""Hard mode in the real Claude Code (bubblewrap on Linux): after the person runs
-`clavain init --sandbox`, the agent's Bash cannot write `.clavain/` by any means its sandbox
-holds (a script, `dangerouslyDisableSandbox`, a verify command Clavain runs for it), while the
-slash command's `!` line and the agent's own plain `clavain …` commands still record the sprint.
-The same script run before hard mode writes there: what only the sandbox stops."""
+"""Hard mode in the real Claude Code (bubblewrap on Linux): after the person turns it on
+(`clavain init --sandbox`; a plain `init` does too), the agent's Bash cannot write `.clavain/`
+by any means its sandbox holds (a script, `dangerouslyDisableSandbox`, a verify command
+Clavain runs for it, renaming the folder), nor Clavain's code or the user's settings (the file
+tools refuse them too), while the slash command's `!` line and the agent's own plain
+`clavain …` commands still record the sprint. The same script run with hard mode off
+(`init --no-sandbox`) writes there: what only the sandbox stops."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 
 from clavain import sandbox
-from tests.e2e.conftest import REPO, ClaudeRunner, in_ci
+from tests.e2e.conftest import REPO, ClaudeRunner, require_sandbox
 from tests.e2e.scripted_model import assistant_turns, bash, text, tool_use
 from tests.person import run_as_person
 
@@ -35,16 +37,6 @@ RESULT = '<result>{"status": "success", "summary": "greet.txt written", "errors"
 HINT = "ran inside Claude Code's sandbox"
 
 
-def _require_sandbox() -> None:
-    problem = sandbox.host_problem()
-    if problem is None:
-        return
-    reason = f"Claude Code's sandbox cannot run on this machine: {problem}"
-    if in_ci():
-        pytest.fail(f"CI=true: {reason} (.ci/run installs bubblewrap and socat)", pytrace=False)
-    pytest.skip(reason)
-
-
 def _person(runner: ClaudeRunner, *args: str) -> str:
     done = run_as_person([CLI, *args], cwd=runner.project,
                          env=runner.env({"CLAVAIN_PYTHON": sys.executable}), timeout=120)
@@ -61,10 +53,11 @@ def _calls(*blocks: dict[str, Any]):
 
 def test_hard_mode_keeps_clavain_state_out_of_the_agents_bash(
         claude_runner: ClaudeRunner) -> None:
-    _require_sandbox()
+    require_sandbox()
     project, state = claude_runner.project, claude_runner.project / ".clavain"
     env = {"CLAVAIN_PYTHON": sys.executable}
-    _person(claude_runner, "init")
+    off = _person(claude_runner, "init", "--no-sandbox")
+    assert "best effort against shortcuts" in off, off
 
     # Before hard mode: the hook cannot see into a script, so the write lands; and the agent
     # cannot turn hard mode on (or off) for the person.
@@ -82,6 +75,14 @@ def test_hard_mode_keeps_clavain_state_out_of_the_agents_bash(
     assert "hard mode on" in out, out
 
     probe = bash("echo sandbox=${SANDBOX_RUNTIME:-off}")
+    # Spelled so the hook cannot read it: only the sandbox stops it.
+    rename = bash("d=$(printf '.cla%sain' v); mv \"$d\" .zz")
+    probe_file = REPO / "lib" / "clavain" / f".e2e-probe-{project.parent.name}"
+    patch_plugin = bash('p=$(dirname "$(dirname "$(command -v clavain)")"); '
+                        f"echo '# patched' > \"$p/lib/clavain/{probe_file.name}\"")
+    user_settings = tool_use("Write", {"file_path": str(claude_runner.home / ".claude"
+                                                        / "settings.json"),
+                                       "content": '{"disableAllHooks": true}'})
     status = bash("clavain status")
     forge_again = bash("python3 forge.py")
     unsandboxed = tool_use("Bash", {"command": "python3 forge.py", "description": "forge",
@@ -95,12 +96,21 @@ def test_hard_mode_keeps_clavain_state_out_of_the_agents_bash(
     apply = bash("clavain graph apply task-greet --run-id r1 --result result.txt")
     verify = bash("clavain verify verify-task-greet --run-id r1")
     run = claude_runner.run("/clavain:sprint add a greeting to the README",
-                            _calls(probe, status, forge_again, unsandboxed, write_plan, plan,
-                                   chained, claim, write_result, apply, verify),
+                            _calls(probe, rename, patch_plugin, user_settings, status,
+                                   forge_again, unsandboxed, write_plan, plan, chained, claim,
+                                   write_result, apply, verify),
                             allowed_tools=("Bash", "Write", "Read"), env=env,
                             timeout=300).check()
 
     assert "sandbox=1" in run.tool_result(probe["id"])
+    plugin_written = probe_file.exists()
+    probe_file.unlink(missing_ok=True)  # never leave anything in the checkout
+    assert "Device or resource busy" in run.tool_result(rename["id"])
+    assert state.is_dir() and not (project / ".zz").exists()
+    assert "Read-only file system" in run.tool_result(patch_plugin["id"])
+    assert not plugin_written
+    assert "denied by your permission settings" in run.tool_result(user_settings["id"])
+    assert not (claude_runner.home / ".claude" / "settings.json").exists()
     # The slash command's `!` line started the sprint; the agent's plain commands run free.
     assert "add a greeting to the README" in run.tool_result(status["id"])
     assert "plan done" in run.tool_result(plan["id"])

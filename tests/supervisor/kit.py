@@ -244,5 +244,5 @@ def branches(state: StatePaths) -> list[str]:
 
 
 def worktree_folders(state: StatePaths) -> list[Path]:
-    base = state.root / "worktrees"
+    base = state.worktrees
     return sorted(p for p in base.glob("*/*") if p.is_dir()) if base.is_dir() else []

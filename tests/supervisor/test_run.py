@@ -202,7 +202,7 @@ def test_parallel_work_is_merged_and_a_conflict_fails_the_node(tmp_path: Path) -
     assert (state.project / f"{winner[-1]}.txt").exists()
     assert not (state.project / f"{loser[-1]}.txt").exists()
     assert kit.git(state.project, "status", "--porcelain", "--untracked-files=no") == ""
-    assert not list((state.root / "worktrees").glob("task-*"))
+    assert not list(state.worktrees.glob("*/task-*"))
 
 
 def test_parallel_runs_refuse_a_dirty_tree(tmp_path: Path) -> None:

@@ -73,18 +73,28 @@ def _refused_below_host(project: Path, tmp_path: Path, script: str) -> None:
     assert not (project / ".clavain" / "checkpoint.json").exists()
 
 
+# What the UserPromptSubmit hook does: the record, with its one-time value and its row.
+RECORD = ("import sys; sys.path.insert(0, sys.argv[1]); from clavain.paths import StatePaths; "
+          "from clavain.sprint import typed_request; "
+          "typed_request.record(StatePaths.discover(), 's1', sys.argv[2])")
+
+
+def _record(project: Path, text: str) -> None:
+    """`text` recorded for session s1 as the hook records it, before any command takes it."""
+    subprocess.run([sys.executable, "-c", RECORD, str(REPO / "lib"), text], cwd=project,
+                   env=_env(project), check=True)
+
+
 def test_a_record_the_command_writes_itself_is_a_forgery(tmp_path: Path) -> None:
     """The host runs a slash command's `!` line after its hook recorded what was typed: a
-    record written inside the command that takes it speaks for nobody."""
+    record written inside the command that takes it speaks for nobody, even written as the
+    hook writes it (its one-time value and row in place)."""
     project = _project(tmp_path)
-    forge = ("mkdir -p .clavain/typed && printf -- '--skip-to ship add a greeting' > "
-             ".clavain/typed/sprint-request-s1.txt && "
-             f"{CLI} sprint start --from-prompt")
+    forge = (f"{sys.executable} -c \"{RECORD}\" {REPO / 'lib'} '--skip-to ship add a greeting' "
+             f"&& {CLI} sprint start --from-prompt")
     _refused_below_host(project, tmp_path, forge)
     # Written before the command began, as the hook does: the person's, recorded as typed.
-    (project / ".clavain" / "typed").mkdir(parents=True, exist_ok=True)
-    (project / ".clavain" / "typed" / "sprint-request-s1.txt").write_text(
-        "--skip-to execute add a greeting")
+    _record(project, "--skip-to execute add a greeting")
     typed = run_below_host([CLI, "sprint", "start", "--from-prompt", "--json"], cwd=project,
                            env=_env(project, CLAUDE_CODE_SESSION_ID="s1"), tmp=tmp_path)
     assert typed.returncode == 0, typed.stderr
@@ -120,20 +130,19 @@ def test_a_claude_of_the_agents_own_below_the_host_forges_nothing(tmp_path: Path
     begins after it. The outermost host's child began before the record: refused."""
     project = _project(tmp_path)
     inner = _inner_host(tmp_path)
-    forge = ("mkdir -p .clavain/typed && printf -- '--skip-to execute --complexity 1 add a "
-             "greeting' > .clavain/typed/sprint-request-s1.txt && sleep 0.2 && "
+    forge = (f"{sys.executable} -c \"{RECORD}\" {REPO / 'lib'} '--skip-to execute "
+             f"--complexity 1 add a greeting' && sleep 0.2 && "
              f"{inner} {CLI} sprint start --from-prompt")
     _refused_below_host(project, tmp_path, forge)
     # Even a record older than both starts is not believed through a nested host: a person
     # types only into the outermost session.
-    (project / ".clavain" / "typed" / "sprint-request-s1.txt").write_text(
-        "--skip-to execute add a greeting")
+    _record(project, "--skip-to execute add a greeting")
     nested = run_below_host([str(inner), CLI, "sprint", "start", "--from-prompt"],
                             cwd=project, env=_env(project, CLAUDE_CODE_SESSION_ID="s1"),
                             tmp=tmp_path)
     assert nested.returncode == 2 and "is a person's decision" in nested.stderr
     assert not (project / ".clavain" / "checkpoint.json").exists()
-    (project / ".clavain" / "typed" / "sprint-request-s1.txt").write_text("add a greeting")
+    _record(project, "add a greeting")
     by, via, detail = _asks(run_below_host(
         [str(inner), sys.executable, "-c", TAKE_AND_ASK, str(REPO / "lib")], cwd=project,
         env=_env(project, CLAUDE_CODE_SESSION_ID="s1"), tmp=tmp_path))
@@ -142,7 +151,7 @@ def test_a_claude_of_the_agents_own_below_the_host_forges_nothing(tmp_path: Path
                              "outermost: claude (pid")
     assert "cannot type into a session nested in another" in detail
     # The same record through the stand-in host alone is the person's.
-    (project / ".clavain" / "typed" / "sprint-request-s1.txt").write_text("add a greeting")
+    _record(project, "add a greeting")
     by, via, _ = _asks(run_below_host(
         [sys.executable, "-c", TAKE_AND_ASK, str(REPO / "lib")], cwd=project,
         env=_env(project, CLAUDE_CODE_SESSION_ID="s1"), tmp=tmp_path))

@@ -1,5 +1,6 @@
-"""Hard mode's library (`clavain.sandbox`): the settings merge, the host check, and `confine`,
-run for real under bubblewrap (skipped, with the reason, where it cannot run)."""
+"""Hard mode's library (`clavain.sandbox`, `clavain.hard_mode`, `clavain.confine`): the
+settings merge and its undoing, the host check, and `confine`, run for real under bubblewrap
+(skipped, with the reason, where it cannot run); macOS's profile is checked as text only."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from clavain import sandbox
+from clavain import confine as confine_mod
+from clavain import hard_mode, sandbox
 from clavain.errors import ClavainError
 from clavain.fsutil import write_json_atomic
 from clavain.workgraph.shell import run_command
@@ -48,14 +50,80 @@ def _no_bwrap_path(tmp_path: Path) -> str:
 
 def test_merge_into_nothing_gives_the_whole_block(state: Path) -> None:
     settings, changes = sandbox.merge({}, state)
-    assert settings == {"sandbox": sandbox.sandbox_block(state)}
-    assert settings["sandbox"]["filesystem"]["denyWrite"] == ["/" + str(state.resolve())]
-    assert settings["sandbox"]["filesystem"]["denyWrite"][0].startswith("//")
-    assert len(changes) == 5 and "sandbox.enabled: unset -> true" in changes
+    denied = settings["sandbox"]["filesystem"]["denyWrite"]
+    assert settings == {"sandbox": {**sandbox.sandbox_block(state),
+                                    "network": {"allowedDomains": ["*"]}},
+                        "permissions": {"deny": sandbox.permission_rules(state)}}
+    assert denied[0] == "/" + str(state.resolve()) and denied[0].startswith("//")
+    assert len(changes) == 7 and "sandbox.enabled: unset -> true" in changes
+
+
+def test_the_block_denies_the_state_the_plugin_its_data_and_every_settings_file(
+        project: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import clavain
+    from clavain.paths import plugin_root
+
+    config, data = tmp_path / "claude-config", tmp_path / "plugin-data"
+    (config).mkdir()
+    data.mkdir()
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("CLAUDE_PLUGIN_DATA", str(data))
+    denied = sandbox.sandbox_block(state, project)["filesystem"]["denyWrite"]
+    root = plugin_root().resolve()
+    package = Path(clavain.__file__).resolve().parent
+    expected = [state.resolve(), root, *([] if root in package.parents else [package]),
+                data.resolve(), config / "settings.json", config / "settings.local.json",
+                project / ".claude" / "settings.json",
+                project / ".claude" / "settings.local.json"]
+    assert denied == ["/" + str(Path(path).resolve()) for path in expected]
+    rules = sandbox.permission_rules(state, project)
+    assert f"Edit(/{state.resolve()}/config.json)" in rules  # not there yet: by name
+    assert f"Edit(/{data.resolve()}/**)" in rules
+    assert f"Edit(/{config.resolve()}/settings.json)" in rules  # a file (not there yet)
+    assert f"Edit(/{project.resolve()}/.claude/settings.local.json)" in rules
+
+
+def test_the_file_tools_may_still_write_the_handoff_note(state: Path) -> None:
+    """A rule for the whole state folder (or `folder/*`) refuses `scratch/` too (observed):
+    the rules name every other part instead, there or not."""
+    (state / "verdicts").mkdir()
+    (state / "something-new").mkdir()
+    rules = sandbox.permission_rules(state)
+    root = state.resolve()
+    assert f"Edit(/{root}/verdicts/**)" in rules and f"Edit(/{root}/something-new/**)" in rules
+    assert f"Edit(/{root}/runs/**)" in rules and f"Edit(/{root}/state.sqlite)" in rules
+    assert not any(rule.startswith((f"Edit(/{root}/scratch", f"Edit(/{root}/**",
+                                    f"Edit(/{root}/*")) or rule == f"Edit(/{root})"
+                   for rule in rules)
+
+
+def test_a_plugin_folder_holding_the_project_is_not_denied(tmp_path: Path,
+                                                           monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    """Clavain worked on with itself: denying its code would deny the whole project."""
+    monkeypatch.setenv("CLAUDE_PLUGIN_ROOT", str(tmp_path))
+    project = tmp_path / "work"
+    (project / ".clavain").mkdir(parents=True)
+    paths = sandbox.protected_paths(project / ".clavain", project)
+    assert tmp_path.resolve() not in paths and project.resolve() not in paths
+
+
+def test_the_venv_of_the_plugins_data_folder_is_found_outside_a_session(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from clavain.bootstrap import READY_MARKER
+
+    venv = tmp_path / "data" / "venv"
+    venv.mkdir(parents=True)
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    assert sandbox._data_folder() is None  # no ready marker: not the plugin's venv
+    (venv / READY_MARKER).write_text("x")
+    assert sandbox._data_folder() == (tmp_path / "data").resolve()
 
 
 def test_merge_keeps_the_persons_settings_and_is_idempotent(state: Path) -> None:
-    mine = {"permissions": {"allow": ["Bash(ls)"]}, "env": {"A": "1"},
+    mine = {"permissions": {"allow": ["Bash(ls)"], "deny": ["Read(./.env)"]}, "env": {"A": "1"},
             "sandbox": {"excludedCommands": ["docker *", "clavain"],
                         "allowUnsandboxedCommands": True,
                         "network": {"allowedDomains": ["github.com"]},
@@ -63,17 +131,42 @@ def test_merge_keeps_the_persons_settings_and_is_idempotent(state: Path) -> None
     before = json.loads(json.dumps(mine))
     settings, changes = sandbox.merge(mine, state)
     assert mine == before  # the input is not changed in place
-    assert settings["permissions"] == mine["permissions"] and settings["env"] == mine["env"]
+    assert settings["env"] == mine["env"]
+    assert settings["permissions"]["allow"] == ["Bash(ls)"]
+    assert settings["permissions"]["deny"] == ["Read(./.env)", *sandbox.permission_rules(state)]
     box = settings["sandbox"]
     assert box["excludedCommands"] == ["docker *", "clavain", "clavain *"]
-    assert box["network"] == {"allowedDomains": ["github.com"]}
-    assert box["filesystem"]["denyWrite"] == ["~/secrets", sandbox.deny_entry(state)]
+    assert box["network"] == {"allowedDomains": ["github.com"]}  # theirs: no `*` added
+    assert box["filesystem"]["denyWrite"] == [
+        "~/secrets", *sandbox.sandbox_block(state)["filesystem"]["denyWrite"]]
     assert box["filesystem"]["denyRead"] == ["~/.ssh"]
     assert box["allowUnsandboxedCommands"] is False
     assert "sandbox.allowUnsandboxedCommands: true -> false" in changes
     assert "sandbox.excludedCommands: + clavain *" in changes
     again, changes_again = sandbox.merge(settings, state)
     assert (again, changes_again) == (settings, [])
+
+
+def test_a_sandbox_the_person_had_on_keeps_its_network(state: Path) -> None:
+    settings, _ = sandbox.merge({"sandbox": {"enabled": True}}, state)
+    assert "network" not in settings["sandbox"]
+
+
+def test_unmerge_takes_away_exactly_what_merge_added(state: Path) -> None:
+    mine = {"model": "opus", "permissions": {"deny": ["Read(./.env)"]},
+            "sandbox": {"allowUnsandboxedCommands": True, "excludedCommands": ["docker *"],
+                        "filesystem": {"denyRead": ["~/.ssh"]}}}
+    added: dict = {}
+    settings, _ = sandbox.merge(mine, state, added=added)
+    restored, changes = sandbox.unmerge(settings, added)
+    assert restored == mine
+    assert "sandbox.allowUnsandboxedCommands: false -> true" in changes
+    empty, _ = sandbox.unmerge(*[sandbox.merge({}, state, added=(fresh := {}))[0]], fresh)
+    assert empty == {}
+    # A value the person changed since is theirs.
+    settings["sandbox"]["enabled"] = False
+    kept, _ = sandbox.unmerge(settings, added)
+    assert kept["sandbox"]["enabled"] is False
 
 
 @pytest.mark.parametrize(("settings", "named"), [
@@ -118,7 +211,7 @@ def test_enable_writes_atomically_keeps_the_rest_and_excludes_the_file_from_git(
     path = sandbox.settings_file(project)
     path.parent.mkdir()
     path.write_text(json.dumps({"model": "opus", "sandbox": {"enabled": False}}))
-    report = sandbox.enable(state, project)
+    report = hard_mode.enable(state, project)
     written = json.loads(path.read_text())
     assert written["model"] == "opus" and written["sandbox"]["enabled"] is True
     assert sandbox.hard_mode(project, state)
@@ -127,8 +220,15 @@ def test_enable_writes_atomically_keeps_the_rest_and_excludes_the_file_from_git(
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"],
                             cwd=project, capture_output=True, text=True, check=True).stdout
     assert "settings.local.json" not in status
-    again = sandbox.enable(state, project)
+    again = hard_mode.enable(state, project)
     assert again["changed"] == [] and again["git_excluded"] is False
+    record = hard_mode.read_record(state)
+    assert record["mode"] == "on" and record["added"]["scalars"]["enabled"] == {
+        "had": True, "value": False}
+    off = hard_mode.disable(state, project)
+    assert off["changed"] and not sandbox.hard_mode(project, state)
+    assert json.loads(path.read_text()) == {"model": "opus", "sandbox": {"enabled": False}}
+    assert hard_mode.read_record(state)["mode"] == "off"
     exclude = (project / ".git" / "info" / "exclude").read_text()
     assert exclude.splitlines().count("/.claude/settings.local.json") == 1
 
@@ -139,7 +239,7 @@ def test_enable_leaves_a_file_it_cannot_read_as_it_was(project: Path, state: Pat
     path.parent.mkdir()
     path.write_bytes(b'{"permissions": {,}}')
     with pytest.raises(ClavainError, match="not valid JSON"):
-        sandbox.enable(state, project)
+        hard_mode.enable(state, project)
     assert path.read_bytes() == b'{"permissions": {,}}'
 
 
@@ -148,16 +248,35 @@ def test_enable_refuses_without_bubblewrap_and_writes_nothing(
     monkeypatch.setenv("PATH", _no_bwrap_path(tmp_path))
     assert "bwrap and socat are not on PATH" in (sandbox.host_problem() or "")
     with pytest.raises(ClavainError, match="apt-get install bubblewrap socat"):
-        sandbox.enable(state, project)
+        hard_mode.enable(state, project)
     assert not sandbox.settings_file(project).exists()
+
+
+def test_only_the_missing_package_is_named(tmp_path: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = Path(_no_bwrap_path(tmp_path))
+    (folder / "bwrap").symlink_to("/bin/true")
+    monkeypatch.setenv("PATH", str(folder))
+    problem = sandbox.host_problem() or ""
+    assert "socat is not on PATH" in problem and "install socat" in problem
+    assert "bubblewrap`" not in problem
+
+
+def test_an_older_clavains_hard_mode_is_taken_away_without_a_record(
+        project: Path, state: Path) -> None:
+    _hard_mode_on(project, state)
+    done = hard_mode.disable(state, project)
+    assert done["changed"] and not sandbox.hard_mode(project, state)
+    assert json.loads(sandbox.settings_file(project).read_text()) == {}
 
 
 def test_path_folders_inside_the_project_are_named(project: Path) -> None:
     inside = f"{project}/.venv/bin"
-    found = sandbox.path_entries_inside(project, f"/usr/bin:{inside}:{project}/../x:{inside}")
+    found = hard_mode.path_entries_inside(project,
+                                          f"/usr/bin:{inside}:{project}/../x:{inside}")
     assert found == [inside]
     os.chdir(project)
-    assert sandbox.path_entries_inside(project, "/usr/bin::/bin") == ["."]  # empty = cwd
+    assert hard_mode.path_entries_inside(project, "/usr/bin::/bin") == ["."]  # empty = cwd
 
 
 # ------------------------------------------------------------------------ hard mode, confine
@@ -260,15 +379,115 @@ def test_the_hint_appears_only_inside_the_sandbox_with_the_state_read_only(
     assert hint(read_only=True, marker=None) == ""
 
 
-def test_a_parallel_run_is_refused_in_hard_mode_before_anything_runs(
+def test_a_parallel_run_works_in_hard_mode_its_checks_confined_to_their_worktree(
         project: Path, state: Path, run_cli) -> None:
-    nodes = {"nodes": [{"id": "task-a", "type": "task", "title": "a"},
-                       {"id": "task-b", "type": "task", "title": "b"}]}
-    assert run_cli("graph", "import", "-", input=json.dumps(nodes)).returncode == 0
+    """Worktrees live beside the state folder: a confined command in one writes there, not in
+    `.clavain/`; the run merges the work and leaves no worktree behind."""
+    import subprocess as sp
+
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x"}
+    assert run_cli("init").returncode == 0
     _hard_mode_on(project, state)
-    refused = run_cli("run", "--runner", "shell", "--workers", "2")
-    assert refused.returncode != 0
-    assert "hard mode" in refused.stderr and "--workers 1" in refused.stderr
-    assert not (state / "worktrees").exists() or not any((state / "worktrees").iterdir())
-    listed = json.loads(run_cli("graph", "ls", "--json").stdout)
-    assert {node["status"] for node in listed} == {"open"}
+    (project / "README.md").write_text("x\n")
+    sp.run(["git", "add", "-A"], cwd=project, check=True, env={**os.environ, **env})
+    sp.run(["git", "commit", "-qm", "init"], cwd=project, check=True, env={**os.environ, **env})
+    nodes = {"nodes": [{"id": f"task-{n}", "type": "task", "title": n,
+                        "commands": [f"echo {n} > {n}.txt; echo x > {state}/forged-{n}; true"]}
+                       for n in ("a", "b")]}
+    assert run_cli("graph", "import", "-", input=json.dumps(nodes)).returncode == 0
+    done = run_cli("run", "--runner", "shell", "--workers", "2", "--json")
+    assert done.returncode in (0, 1), done.stderr
+    report = json.loads(done.stdout)
+    for name in ("a", "b"):
+        assert (project / f"{name}.txt").read_text() == f"{name}\n", report
+        assert not (state / f"forged-{name}").exists()
+    worktrees = project / ".clavain-worktrees"
+    assert [p.name for p in worktrees.iterdir()] == [".gitignore"]
+    assert not (state / "worktrees").exists()
+
+
+@needs_bwrap
+def test_confine_in_a_worktree_follows_the_projects_hard_mode(project: Path,
+                                                              state: Path) -> None:
+    worktree = project / ".clavain-worktrees" / "run-1" / "task-a"
+    worktree.mkdir(parents=True)
+    assert sandbox.confine(["true"], worktree, state) == ["true"]
+    _hard_mode_on(project, state)
+    argv = sandbox.confine(["bash", "-c", f"echo ok > here.txt; echo x > {state}/forged"],
+                           worktree, state)
+    done = subprocess.run(argv, cwd=worktree, capture_output=True, text=True, timeout=60)
+    assert (worktree / "here.txt").read_text() == "ok\n"
+    assert not (state / "forged").exists() and "Read-only file system" in done.stderr
+
+
+# ------------------------------------------------------------------------ macOS, the runner
+
+def test_macos_confines_with_seatbelt(project: Path, state: Path,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not run on macOS here: the argv and the profile Seatbelt would get."""
+    argv = confine_mod.wrap(["bash", "-c", "make"], project, [state, project / ".claude"],
+                            platform="darwin")
+    assert argv[:2] == ["/usr/bin/sandbox-exec", "-p"] and argv[3:] == ["bash", "-c", "make"]
+    profile = argv[2].splitlines()
+    assert profile[:3] == ["(version 1)", "(allow default)", "(deny file-write*)"]
+    allow = f'(allow file-write* (subpath "{project.resolve()}"))'
+    deny = f'(deny file-write* (subpath "{state.resolve()}"))'
+    assert allow in profile and deny in profile
+    assert profile.index(deny) > profile.index(allow)  # the last matching rule wins
+    assert f'(deny file-write* (subpath "{(project / ".claude").resolve()}"))' in profile
+    monkeypatch.setattr(confine_mod.sys, "platform", "darwin")
+    monkeypatch.setattr(confine_mod, "SANDBOX_EXEC", "/bin/sh")  # stands in for the binary
+    assert confine_mod.host_problem() is None
+    monkeypatch.setattr(confine_mod, "SANDBOX_EXEC", str(project / "missing"))
+    assert "Seatbelt" in (confine_mod.host_problem() or "")
+
+
+def test_a_quote_in_a_path_cannot_end_the_profiles_string(tmp_path: Path) -> None:
+    odd = tmp_path / 'a"b'
+    profile = confine_mod.seatbelt_profile([tmp_path], [odd])
+    assert f'(subpath "{tmp_path.resolve()}/a\\"b")' in profile
+
+
+def test_the_runner_gets_the_projects_sandbox_in_hard_mode(project: Path, state: Path) -> None:
+    assert sandbox.runner_settings(project, state) is None
+    _hard_mode_on(project, state)
+    given = json.loads(sandbox.runner_settings(project, state) or "{}")
+    assert given["sandbox"]["enabled"] is True
+    assert sandbox.deny_entry(state) in given["sandbox"]["filesystem"]["denyWrite"]
+    assert f"Edit(/{state.resolve()}/checkpoint.json)" in given["permissions"]["deny"]
+
+
+def test_a_claude_node_runner_is_started_with_the_sandbox_in_hard_mode(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from clavain import config as config_mod
+    from clavain.store.graph_db import open_graph_db
+    from clavain.supervisor import invocation
+    from clavain.supervisor.routes import Route
+    from clavain.workgraph.graphs import Graph
+    from tests.supervisor import kit
+
+    fake = tmp_path / "claude"
+    fake.write_text("#!/bin/sh\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("CLAVAIN_CLAUDE_BIN", str(fake))
+    state = kit.make_project(tmp_path / "p")
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a"}])
+    cfg = config_mod.load(state.config)
+    conn = open_graph_db(state)
+    try:
+        g = Graph(conn, kit.DEFAULT_GRAPH, state)
+        node = kit.node(state, "task-a")
+
+        def argv() -> list[str]:
+            return invocation.build(g, cfg, node, Route("executor", "claude", None),
+                                    run_id="r1", log_dir=tmp_path / "logs").argv
+
+        assert "--settings" not in argv()
+        _hard_mode_on(state.project, state.root)
+        started = argv()
+    finally:
+        conn.close()
+    given = json.loads(started[started.index("--settings") + 1])
+    assert given["sandbox"]["enabled"] is True
+    assert sandbox.deny_entry(state.root) in given["sandbox"]["filesystem"]["denyWrite"]

@@ -40,7 +40,7 @@ def state_root(project: Path) -> Path:
 
 
 def lock(state_root: Path) -> Path:
-    return state_root / "worktrees" / ".merge.lock"
+    return worktrees.merge_lock(state_root)
 
 
 def status(project: Path) -> str:
@@ -50,7 +50,7 @@ def status(project: Path) -> str:
 def test_two_worktrees_on_different_files_both_merge(project: Path, state_root: Path):
     first = create(project, state_root, "task-1", "run-1")
     second = create(project, state_root, "task-2", "run-1")
-    assert first.path == (state_root / "worktrees" / "run-1" / "task-1").resolve()
+    assert first.path == (project / ".clavain-worktrees" / "run-1" / "task-1").resolve()
     assert (first.branch, second.branch) == ("clavain/run-1/task-1", "clavain/run-1/task-2")
     assert first.base == second.base == git(project, "rev-parse", "HEAD")
     (first.path / "a.py").write_text("A = 1\n")
@@ -151,7 +151,7 @@ def test_stale_worktree_of_a_crashed_run_is_replaced(project: Path, state_root: 
 
 
 def test_stale_plain_folder_and_orphan_branch_are_replaced(project: Path, state_root: Path):
-    folder = state_root / "worktrees" / "run-6" / "task-7"
+    folder = project / ".clavain-worktrees" / "run-6" / "task-7"
     folder.mkdir(parents=True)
     (folder / "junk").write_text("not a worktree\n")
     git(project, "branch", "clavain/run-6/task-7")
@@ -159,9 +159,63 @@ def test_stale_plain_folder_and_orphan_branch_are_replaced(project: Path, state_
     assert (tree.path / "shared.txt").exists() and not (tree.path / "junk").exists()
 
 
+def test_worktrees_live_beside_the_state_folder_and_ignore_themselves(project: Path,
+                                                                     state_root: Path):
+    (project / ".gitignore").write_text("")  # an older init: nothing names the folder
+    git(project, "commit", "-qam", "no ignores")
+    tree = create(project, state_root, "task-1", "run-1")
+    assert tree.path.is_relative_to(project / ".clavain-worktrees")
+    assert not tree.path.is_relative_to(state_root)
+    assert tree.lock == worktrees.admin_lock(state_root) and tree.lock.parent == state_root
+    assert ".clavain-worktrees" not in git(project, "status", "--porcelain",
+                                           "--untracked-files=all")
+    remove(project, tree)
+    assert [p.name for p in (project / ".clavain-worktrees").iterdir()] == [".gitignore"]
+
+
+def test_a_linked_worktrees_folder_is_refused_and_never_cleaned_through(
+        project: Path, state_root: Path, tmp_path: Path):
+    elsewhere = tmp_path / "elsewhere" / "run-x" / "keep"
+    elsewhere.mkdir(parents=True)
+    (project / ".clavain-worktrees").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ClavainError, match="not a folder of Clavain's"):
+        create(project, state_root, "task-1", "run-1")
+    found = worktrees.leftovers(project, state_root, live=set(), kept=set())
+    assert found["worktrees"] == []
+    worktrees.clean_leftovers(project, state_root, live=set(), kept=set())
+    assert elsewhere.is_dir()
+
+
+def test_an_older_clavains_worktrees_in_the_state_folder_are_still_cleaned(
+        project: Path, state_root: Path):
+    """Before hard mode allowed parallel runs, worktrees lived in `.clavain/worktrees/`."""
+    legacy = state_root / "worktrees" / "run-old" / "task-1"
+    legacy.parent.mkdir(parents=True)
+    git(project, "worktree", "add", "-q", "-b", "clavain/run-old/task-1", str(legacy))
+    (state_root / "worktrees" / ".merge.lock").write_text("")
+    found = worktrees.leftovers(project, state_root, live=set(), kept=set())
+    assert found["worktrees"] == [str(legacy)]
+    assert found["branches"] == ["clavain/run-old/task-1"]
+    cleaned = worktrees.clean_leftovers(project, state_root, live=set(), kept=set())
+    assert str(legacy) in cleaned["removed"]
+    assert not (state_root / "worktrees").exists()
+    assert git(project, "worktree", "list").count("\n") == 0
+
+
+def test_a_runner_cannot_commit_the_hosts_settings(project: Path, state_root: Path):
+    tree = create(project, state_root, "task-1", "run-1")
+    (tree.path / ".claude").mkdir()
+    (tree.path / ".claude" / "settings.json").write_text('{"disableAllHooks": true}')
+    (tree.path / "work.txt").write_text("w\n")
+    assert commit_all(tree, "work")
+    shown = git(tree.path, "show", "--name-only", "--format=", "HEAD")
+    assert shown.split() == ["work.txt"]
+    remove(project, tree)
+
+
 def test_odd_ids_give_valid_branches_and_safe_folders(project: Path, state_root: Path):
     tree = create(project, state_root, "../weird id:..lock", "run 7/x")
-    assert tree.path.parent.parent == (state_root / "worktrees").resolve()
+    assert tree.path.parent.parent == (project / ".clavain-worktrees").resolve()
     assert tree.path.parent.name == "run_7_x"
     git(project, "check-ref-format", "--branch", tree.branch)
     assert tree.branch.startswith("clavain/run_7_x/")
@@ -287,7 +341,7 @@ def test_merge_refuses_a_project_a_person_is_editing(project: Path, state_root: 
     (tree.path / "new.txt").write_text("the runner's work\n")
     assert commit_all(tree, "work")
     (project / "shared.txt").write_text("a person's edit\n")  # tracked, not committed
-    outcome = merge(project, tree, lock_path=state_root / "worktrees" / ".merge.lock")
+    outcome = merge(project, tree, lock_path=worktrees.merge_lock(state_root))
     assert not outcome.merged and outcome.dirty == ["shared.txt"]
     assert (project / "shared.txt").read_text() == "a person's edit\n"
     assert not (project / "new.txt").exists()

@@ -3,17 +3,27 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
 
+if TYPE_CHECKING:
+    from clavain.authority import Asker
+    from clavain.paths import StatePaths
+
 
 def register(commands: argparse._SubParsersAction) -> None:
-    init = add_command(commands, "init", "create .clavain/ here and git-ignore its volatile parts",
+    init = add_command(commands, "init", "create .clavain/ here, git-ignore its volatile parts "
+                       "and, run by a person, turn hard mode on where the machine can sandbox",
                        _init)
-    init.add_argument("--sandbox", action="store_true",
-                      help="hard mode: Claude Code's sandbox keeps .clavain/ read-only for the "
-                           "agent's Bash; only `clavain` commands write it (Linux: bubblewrap "
-                           "and socat; a person's decision)")
+    mode = init.add_mutually_exclusive_group()
+    mode.add_argument("--sandbox", action="store_true",
+                      help="hard mode (the default for a person where the machine can sandbox): "
+                           "Claude Code's sandbox keeps .clavain/, Clavain's code and the "
+                           "host's settings read-only to the agent; refused where it cannot run")
+    mode.add_argument("--no-sandbox", action="store_true",
+                      help="turn hard mode off: remove what Clavain added to "
+                           ".claude/settings.local.json (a person's decision)")
     init.add_argument("--statusline", action="store_true",
                       help="show Clavain's line in Claude Code's status bar (this project's "
                            ".claude/settings.local.json; a status line of your own is kept)")
@@ -26,18 +36,17 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _init(args: argparse.Namespace) -> int:
+    from clavain.authority import who_asks
     from clavain.paths import StatePaths
     from clavain.project import init_state
 
     state = StatePaths.discover()
-    if args.sandbox:
-        _require_person_for_sandbox()
+    asker = who_asks()
+    if (args.sandbox or args.no_sandbox) and not asker.is_person:
+        _refuse_sandbox_change(asker.detail, "--sandbox" if args.sandbox else "--no-sandbox")
     result = init_state(state)
-    if args.sandbox:
-        from clavain.sandbox import enable
-
-        # After init_state: a denied folder that does not exist yet is masked, not protected.
-        result["sandbox"] = enable(state.root, state.project)
+    # After init_state: the folders hard mode denies exist before any session starts.
+    result["sandbox"] = _hard_mode(state, asker, args)
     if args.statusline:
         result["statusline"] = _install_statusline(state.project, args.force)
     if args.json:
@@ -47,13 +56,37 @@ def _init(args: argparse.Namespace) -> int:
     print(f"{verb} {result['state_dir']}")
     if result["gitignore_updated"]:
         print(f"added Clavain's volatile paths to {result['gitignore']}")
-    if args.sandbox:
-        _print_sandbox(result["sandbox"])
+    _print_sandbox(result["sandbox"])
     if args.statusline:
         done = result["statusline"]
         print(f"status line {'set' if done['changed'] else 'already set'}: {done['settings']}"
               + (" (replaced the one there)" if done["replaced"] is not None else ""))
     return 0
+
+
+def _hard_mode(state: StatePaths, asker: Asker, args: argparse.Namespace) -> dict:
+    """What `init` does about hard mode: a person's plain `init` turns it on where it can run
+    (unless a person turned it off before), `--sandbox` insists, `--no-sandbox` turns it off;
+    an agent's `init` changes nothing."""
+    from clavain import hard_mode
+    from clavain.errors import ClavainError
+
+    root, project = state.root, state.project
+    if not asker.is_person:
+        return {**hard_mode.status(project, root, probe=False), "action": "left_to_person"}
+    by = asker.provenance
+    if args.no_sandbox:
+        return {**hard_mode.disable(root, project, by), **hard_mode.status(project, root),
+                "action": "turned_off"}
+    if not args.sandbox and hard_mode.turned_off_by_person(root):
+        return {**hard_mode.status(project, root, probe=False), "action": "kept_off"}
+    try:
+        done = hard_mode.enable(root, project, by)
+    except ClavainError:
+        if args.sandbox:  # asked for explicitly: where it cannot run is an error
+            raise
+        return {**hard_mode.status(project, root), "action": "unavailable"}
+    return {**done, **hard_mode.status(project, root, probe=False), "action": "turned_on"}
 
 
 def _install_statusline(project: object, force: bool) -> dict:
@@ -76,33 +109,37 @@ def _install_statusline(project: object, force: bool) -> dict:
                    force=force)
 
 
-def _require_person_for_sandbox() -> None:
+def _refuse_sandbox_change(detail: str, flag: str) -> None:
     """Claude Code asks the person before its agent edits `.claude/` settings; Clavain writing
     them on the agent's behalf must not be the way around that."""
-    from clavain.authority import who_asks
     from clavain.errors import ClavainError
 
-    asker = who_asks()
-    if not asker.is_person:
-        raise ClavainError(f"turning hard mode on changes Claude Code's settings, a person's "
-                           f"decision, not an agent's ({asker.detail}): the user runs "
-                           f"`clavain init --sandbox` in a terminal")
+    raise ClavainError(f"turning hard mode on or off changes Claude Code's settings, a person's "
+                       f"decision, not an agent's ({detail}): the user runs "
+                       f"`clavain init {flag}` in a terminal")
 
 
 def _print_sandbox(report: dict) -> None:
-    if report["changed"]:
-        print(f"hard mode on: {report['settings']}")
-        for change in report["changed"]:
-            print(f"  {change}")
-        print("  new Claude Code sessions in this project run the agent's Bash in the sandbox; "
-              "only a command that is just `clavain …` writes .clavain/")
-    else:
-        print(f"hard mode already on: {report['settings']}")
-    if report["git_excluded"]:
-        print("  kept out of git in .git/info/exclude (it names this machine's paths)")
-    for entry in report["path_inside_project"]:
-        print(f"  warning: PATH folder {entry} is inside the project: a `clavain` the agent "
-              "puts there would run outside the sandbox; keep it off PATH for sessions")
+    """One line: what changed and how to undo it, or why the project has best effort."""
+    action = report["action"]
+    if action == "turned_on":
+        verb = "hard mode on" if report["changed"] else "hard mode already on"
+        print(f"{verb}: Claude Code's sandbox keeps .clavain/, Clavain's code and the host's "
+              f"settings read-only to the agent ({report['settings']}); "
+              "`clavain init --no-sandbox` turns it off")
+        for entry in report["path_inside_project"]:
+            print(f"  warning: PATH folder {entry} is inside the project: a `clavain` the agent "
+                  "puts there would run outside the sandbox; keep it off PATH for sessions")
+    elif action == "turned_off":
+        what = (f"removed what Clavain added to {report['settings']}" if report["changed"]
+                else "nothing of Clavain's was in the settings")
+        print(f"hard mode off ({what}); {report['detail']}")
+    elif action == "left_to_person" and report["mode"] != "hard mode":
+        print("hard mode: not changed; turning it on is a person's decision (the user runs "
+              "`clavain init` in a terminal)")
+    else:  # best effort's detail says so itself
+        print(report["detail"] if report["mode"] == "best effort"
+              else f"hard mode: {report['detail']}")
 
 
 def _doctor(args: argparse.Namespace) -> int:

@@ -48,14 +48,24 @@ PERSON = ("Clavain: {why} is a person's decision, not an agent's (passing a gate
           "typed). Do the work the gate names, or stop and ask the user.")
 # Why changing Claude Code's project settings is refused (they hold the hooks and the sandbox).
 HOST_SETTINGS = "changing Claude Code's settings (`.claude/settings.json`, `settings.local.json`)"
+# Where a write lands that is no agent's, whatever the path's spelling (`guards.landing`).
+PLUGIN = ("Clavain: its own files (the plugin folder and its data folder, where its hooks and "
+          "venv live) are not an agent's to change: the hooks that count this session run from "
+          "them. Ask the user.")
+LINKED = ("Clavain: {files} has another name (a hard link: {links} links), so a write through "
+          "that name would change Clavain's state unseen; every change is refused until a "
+          "person removes the other link (`clavain doctor` names it).")
 STOP = ("Stop here: do not retry this call or work around it. Return partial success (what is "
         "done, what is left and why) or escalate to a person.")
 
 
-def describe(tool: str, tool_input: object, patterns: list, config_path: str = "") -> dict:
+def describe(tool: str, tool_input: object, patterns: list, config_path: str = "",
+             cwd: str = "", project: str = "") -> dict:
     """What a call is: kind, subject, fingerprint (and the undo's), test parts, whether it may
     change files, whether it only reads, whether it would lift the budgets themselves (an edit
-    of `config_path`, `clavain budget reset`)."""
+    of `config_path`, `clavain budget reset`). Given the call's `cwd` (and `config_path`, in
+    the state folder), where its writes land is judged too (`guards.landing`): a path through
+    a link, `..` or `.` is the place it reaches."""
     data = tool_input if isinstance(tool_input, dict) else {}
 
     def text(key: str) -> str:
@@ -64,7 +74,7 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
 
     call = {"tool": tool, "kind": "other", "subject": "", "fingerprint": None, "undo": None,
             "tests": 0, "changed": False, "clavain": False, "lifts_budget": False,
-            "person_only": None, "edits_state": False}
+            "person_only": None, "edits_state": False, "refusal": None}
     if tool == "Bash":
         command = text("command")
         tests = len(commands.find_test_runs(command, patterns))
@@ -72,16 +82,17 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
         # The same words as the test counter: wrappers, launcher paths, `python -m clavain`,
         # `bash -c '…'` and `$(…)` stripped (wrappers.simple_commands).
         words = simple_commands(command)
+        edits_state = writes_state(command, patterns)
         call.update(kind="test" if tests else "command", subject=command, tests=tests,
                     fingerprint=commands.fingerprint(commands.normalized(command, patterns)),
                     changed=changed,
                     clavain=any(w[:1] == ["clavain"] for w in words),
                     lifts_budget=commands.lifts_budget(command) or
-                    (changed and bool(config_path) and
+                    (edits_state and bool(config_path) and
                      os.path.basename(config_path) in command and ".clavain" in command),
                     person_only=commands.person_only(command)
-                    or (HOST_SETTINGS if writes_host_settings(command) else None),
-                    edits_state=writes_state(command))
+                    or (HOST_SETTINGS if writes_host_settings(command, patterns) else None),
+                    edits_state=edits_state)
     elif tool in ("WebFetch", "WebSearch"):
         call.update(kind="web", subject=text("url") or text("query"))
     elif tool in EDIT_TOOLS:
@@ -96,8 +107,32 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
                     person_only=HOST_SETTINGS if names_host_settings(path) else None)
     elif tool in ("Agent", "Task"):
         call.update(kind="agent", subject=text("subagent_type") or text("description"))
+    # Only a call that may write looks at the disk: the common call (a read, a test) does not.
+    may_write = call["kind"] == "edit" or (tool == "Bash" and (
+        call["changed"] or commands.reads_that_write(call["subject"])))
+    if cwd and config_path and may_write:
+        _landed(call, cwd, project, os.path.dirname(config_path), patterns)
     call["subject"] = call["subject"][:SUBJECT_CHARS]
     return call
+
+
+def _landed(call: dict, cwd: str, project: str, root: str, patterns: list) -> None:
+    """The refusals where a call's writes land asks for (`guards.landing`), beside those its
+    spelling asked for; a state file with a second name refuses every change."""
+    from clavain.guards import landing
+
+    where = landing.where_call_lands(call, cwd, project or os.path.dirname(root), root,
+                                     patterns)
+    if where == landing.STATE:
+        call["edits_state"] = True
+    elif where == landing.SETTINGS:
+        call["person_only"] = call["person_only"] or HOST_SETTINGS
+    elif where == landing.PLUGIN:
+        call["refusal"] = PLUGIN
+    linked = landing.linked_state_files(root) if call["changed"] else None
+    if linked and not call["refusal"]:
+        call["refusal"] = LINKED.format(files=", ".join(path for path, _ in linked),
+                                        links=max(count for _, count in linked))
 
 
 def _names_config(path: str) -> bool:
@@ -203,7 +238,7 @@ def standing_refusal(call: dict) -> str | None:
         return PERSON.format(why=call["person_only"])
     if call["edits_state"]:
         return STATE
-    return None
+    return call.get("refusal")
 
 
 def refusal(conn, run, call: dict, limits: dict, now: float) -> str | None:

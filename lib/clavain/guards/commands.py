@@ -161,6 +161,39 @@ def is_read(words: list[str]) -> bool:
     return True
 
 
+# What `find` runs on what it finds (a shell string run there is not read as a command).
+FIND_RUNS = {"-delete", "-exec", "-execdir", "-ok", "-okdir"}
+# Words in front of a path that say where a read command writes (`sort -o FILE`, `find -fprint`).
+READ_OUTPUTS = ("-o", "--output", "-fprint", "-fprint0", "-fprintf", "-fls")
+
+
+def option_values(words: list[str], names: tuple[str, ...]) -> list[str]:
+    """The values of the options `names` (`-o FILE`, `--output=FILE`)."""
+    values = [words[i + 1] for i, w in enumerate(words[:-1]) if w in names]
+    return values + [w.split("=", 1)[1] for w in words
+                     if any(w.startswith(n + "=") for n in names if n.startswith("--"))]
+
+
+def read_outputs(words: list[str]) -> list[str]:
+    """What a read command writes all the same: `sort -o FILE`, `uniq IN OUT`, `find …
+    -fprint FILE`, `git diff --output=FILE`, `tree -o FILE`."""
+    # `find … -o …` is an "or", not an output.
+    outputs = option_values(words, READ_OUTPUTS[2:] if words[:1] == ["find"] else READ_OUTPUTS)
+    outputs += [w[2:] for w in words[1:] if w.startswith("-o") and len(w) > 2
+                and words[0] in ("sort", "tree")]
+    if words[:1] == ["uniq"]:
+        outputs += [w for w in words[1:] if not w.startswith("-") or w == "-"][1:2]
+    return outputs
+
+
+def reads_that_write(command: str) -> bool:
+    """Whether a command `may_change_files` calls a read writes a file all the same: what an
+    option names (`sort -o FILE`), or what `find` runs on what it finds. With that, False for
+    the common call, which then costs no look at the disk."""
+    return any(read_outputs(words) or (words[0] == "find" and bool(FIND_RUNS & set(words)))
+               for _, found in read_parts(command) for words, _ in found if words)
+
+
 def lifts_budget(command: str) -> bool:
     """Whether `command` would lift the budgets: `clavain budget reset` behind any wrapper, or
     removing, moving, replacing or truncating `.clavain/state.sqlite*` or
@@ -280,8 +313,12 @@ def _overwrites(words: list[str], near: bool) -> bool:
     if not words:
         return False
     name, args = words[0], [w for w in words[1:] if not w.startswith("-")]
-    if name in REMOVERS or (name == "find" and (not is_read(words) or any(
-            run and base_name(run[0]) in REMOVERS for run in find_exec(words)))):
+    if name == "find" and (not is_read(words) or any(
+            run and base_name(run[0]) in REMOVERS for run in find_exec(words))):
+        from clavain.guards.writes import find_targets
+
+        targets = find_targets(words)
+    elif name in REMOVERS:
         targets = args
     elif name in COPIERS:
         targets = args[-1:] + [words[i + 1] for i, w in enumerate(words[:-1])

@@ -50,6 +50,9 @@ LOCKED = ("Clavain budget: the state database stayed locked for {s:g} s (another
           "is writing), so this call could not be counted; retry it.")
 UNSAFE = ("Clavain budget: {problem}. This call is denied: its counters cannot be read. Ask the "
           "user to fix it.")
+NOT_VOIDED = ("Clavain could not void the record of what the user typed in this session "
+              "({problem}), so this call is denied: a record is good only for the turn that "
+              "typed it. Retry the call; if this repeats, ask the user to run `clavain doctor`.")
 UNRECORDED = ("Clavain could not record this tool call ({problem}); budgets are not being "
               "counted in {root} until that is fixed.")
 
@@ -118,9 +121,12 @@ def _budget_settings(root: str) -> tuple[object, list[str]]:
 def pre_tool_use(payload: dict) -> dict | None:
     """The hook's output for one tool call: a denial, a warning in context, or None."""
     from clavain.guards import budget
-    from clavain.hooks import launcher_started
+    from clavain.hooks import launcher_started, payload_cwd
 
     started = launcher_started() or time.perf_counter()
+    not_voided = _void_typed_records(payload)
+    if not_voided is not None:
+        return not_voided
     tool = payload.get("tool_name")
     if tool not in budget.COUNTED_TOOLS:
         return None
@@ -128,8 +134,10 @@ def pre_tool_use(payload: dict) -> dict | None:
     if where is None:
         return None
     project, root, database, context = where
+    # Where the call's writes land is judged from the folder it runs in (`guards.landing`).
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"],
-                           os.path.join(root, "config.json"))
+                           os.path.join(root, "config.json"), cwd=payload_cwd(payload),
+                           project=project)
     # Decided once, before anything that can fail: a denial that needs no counters (the state
     # folder, the settings, a person's decision) holds whatever goes wrong after it.
     # Budgets off: nothing is counted, and the state folder is still guarded.
@@ -144,6 +152,45 @@ def pre_tool_use(payload: dict) -> dict | None:
     if standing and not _denies(decided):
         return _deny(standing)
     return decided
+
+
+def _void_typed_records(payload: dict) -> dict | None:
+    """A tool call ends the turn's chance to take what the person typed (`sprint.typed_once`):
+    the session's records are voided before the call runs, budgets on or off. One listdir when
+    there is none. A denial when one could not be voided (fail closed: this call could take
+    it)."""
+    session = payload.get("session_id")
+    if not isinstance(session, str) or not session:
+        return None
+    from clavain import locate
+    from clavain.hooks import payload_cwd
+
+    # Where the budget check looks too: if this raises, so does it (the dispatcher logs it).
+    root = locate.state_dir(locate.project_dir(payload_cwd(payload)))
+    try:
+        listed: list[str] | None = os.listdir(os.path.join(root, locate.TYPED_DIR_NAME))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:  # unreadable: a record may still be opened by name
+        listed = None
+    if listed is not None and not any(name.endswith(locate.typed_record("", session))
+                                      for name in listed):
+        return None  # the common call: no module imported, no database opened
+    from clavain.hooks import log_failure
+    from clavain.sprint import typed_once
+
+    names = typed_once.pending(root, session, listed)
+    if not names:
+        return None
+    try:
+        problem, stuck = typed_once.void_session(root, locate.db_file(root), session, names,
+                                                 payload.get("tool_name"), HOOK_BUSY_MS)
+    except Exception as exc:  # a record was there and may not be void: fail closed
+        problem, stuck = f"{type(exc).__name__}: {exc}", []
+    if stuck or problem:
+        log_failure("PreToolUse", f"typed record not voided: {problem or 'rows voided'}; "
+                    f"not removed: {', '.join(stuck) or 'none'}", payload)
+    return _deny(NOT_VOIDED.format(problem=problem)) if problem else None
 
 
 def _denies(decided: dict | None) -> bool:

@@ -62,6 +62,8 @@ def split(command: str) -> list[tuple[str, str]]:
         elif char == "&" and (command[index - 1:index] == ">" or
                               command[index + 1:index + 2] == ">"):
             current.append(char)  # a redirection (`2>&1`, `&>`), not a separator
+        elif char == "|" and command[index - 1:index] == ">":
+            current.append(char)  # `>|`: a redirection past noclobber, not a pipe
         elif depth == 0 and char in ";|&\n":
             parts.append(["".join(current), ""])
             current = []

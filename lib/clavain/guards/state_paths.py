@@ -5,8 +5,11 @@ deny asks, for the edit tools' paths and for Bash commands read as words.
 A name is matched after quotes and escapes are resolved, case-insensitively (a case-insensitive
 file system opens `.CLAVAIN/` too), as any path part: `.clavain` itself, a glob or brace pattern
 that could match it (`.cla*`, `.clav?in`, `.cla{v,}ain`), or the start of the name left for a
-variable to finish (`d=.clav; cd ${d}ain`). A command that only reads may name it; one that
-writes into it, `cd`s into it and writes, or names it while changing files does not.
+variable to finish (`d=.clav; cd ${d}ain`). A command that only reads may name it (`sed -n`,
+`cp -r .clavain/verdicts /tmp/x`); one that writes into it, or `cd`s into it and writes, does
+not: what a command writes is `writes.written_words`'s answer. This is the spelling check;
+where a write lands on disk (a link, `..`, a hard link, a patch's files) is
+`command_landing`'s, and the hook asks both.
 Stdlib only; `fnmatch` (which imports `re`) only for a word with a pattern in it.
 """
 
@@ -17,9 +20,6 @@ import os
 STATE_NAME = ".clavain"
 # The state folder's parts an agent works in: the handoff note, a parallel runner's worktree.
 AGENT_FOLDERS = (".clavain/scratch", ".clavain/worktrees/")
-# Words in front of a path that say where a read command writes (`sort -o FILE`, `find -fprint`).
-READ_OUTPUTS = {"-o", "--output", "-fprint", "-fprint0", "-fprintf", "-fls", "-delete",
-                "-exec", "-execdir", "-ok", "-okdir"}
 SEPARATORS = "/=:,"
 
 
@@ -85,14 +85,16 @@ def _real_path_leaves(path: str, at: int) -> bool:
     return "/.clavain" in real and not any("/" + folder in real + "/" for folder in AGENT_FOLDERS)
 
 
-def writes_state(command: str) -> bool:
-    """Whether a Bash command may change the state folder (module docstring)."""
-    from clavain.guards.commands import is_read, may_change_files
-    from clavain.guards.wrappers import read_parts
-
+def writes_state(command: str, patterns: list = ()) -> bool:
+    """Whether a Bash command may change the state folder, by the spelling of what it writes
+    (module docstring; where a write lands is `command_landing`'s)."""
     low = command.lower()
     if "clav" not in low and "$'" not in command and not any(m in command for m in "*?[{"):
         return False  # the common call: nothing that could name the folder
+    from clavain.guards.commands import may_change_files
+    from clavain.guards.wrappers import read_parts
+    from clavain.guards.writes import code_writes, inline_code, written_words
+
     spaced = _unquoted(command)
     for mark in " ;()[]\n\t|&<>":
         spaced = spaced.replace(mark, "/")
@@ -106,7 +108,8 @@ def writes_state(command: str) -> bool:
         # name the folder in its text: such a part that changes anything counts.
         hidden = _text_names_state(part) and not any(
             names_state(w) for words, writes in found for w in words[1:] + writes)
-        if hidden and any(words and not is_read(words) for words, _ in found):
+        if hidden and (any(written_words(words, patterns) for words, _ in found) or
+                       any(code_writes(code) for code in inline_code(part))):
             return True
         for words, writes in found:
             if any(names_state(target) for target in writes):
@@ -123,12 +126,12 @@ def writes_state(command: str) -> bool:
                 inside = inside or any(names_state(w) for w in words[1:])
                 agents = agents or any(STATE_NAME in _parts(w) for w in words[1:])
                 continue
-            # A read names what it reads; where it writes is in `writes` (checked above).
-            changing = not is_read(words) or _read_writes(words)
-            if (inside and (changing or writes)) or (
-                    changing and any(names_state(w) for w in words[1:])):
+            # A read names what it reads; only what a command writes counts (`writes`).
+            targets = written_words(words, patterns)
+            if (inside and (targets or writes)) or any(names_state(w) for w in targets):
                 return True
-            if agents and (changing or writes) and any(".." in w for w in words[1:] + writes):
+            # `ln -s ../typed t` from an agents' folder: any word climbing out counts.
+            if agents and (targets or writes) and any(".." in w for w in words[1:] + writes):
                 return True
     # What the words do not show: a variable assembled from a piece of the name.
     return (("$" in command or "`" in command) and any(_fragment(part) for part in parts)
@@ -139,17 +142,6 @@ def _text_names_state(text: str) -> bool:
     for mark in "()[];,'\"":
         text = text.replace(mark, " ")
     return any(names_state(token) for token in text.split() if "clav" in token.lower())
-
-
-def _read_writes(words: list[str]) -> bool:
-    """A read command that writes a file all the same: `sort -o FILE`, `uniq IN OUT`,
-    `find … -fprint FILE`, `git diff --output=FILE`, `tree -o FILE`."""
-    named = {w.split("=", 1)[0] for w in words[1:]}
-    if named & READ_OUTPUTS:
-        return True
-    if os.path.basename(words[0]) == "uniq":
-        return len([w for w in words[1:] if not w.startswith("-") or w == "-"]) >= 2
-    return False
 
 
 def _unquoted(command: str) -> str:
@@ -185,14 +177,14 @@ def names_host_settings(word: str, *, inside: bool = False) -> bool:
                for i in range(len(parts) - 1))
 
 
-def writes_host_settings(command: str) -> bool:
-    """Whether a Bash command may change Claude Code's project settings."""
-    from clavain.guards.commands import is_read
-    from clavain.guards.wrappers import read_parts
-
+def writes_host_settings(command: str, patterns: list = ()) -> bool:
+    """Whether a Bash command may change Claude Code's project settings, by their spelling."""
     low = command.lower()
     if "settings" not in low and not any(m in command for m in "*?[{"):
-        return False
+        return False  # the common call
+    from clavain.guards.wrappers import read_parts
+    from clavain.guards.writes import written_words
+
     inside = False
     for _, found in read_parts(command):
         for words, writes in found:
@@ -201,10 +193,20 @@ def writes_host_settings(command: str) -> bool:
             if not words:
                 continue
             if os.path.basename(words[0]) in ("cd", "pushd"):
-                inside = inside or any(_matches(HOST_FOLDER, (_parts(w) or [""])[-1])
-                                       for w in words[1:])
+                inside = inside or any(_matches(HOST_FOLDER, _last_part(w)) for w in words[1:])
                 continue
-            changing = not is_read(words) or _read_writes(words)
-            if changing and any(names_host_settings(w, inside=inside) for w in words[1:]):
+            if any(names_host_settings(w, inside=inside)
+                   for w in written_words(words, patterns)):
                 return True
     return False
+
+
+def _last_part(word: str) -> str:
+    """The folder a `cd` word ends in, `.` and `..` taken as the shell does (`.claude/.`)."""
+    kept: list[str] = []
+    for part in _parts(word):
+        if part == "..":
+            kept = kept[:-1]
+        elif part != ".":
+            kept.append(part)
+    return kept[-1] if kept else ""

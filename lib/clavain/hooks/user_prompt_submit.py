@@ -1,7 +1,8 @@
 """UserPromptSubmit: when the prompt is `/clavain:sprint …`, `/clavain:loop …` or
 `/clavain:budget …`, record what follows the command for this session
-(`clavain.sprint.typed_request`), so the command's `clavain … --from-prompt` gets what the person
-typed without any shell parsing it, and `clavain.authority` knows a person asked.
+(`clavain.sprint.typed_request`) with a one-time value whose hash the state database keeps
+(`typed_once`), so the command's `clavain … --from-prompt` gets what the person typed without
+any shell parsing it, once, in this turn, and `clavain.authority` knows a person asked.
 bin/clavain-hook starts no interpreter for any other prompt. Never fails the host: a failure is
 one line in hooks.log, and the command then says the request was not recorded."""
 
@@ -22,7 +23,8 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
             arguments = typed_request.arguments_of(payload.get("prompt"), command)
             if arguments is not None:
                 state = ensure_state(StatePaths.discover(payload_cwd(payload)))
-                typed_request.record(state, payload.get("session_id"), arguments, kind)
+                typed_request.record(state, payload.get("session_id"), arguments, kind,
+                                     payload.get("prompt_id"))
                 break
     except Exception as exc:
         log_failure("UserPromptSubmit", f"{type(exc).__name__}: {exc}", payload)

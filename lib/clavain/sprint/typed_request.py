@@ -8,8 +8,9 @@ Claude Code runs before it expands the command (observed on 2.1.330) and which r
 prompt as JSON, records the arguments for its session; the command's `!` line runs `clavain
 sprint start --from-prompt`, which takes that record for `$CLAUDE_CODE_SESSION_ID` (the same
 session id, in the `!` command's environment) and deletes it. `/clavain:loop` is carried the
-same way (`kind="loop"`, `clavain loop session-start --from-prompt`). Stdlib only (a hook writes
-it).
+same way (`kind="loop"`, `clavain loop session-start --from-prompt`). A record is good once, for
+the turn that typed it: the hook keeps a one-time value's hash where the record cannot vouch
+for itself, and the take must match it (`typed_once`). Stdlib only (a hook writes it).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any
 
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
+from clavain.sprint import typed_once
 
 COMMAND = "/clavain:sprint"
 LOOP_COMMAND = "/clavain:loop"
@@ -56,22 +58,42 @@ def checked_session_id(session_id: object) -> str:
 
 
 # Not in `scratch/` (the agent's to write): the PreToolUse hook refuses every tool's write
-# anywhere in the state folder but there, so a record here is what the hook wrote.
-TYPED_FOLDER = "typed"
+# anywhere in the state folder but there. What it cannot see (a script's own writes) is why a
+# record also needs the one-time value only the hook's row knows (`typed_once`).
+TYPED_FOLDER = typed_once.FOLDER
+# How long the hook waits for another writer: well under UserPromptSubmit's 30 s timeout.
+RECORD_BUSY_MS = 5000
 
 
 def _path(state: StatePaths, session_id: object, kind: str = "sprint") -> Path:
-    return state.root / TYPED_FOLDER / f"{kind}-request-{checked_session_id(session_id)}.txt"
+    return state.root / TYPED_FOLDER / typed_once.file_name(kind, checked_session_id(session_id))
 
 
-def record(state: StatePaths, session_id: object, arguments: str, kind: str = "sprint") -> None:
+def _database(state: StatePaths, env: dict[str, str] | None = None) -> str:
+    """The project's own database (budgets and these records live there, never on a shared
+    server), named by the environment the host gave (`env`): the one the hooks use."""
+    from clavain import locate
+
+    return locate.db_file(str(state.root), env)
+
+
+def record(state: StatePaths, session_id: object, arguments: str, kind: str = "sprint",
+           prompt_id: object = None) -> None:
     """Keep the arguments for the session's `clavain sprint start --from-prompt` (or `clavain
-    loop session-start --from-prompt` with kind="loop")."""
+    loop session-start --from-prompt` with kind="loop"), with a new one-time value whose hash
+    the state database keeps (written first: a file without its row is never taken)."""
     from clavain.fsutil import real_folder, write_atomic
+    from clavain.store import db
 
     path = _path(state, session_id, kind)
+    conn = db.connect(_database(state), busy_timeout_ms=RECORD_BUSY_MS)
+    try:
+        value = typed_once.add(conn, str(session_id), kind,
+                               prompt_id[:200] if isinstance(prompt_id, str) else None)
+    finally:
+        conn.close()
     real_folder(state.root, path.parent)
-    write_atomic(path, arguments[:MAX_CHARS], inside=state.root)
+    write_atomic(path, typed_once.with_value(value, arguments[:MAX_CHARS]), inside=state.root)
 
 
 def take(state: StatePaths, session_id: str | None = None, kind: str = "sprint") -> str:
@@ -82,13 +104,16 @@ def take(state: StatePaths, session_id: str | None = None, kind: str = "sprint")
 def take_record(state: StatePaths, session_id: str | None = None, kind: str = "sprint"
                 ) -> dict[str, Any]:
     """`take`, with what `clavain.authority` needs to trust it and records of a person's
-    decision made this way: {"arguments", "session_id", "prompt" (as typed), "recorded_at"
-    (when the record was written: it must be before the command taking it began)}."""
-    from clavain.authority import session_id as host_session
+    decision made this way: {"arguments", "session_id", "prompt" (as typed), "prompt_id" (the
+    host's), "recorded_at" (when the record was written: it must be before the command taking
+    it began)}. Honoured once, for the turn that typed it (`typed_once`); anything else is one
+    line naming the record, why, and what the person types instead."""
+    from clavain.authority import host_environment
 
-    # The host's session (what it gave the command, not what `X=… clavain` says): a command
-    # takes only its own session's record.
-    session_id = session_id or host_session()
+    # The host's session and database (what it gave the command, not what `X=… clavain`
+    # says): a command takes only its own session's record, checked where the hooks keep it.
+    env = host_environment()
+    session_id = session_id or env.get(SESSION_VARIABLE) or None
     if not session_id:
         raise ClavainError(f"--from-prompt reads what the UserPromptSubmit hook recorded for "
                            f"${SESSION_VARIABLE}, which is not set: outside Claude Code pass the "
@@ -96,19 +121,69 @@ def take_record(state: StatePaths, session_id: str | None = None, kind: str = "s
     path = _path(state, session_id, kind)
     raw, recorded_at = _read_once(path)
     if raw is None:
-        raise ClavainError(f"no request recorded for session {session_id} ({path}): the "
-                           f"plugin's UserPromptSubmit hook did not run; type /clavain:{kind} "
-                           f"again, or run `clavain {_CLI[kind]} TEXT` yourself")
+        raise ClavainError(_missing(state, env, session_id, kind, path))
     with contextlib.suppress(OSError):  # read once; a leftover is only stale
         os.unlink(path)
+    value, text = typed_once.split(raw)
+    if value is None:
+        raise ClavainError(_refused(path, kind, "it carries no one-time value: the "
+                                    "UserPromptSubmit hook did not write it"))
     from clavain.textio import BadText, decode
 
     try:
-        arguments = decode(raw, str(path))
+        arguments = decode(text, str(path))
     except BadText as exc:
         raise ClavainError(str(exc)) from None
+    row = _take_row(state, env, session_id, kind, value, path, recorded_at)
     return {"arguments": arguments, "session_id": session_id, "recorded_at": recorded_at,
-            "prompt": f"{COMMANDS[kind]} {arguments}".strip()}
+            "prompt": f"{COMMANDS[kind]} {arguments}".strip(), "prompt_id": row["prompt_id"]}
+
+
+def _take_row(state: StatePaths, env: dict[str, str], session_id: str, kind: str, value: str,
+              path: Path, written: float | None) -> dict[str, Any]:
+    from clavain.store import db
+
+    try:
+        conn = db.connect(_database(state, env))
+        try:
+            return typed_once.take(conn, session_id, kind, value, written)
+        finally:
+            conn.close()
+    except typed_once.Refused as exc:
+        raise ClavainError(_refused(path, kind, str(exc))) from None
+    except (db.sqlite3.DatabaseError, OSError) as exc:  # never taken, so never honoured
+        raise ClavainError(_refused(path, kind, f"the state database could not mark it taken "
+                                    f"({exc})")) from None
+
+
+def _refused(path: Path, kind: str, why: str) -> str:
+    return (f"what was typed is a person's decision once, in the turn that typed it: the record "
+            f"{path} is refused ({why}); the user types {COMMANDS[kind]} again, or runs "
+            f"`clavain {_CLI[kind]} …` in a terminal")
+
+
+def _missing(state: StatePaths, env: dict[str, str], session_id: str, kind: str,
+             path: Path) -> str:
+    """No record to take: why, when the state database says it ended (voided by a tool call,
+    already taken), else that the hook did not run."""
+    from clavain.store import db
+
+    ended = None
+    with contextlib.suppress(db.sqlite3.DatabaseError, OSError):
+        database = _database(state, env)
+        if os.path.exists(database):
+            conn = db.connect_readonly(database)
+            try:
+                row = typed_once.latest(conn, session_id, kind)
+                if row is not None and row["status"] != "pending":
+                    ended = typed_once.ended(row)
+            finally:
+                conn.close()
+    if ended is not None:
+        return _refused(path, kind, f"it is gone; {ended}")
+    return (f"no request recorded for session {session_id} ({path}): the plugin's "
+            f"UserPromptSubmit hook did not run; the user types {COMMANDS[kind]} again, or runs "
+            f"`clavain {_CLI[kind]} TEXT` in a terminal")
 
 
 def _read_once(path: Path) -> tuple[bytes | None, float | None]:
@@ -124,7 +199,7 @@ def _read_once(path: Path) -> tuple[bytes | None, float | None]:
         return None, None
     try:
         recorded_at = os.fstat(fd).st_ctime
-        return read_up_to(fd, MAX_CHARS * 4 + 16), recorded_at
+        return read_up_to(fd, typed_once.HEADER_BYTES + MAX_CHARS * 4 + 16), recorded_at
     except OSError:
         return None, None
     finally:

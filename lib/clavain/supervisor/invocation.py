@@ -1,7 +1,8 @@
 """The process that does one node: argv, what goes on its stdin, and its time limit.
 
 - `claude`: `claude -p --output-format json --max-turns N --allowedTools … [--model M]`, the
-  node's packet on stdin (`supervisor.claude` in config).
+  node's packet on stdin (`supervisor.claude` in config); in hard mode `--settings` gives its
+  session the project's sandbox wherever it runs (`sandbox.runner_settings`).
 - `shell`: this package's shell runner with the node's own `commands` (no LLM).
 - `shellVerify`: `clavain verify ID --json`, which claims under the same run, runs the checks
   and records the result itself.
@@ -113,4 +114,10 @@ def build(g: Graph, cfg: dict[str, Any], node: dict[str, Any], route: Route, *, 
         return Invocation([sys.executable, "-m", "clavain.supervisor.shell_runner"],
                           json.dumps(request), shell_timeout * max(1, len(request["commands"])))
     argv, timeout = prompt_argv(cfg, route.runner, route.model, purpose="a node")
+    if route.runner == CLAUDE:
+        from clavain.sandbox import runner_settings
+
+        confined = runner_settings(g.state.project, g.state.root)
+        if confined is not None:
+            argv += ["--settings", confined]
     return Invocation(argv, _packet(g, cfg, node, packet_mode), timeout)

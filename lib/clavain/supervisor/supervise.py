@@ -116,7 +116,6 @@ class Supervisor:
                 raise ClavainError("stopped before the run began", exit_code=130)
             use_worktrees = self.workers > 1
             if use_worktrees:
-                worktrees.require_writable(self.state.project, self.state.root)
                 worktrees.require_clean(self.state.project)
             record = run_record.RunRecord(self.state, self.run_id, self.g.id)
             record.data["options"] = {"runner": self.options.runner, "workers": self.workers,

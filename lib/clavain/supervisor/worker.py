@@ -299,8 +299,7 @@ def _merge(ctx: RunContext, node: dict[str, Any], tree: worktrees.Worktree
     """Commit a successful runner's work and merge it into the run's branch."""
     worktrees.commit_all(tree, f"clavain: {node['id']} {node.get('title') or ''}".strip())
     return worktrees.merge(ctx.state.project, tree,
-                           lock_path=ctx.state.root / worktrees.WORKTREES_DIR
-                           / worktrees.MERGE_LOCK)
+                           lock_path=worktrees.merge_lock(ctx.state.root))
 
 
 def _store(ctx: RunContext, g: Graph, action: Callable[[], T]) -> T:

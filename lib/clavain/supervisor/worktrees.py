@@ -8,6 +8,10 @@ processes alike), because two `git merge`s in one checkout fail on `index.lock` 
 waiting. A merge that conflicts is aborted, so the project is left exactly as it was and the
 node can be retried on top of the work merged before it.
 
+Worktrees live in `<project>/.clavain-worktrees/<run>/<node>` (`paths.WORKTREES_DIR_NAME`
+says why); their locks stay in the state folder, which only Clavain writes. Those an older
+Clavain left in `.clavain/worktrees/` are still found and removed.
+
 Every git call runs without a prompt (`GIT_TERMINAL_PROMPT=0`), with a fixed identity
 (`Clavain <clavain@localhost>`, so it works with no git config), without commit signing, hooks
 or automatic gc: a person's hooks may need a terminal or tools a runner lacks (the workgraph's
@@ -29,6 +33,7 @@ from pathlib import Path
 
 from clavain.errors import ClavainError
 from clavain.gitstatus import changed_paths
+from clavain.paths import WORKTREES_DIR_NAME
 from clavain.textio import clip
 from clavain.workgraph.verifier import safe_path_part
 
@@ -36,9 +41,12 @@ NAME = "Clavain"
 EMAIL = "clavain@localhost"
 BRANCH_PREFIX = "clavain"
 STATE_DIR = ".clavain"  # Clavain's own state in the project: never the person's work
-WORKTREES_DIR = "worktrees"
-ADMIN_LOCK = ".admin.lock"
-MERGE_LOCK = ".merge.lock"  # beside it: one merge into the project at a time
+LEGACY_WORKTREES_DIR = "worktrees"  # under the state folder, before hard mode allowed runs
+ADMIN_LOCK = "worktrees.lock"  # in the state folder: one `git worktree` change at a time
+MERGE_LOCK = "merge.lock"  # in the state folder: one merge into the project at a time
+# Never the runners' work: merged, an agent's edit of the host's settings could turn it off.
+NEVER_COMMITTED = (STATE_DIR, WORKTREES_DIR_NAME, ".claude/settings.json",
+                   ".claude/settings.local.json")
 CONFIG = ("-c", "commit.gpgsign=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
           "-c", "core.quotepath=false")
 # Set by git for hooks and by some shells; they would point our calls at another repository.
@@ -52,6 +60,7 @@ class Worktree:
     path: Path
     branch: str
     base: str  # the project commit the worktree started from
+    lock: Path  # the state folder's lock on `git worktree` changes
 
 
 @dataclass(frozen=True)
@@ -141,6 +150,34 @@ def _project_head(project: Path) -> str:
     return done.stdout.strip()
 
 
+def worktrees_root(project: Path) -> Path:
+    return Path(project) / WORKTREES_DIR_NAME
+
+
+def admin_lock(state_root: Path) -> Path:
+    return Path(state_root) / ADMIN_LOCK
+
+
+def merge_lock(state_root: Path) -> Path:
+    return Path(state_root) / MERGE_LOCK
+
+
+def _make_root(project: Path) -> Path:
+    """The worktrees folder, ignoring itself in git (an older `init` did not name it), and
+    never a link (the agent can write the project: one here could lead removals elsewhere)."""
+    root = worktrees_root(project)
+    if root.is_symlink() or (root.exists() and not root.is_dir()):
+        raise ClavainError(f"{root} is not a folder of Clavain's (a symlink or a file): remove "
+                           "it; parallel runners keep their worktrees there")
+    root.mkdir(exist_ok=True)
+    ignore = root / ".gitignore"
+    if not ignore.is_file() or ignore.is_symlink():
+        from clavain.fsutil import write_atomic
+
+        write_atomic(ignore, "# Clavain's runners' git worktrees: none of it is committed\n*\n")
+    return root
+
+
 def create(project: Path, state_root: Path, node_id: str, run_id: str) -> Worktree:
     """A fresh worktree for one node's runner, on a new branch from the project's HEAD.
 
@@ -150,15 +187,15 @@ def create(project: Path, state_root: Path, node_id: str, run_id: str) -> Worktr
     project = project.resolve()
     base = _project_head(project)
     # Per run: two runs on different graphs may both have a `task-a`.
-    folder = (state_root / WORKTREES_DIR / safe_path_part(run_id)
-              / safe_path_part(node_id)).resolve()
+    folder = (_make_root(project) / safe_path_part(run_id) / safe_path_part(node_id)).resolve()
     branch = branch_name(run_id, node_id)
     _git(project, "check-ref-format", "--branch", branch)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with _exclusive(state_root / WORKTREES_DIR / ADMIN_LOCK):
+    lock = admin_lock(state_root)
+    with _exclusive(lock):
         _discard(project, folder, branch)
         _git(project, "worktree", "add", "-b", branch, str(folder), base)
-    return Worktree(folder, branch, base)
+    return Worktree(folder, branch, base, lock)
 
 
 def _discard(project: Path, folder: Path, branch: str | None) -> None:
@@ -175,7 +212,7 @@ def remove(project: Path, wt: Worktree, *, delete_branch: bool = True) -> None:
     """Drop a runner's worktree (and by default its branch: merged work lives on in the
     project; keep it to let a person look at unmerged work)."""
     project = project.resolve()
-    with _exclusive(wt.path.parent.parent / ADMIN_LOCK):
+    with _exclusive(wt.lock):
         _discard(project, wt.path, wt.branch if delete_branch else None)
     with contextlib.suppress(OSError):
         wt.path.parent.rmdir()  # the run's folder, once its last worktree is gone
@@ -184,10 +221,10 @@ def remove(project: Path, wt: Worktree, *, delete_branch: bool = True) -> None:
 def commit_all(wt: Worktree, message: str) -> bool:
     """Commit every change in the worktree, untracked files too; False when nothing changed.
 
-    `.clavain/` is left out: a runner's session may write Clavain state there, and merging it
-    would clobber the project's own.
+    `.clavain/` is left out (a runner's session may write Clavain state there, and merging it
+    would clobber the project's own), and so are Claude Code's settings (`NEVER_COMMITTED`).
     """
-    _git(wt.path, "add", "-A", "--", ".", f":(exclude){STATE_DIR}")
+    _git(wt.path, "add", "-A", "--", ".", *(f":(exclude){name}" for name in NEVER_COMMITTED))
     staged = _git(wt.path, "diff", "--cached", "--quiet", check=False)
     if staged.returncode == 0:
         return False
@@ -266,21 +303,8 @@ def modified_tracked_files(project: Path) -> list[str]:
 
 
 def _is_state(name: str) -> bool:
-    return name == STATE_DIR or name.startswith(STATE_DIR + "/")
-
-
-def require_writable(project: Path, state_root: Path) -> None:
-    """Refuse a parallel run in hard mode: its runners' worktrees live under the state folder,
-    which Claude Code's sandbox keeps read-only to every session in the project, runners
-    included (they could not write a file of their work)."""
-    from clavain.sandbox import hard_mode
-
-    if hard_mode(project, state_root):
-        raise ClavainError(
-            "parallel runners work in git worktrees under .clavain/worktrees/, which hard mode "
-            "(Claude Code's sandbox, `clavain init --sandbox`) keeps read-only to their "
-            "sessions: run with one worker (`--workers 1`), or turn hard mode off in "
-            ".claude/settings.local.json")
+    return any(name == folder or name.startswith(folder + "/")
+               for folder in (STATE_DIR, WORKTREES_DIR_NAME))
 
 
 def require_clean(project: Path) -> None:
@@ -321,11 +345,14 @@ def leftovers(project: Path, state_root: Path, *, live: set[str], kept: set[str]
         return found
     live_folders = {safe_path_part(run) for run in live}
     live_refs = {_ref_part(run) for run in live}
-    base = state_root / WORKTREES_DIR
-    for run_folder in sorted(base.iterdir()) if base.is_dir() else []:
-        if run_folder.is_dir() and run_folder.name not in live_folders:
-            found["worktrees"] += [str(path) for path in sorted(run_folder.iterdir())
-                                   if path.is_dir()]
+    for base in (worktrees_root(project), state_root / LEGACY_WORKTREES_DIR):
+        # Never through a link (the agent can write the project): only real folders are ours.
+        if base.is_symlink() or not base.is_dir():
+            continue
+        for run_folder in sorted(base.iterdir()):
+            if _real_dir(run_folder) and run_folder.name not in live_folders:
+                found["worktrees"] += [str(path) for path in sorted(run_folder.iterdir())
+                                       if _real_dir(path)]
     refs = _git(project, "for-each-ref", "--format=%(refname:short)",
                 f"refs/heads/{BRANCH_PREFIX}/", check=False).stdout.split()
     for branch in refs:
@@ -344,7 +371,7 @@ def clean_leftovers(project: Path, state_root: Path, *, live: set[str], kept: se
     found = leftovers(project, state_root, live=live, kept=kept)
     removed = []
     if found["worktrees"] or found["branches"]:
-        with _exclusive(state_root / WORKTREES_DIR / ADMIN_LOCK):
+        with _exclusive(admin_lock(state_root)):
             for folder in found["worktrees"]:
                 with contextlib.suppress(ClavainError, OSError):
                     _discard(project, Path(folder), None)
@@ -356,8 +383,18 @@ def clean_leftovers(project: Path, state_root: Path, *, live: set[str], kept: se
         for run_folder in {Path(folder).parent for folder in found["worktrees"]}:
             with contextlib.suppress(OSError):
                 run_folder.rmdir()
+        legacy = state_root / LEGACY_WORKTREES_DIR
+        if legacy.is_dir() and not any(_real_dir(path) for path in legacy.iterdir()):
+            for name in (".admin.lock", ".merge.lock"):  # an older Clavain's folder goes
+                with contextlib.suppress(OSError):
+                    (legacy / name).unlink()
+            with contextlib.suppress(OSError):
+                legacy.rmdir()
     return {"removed": removed, "kept": found["kept"]}
 
+
+def _real_dir(path: Path) -> bool:
+    return path.is_dir() and not path.is_symlink()
 
 def _listing(names: Sequence[str]) -> str:
     shown = ", ".join(names[:SHOWN_NAMES])
