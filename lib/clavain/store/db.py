@@ -191,6 +191,9 @@ class transaction:  # lower case: used like the function it replaced, `with tran
             self.conn.execute("ROLLBACK")
 
 
+SHM_NOT_MADE = ("unable to open", "disk I/O error", "database or disk is full")
+
+
 def connect_readonly(path: str | os.PathLike[str], *, timeout_ms: int = 1000,
                      immutable: bool = False) -> sqlite3.Connection:
     """Open an existing database for reading only: never created, migrated or switched to WAL,
@@ -208,11 +211,25 @@ def connect_readonly(path: str | os.PathLike[str], *, timeout_ms: int = 1000,
         conn.execute("PRAGMA schema_version")  # the first read opens the -wal and the -shm
     except sqlite3.OperationalError as exc:
         conn.close()
-        if "unable to open" not in str(exc) or not os.path.isfile(db_path) \
-                or os.path.lexists(db_path + "-shm"):
+        # Read-only: "unable to open"; a full disk: the -shm cannot grow ("disk I/O error",
+        # "database or disk is full"). Either way no whole -shm means nobody has it open.
+        if not any(why in str(exc) for why in SHM_NOT_MADE) or not os.path.isfile(db_path) \
+                or _shm_in_use(db_path + "-shm"):
             raise
         return _open_readonly(db_path, timeout_ms, True)
     return conn
+
+
+# A connection in WAL mode maps the -shm's first region, 32 KiB: a shorter one (left by a write
+# that ran out of disk) is held by nobody.
+SHM_REGION_BYTES = 32768
+
+
+def _shm_in_use(shm: str) -> bool:
+    try:
+        return os.lstat(shm).st_size >= SHM_REGION_BYTES
+    except FileNotFoundError:
+        return False
 
 
 def _open_readonly(db_path: str, timeout_ms: int, immutable: bool) -> sqlite3.Connection:
