@@ -30,6 +30,9 @@ What a failure does to the call (a denial never turns into an allow):
 - config.json or checkpoint.json is a symlink, a FIFO, a device or over 1 MB: never blocked
   on (`fsutil.read_state_file`), read as missing (defaults, no sprint), and a broken config
   is named once per run in the budget warning;
+- a record of what the person typed is pending for the session and cannot be voided (the
+  database locked, damaged or unwritable): denied, since this call could take it
+  (`sprint.typed_once`);
 - any other exception (a bug of ours): a call that needs no counters to be refused (the state
   folder, Claude Code's settings, a person's decision: `budget.standing_refusal`, decided
   before anything else can fail) is still denied; any other runs, and the dispatcher logs it
