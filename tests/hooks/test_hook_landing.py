@@ -236,11 +236,33 @@ def test_making_a_hard_link_to_a_state_file_is_refused(run_hook, project: Path) 
     "cat evil.patch | patch -p0",
     "cat evil.tar | tar -x",
     "git apply < evil.diff",
+    # A review's finds: a folder the command makes, then `..`; a patch or an archive read
+    # from standard input by name.
+    "mkdir nd; echo x > nd/../st/config.json",
+    "mkdir -p nd && cp /dev/null nd/../st/config.json",
+    "mkdir nd && cd nd/../st && echo x > config.json",
+    "mkdir nd && rm -rf nd/../st/",
+    "patch -p0 -i /dev/stdin < evil.patch",
+    "git apply /dev/stdin < evil.diff",
+    "patch -p0 -i /dev/stdin <<'EOF'\n" + EVIL_PATCH + "EOF",
+    "tar -xf /dev/stdin < evil.tar",
 ])
 def test_a_bash_write_that_lands_in_the_state_is_refused(run_hook, project: Path,
                                                          command: str) -> None:
     assert STATE in (_reason(_decide(run_hook, project, "Bash", {"command": command})) or ""), \
         command
+
+
+def test_cd_takes_dot_dot_as_typed_as_the_shell_does(run_hook, project: Path,
+                                                     tmp_path: Path) -> None:
+    """`cd L/../st` is `st` to bash, wherever the link `L` leads (`cd -P` would follow it)."""
+    elsewhere = tmp_path / "a" / "b"
+    elsewhere.mkdir(parents=True)
+    (project / "L").symlink_to(elsewhere)
+    command = "cd L/../st && echo x > config.json"
+    assert STATE in (_reason(_decide(run_hook, project, "Bash", {"command": command})) or "")
+    physical = "cd -P L/.. && echo x > config.json"  # lands in tmp_path/a: no one's state
+    assert _reason(_decide(run_hook, project, "Bash", {"command": physical})) is None
 
 
 def test_cd_into_the_settings_folder_through_a_dot_is_seen(run_hook, project: Path) -> None:

@@ -245,6 +245,24 @@ def test_the_void_holds_with_budgets_off(run_hook, tmp_path: Path) -> None:
     assert "it was voided at" in _refusal(_start(project))
 
 
+def test_a_call_from_a_folder_with_its_own_state_still_voids_the_sessions(run_hook,
+                                                                          tmp_path: Path) -> None:
+    """The agent works in a folder holding another `.clavain/` (one it made): its tool call
+    still ends the turn in the session's own project, where the person's record is."""
+    project = clavain_project(tmp_path)
+    other = project / "vendor" / "lib"
+    (other / ".clavain").mkdir(parents=True)
+    _submit(run_hook, project, "/clavain:sprint add a greeting")
+    payload = {"session_id": "sess-1", "transcript_path": str(project / "t.jsonl"),
+               "cwd": str(other), "hook_event_name": "PreToolUse", "tool_name": "Bash",
+               "tool_input": {"command": "ls"}, "tool_use_id": "toolu_2"}
+    done = run_hook("PreToolUse", payload, cwd=other,
+                    env={"CLAUDE_PROJECT_DIR": str(project)})
+    assert done.returncode == 0, done.stderr
+    assert [status for _, status, _ in _rows(project)] == ["void"]
+    assert "it was voided at" in _refusal(_start(project))
+
+
 def test_a_new_prompt_voids_the_one_before(run_hook, tmp_path: Path) -> None:
     project = clavain_project(tmp_path)
     _submit(run_hook, project, "/clavain:budget reset")

@@ -251,3 +251,23 @@ def test_the_spelling_check_takes_a_cd_the_way_the_shell_does() -> None:
     assert writes_host_settings("mkdir -p .claude && cd .claude/. && echo '{}' > settings.json")
     assert writes_host_settings("cd .claude/agents/.. && echo '{}' > settings.local.json")
     assert not writes_host_settings("cd .claude/agents && echo x > settings.json")
+
+
+def test_listing_a_compressed_archive_stops_at_its_deadline(tmp_path, monkeypatch) -> None:
+    """A small .tgz can hold gigabytes to decompress just to skip them: the hook lists for
+    `TAR_SECONDS` at most and judges what it saw (the host kills a hook at 10 s)."""
+    import io
+    import tarfile
+
+    from clavain.guards import archives
+
+    path = tmp_path / "a.tgz"
+    with tarfile.open(path, "w:gz") as archive:
+        for name in ("src/a.py", ".clavain/config.json"):
+            info = tarfile.TarInfo(name)
+            info.size = 2
+            archive.addfile(info, io.BytesIO(b"{}"))
+    names = [name for name, _, _ in archives.tar_members(str(path))]
+    assert names == ["src/a.py", ".clavain/config.json"]
+    monkeypatch.setattr(archives, "TAR_SECONDS", -1.0)  # a deadline already past
+    assert archives.tar_members(str(path)) is None

@@ -345,3 +345,21 @@ def test_merge_refuses_a_project_a_person_is_editing(project: Path, state_root: 
     assert not outcome.merged and outcome.dirty == ["shared.txt"]
     assert (project / "shared.txt").read_text() == "a person's edit\n"
     assert not (project / "new.txt").exists()
+
+
+def test_a_planted_link_for_a_node_or_a_run_never_leads_the_clean_up_elsewhere(
+        project: Path, state_root: Path, tmp_path: Path):
+    victim = tmp_path / "persons-docs"
+    victim.mkdir()
+    (victim / "notes.txt").write_text("keep me")
+    root = project / worktrees.WORKTREES_DIR_NAME
+    (root / "run-8").mkdir(parents=True)
+    (root / "run-8" / "task-1").symlink_to(victim)
+    tree = create(project, state_root, "task-1", "run-8")  # the link goes, not its target
+    assert (victim / "notes.txt").read_text() == "keep me"
+    assert tree.path.is_dir() and not tree.path.is_symlink()
+    remove(project, tree)
+    (root / "run-9").symlink_to(victim)
+    with pytest.raises(ClavainError, match="not a folder of Clavain's"):
+        create(project, state_root, "notes.txt", "run-9")
+    assert (victim / "notes.txt").read_text() == "keep me"

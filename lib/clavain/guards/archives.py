@@ -168,20 +168,48 @@ def tar_members(path: str) -> list[tuple[str, str | None, bool]] | None:
     raw = open_bounded(path, ARCHIVE_MAX_BYTES)
     if raw is None:
         return None
-    import io
     import tarfile
 
     members = []
     try:
-        with tarfile.open(fileobj=io.BytesIO(raw), mode="r:*") as archive:
+        with tarfile.open(fileobj=_Bounded(raw, TAR_SECONDS), mode="r:*") as archive:
             for member in archive:
                 members.append((member.name, member.linkname if member.issym() or
                                 member.islnk() else None, member.islnk()))
                 if len(members) >= MEMBERS_MAX:
                     break
-    except Exception:  # a damaged or unknown archive: tar itself will refuse it
+    except Exception:  # a damaged or unknown archive (tar refuses it), or one too slow to list
         return members or None
     return members
+
+
+# Listing a compressed archive decompresses every member to skip it: a small file can hold
+# gigabytes of zeros. The host gives a hook 10 s; past this the members seen so far are judged
+# (what comes after them is hard mode's).
+TAR_SECONDS = 2.0
+
+
+class _Bounded:
+    """The archive's bytes as a file tarfile reads, which stops it (TimeoutError) once
+    `seconds` have passed: every read of compressed data passes here."""
+
+    def __init__(self, raw: bytes, seconds: float) -> None:
+        import io
+        import time
+
+        self._data, self._clock = io.BytesIO(raw), time.monotonic
+        self._deadline = self._clock() + seconds
+
+    def read(self, size: int = -1) -> bytes:
+        if self._clock() > self._deadline:
+            raise TimeoutError("the archive takes too long to list")
+        return self._data.read(size)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._data.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._data.tell()
 
 
 def zip_members(path: str) -> list[str] | None:

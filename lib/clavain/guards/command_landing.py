@@ -110,7 +110,14 @@ class _Walk:
             self.stack.append(self.folder())
         target = args[0]
         # `cd -`, `cd "$(…)"`: a folder the words do not name; relative paths are then unknown.
-        self.cwd = None if target == "-" or "$" in target or "`" in target else self.land(target)
+        if target == "-" or "$" in target or "`" in target:
+            self.cwd = None
+        elif "-P" in words[1:] or ".." not in target.split("/"):
+            self.cwd = self.land(target)
+        else:  # the shell's `cd` takes `..` as written (`L/..` is here, wherever `L` leads)
+            folder = self.folder()
+            typed = os.path.join(folder, os.path.expanduser(target)) if folder else None
+            self.cwd = self.land(os.path.normpath(typed)) if typed else None
         self.resolved = True
 
 
@@ -254,12 +261,16 @@ def _stdin_text(part: str, command: str, walk: _Walk) -> str | None:
     return raw.decode("utf-8", "replace") if raw is not None else None
 
 
+# Where a command reads a patch or an archive from its standard input.
+STDIN_NAMES = (None, "-", "/dev/stdin", "/dev/fd/0", "/proc/self/fd/0")
+
+
 def _patched(walk: _Walk, source: str | None, directory: str | None, strip: int | None,
              part: str, command: str, also: str | None = None) -> str | None:
     """The first place a patch's files land that no agent may write."""
     from clavain.guards import archives
 
-    if source in (None, "-"):
+    if source in STDIN_NAMES:
         text = _stdin_text(part, command, walk)
     else:
         landed = walk.land(source)
@@ -290,7 +301,7 @@ def _extracted(walk: _Walk, words: list[str], part: str) -> str | None:
     if plan is None:
         return None
     archive = plan["archive"]
-    if archive in (None, "-"):
+    if archive in STDIN_NAMES:
         at = part.find("<")
         from clavain.guards.shell_words import tokens
 

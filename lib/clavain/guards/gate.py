@@ -168,8 +168,25 @@ def _void_typed_records(payload: dict) -> dict | None:
     from clavain import locate
     from clavain.hooks import payload_cwd
 
-    # Where the budget check looks too: if this raises, so does it (the dispatcher logs it).
-    root = locate.state_dir(locate.project_dir(payload_cwd(payload)))
+    # Where the budget check looks too (if this raises, so does it: the dispatcher logs it),
+    # and the session's own project, where the person's slash command recorded it: a call
+    # run from a folder with a `.clavain/` of its own still ends the turn there.
+    roots = [locate.state_dir(locate.project_dir(payload_cwd(payload)))]
+    session_project = os.environ.get("CLAUDE_PROJECT_DIR")
+    if session_project and os.path.isabs(session_project):
+        other = locate.state_dir(locate.project_dir(session_project))
+        if other != roots[0]:
+            roots.append(other)
+    for root in roots:
+        denied = _void_in(root, session, payload)
+        if denied is not None:
+            return denied
+    return None
+
+
+def _void_in(root: str, session: str, payload: dict) -> dict | None:
+    from clavain import locate
+
     try:
         listed: list[str] | None = os.listdir(os.path.join(root, locate.TYPED_DIR_NAME))
     except (FileNotFoundError, NotADirectoryError):

@@ -76,7 +76,7 @@ def under(path: str, folder: str) -> bool:
 def land(path: str, cwd: str | None) -> str | None:
     """The real path `path` (relative to the real folder `cwd`) names, or None when it cannot
     be told (relative to an unknown folder). Symlinks are followed where they exist; a part
-    that does not exist yet is taken as spelled (nothing below it can be a link)."""
+    that does not exist yet is taken as spelled (it is no link), and the walk goes on."""
     if path.startswith("~"):
         path = os.path.expanduser(path)
     if path.startswith("/"):
@@ -85,8 +85,7 @@ def land(path: str, cwd: str | None) -> str | None:
         return None
     else:
         current = cwd  # already real: only the parts the word adds are looked at
-    parts = path.split("/")
-    for index, name in enumerate(parts):
+    for name in path.split("/"):
         if name in ("", "."):
             continue
         if name == "..":
@@ -95,8 +94,9 @@ def land(path: str, cwd: str | None) -> str | None:
         step = os.path.join(current, name)
         try:
             mode = os.lstat(step).st_mode
-        except (ValueError, OSError):  # made by the command: no link below it yet
-            return os.path.normpath(os.path.join(step, *parts[index + 1:]))
+        except (ValueError, OSError):  # made by the command: not a link; a `..` after it
+            current = step  # climbs back to parts that may be (`mkdir nd; … nd/../st/…`)
+            continue
         current = real(step) if mode & 0o170000 == 0o120000 else step  # S_ISLNK
     return current
 

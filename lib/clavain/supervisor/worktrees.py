@@ -186,8 +186,13 @@ def create(project: Path, state_root: Path, node_id: str, run_id: str) -> Worktr
     """
     project = project.resolve()
     base = _project_head(project)
-    # Per run: two runs on different graphs may both have a `task-a`.
-    folder = (_make_root(project) / safe_path_part(run_id) / safe_path_part(node_id)).resolve()
+    # Per run: two runs on different graphs may both have a `task-a`. Never resolved: a link
+    # the agent planted for the run or the node must not lead the clean-up elsewhere.
+    run_folder = _make_root(project) / safe_path_part(run_id)
+    if run_folder.is_symlink() or (run_folder.exists() and not run_folder.is_dir()):
+        raise ClavainError(f"{run_folder} is not a folder of Clavain's (a symlink or a file): "
+                           "remove it; parallel runners keep their worktrees there")
+    folder = run_folder / safe_path_part(node_id)
     branch = branch_name(run_id, node_id)
     _git(project, "check-ref-format", "--branch", branch)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -199,7 +204,9 @@ def create(project: Path, state_root: Path, node_id: str, run_id: str) -> Worktr
 
 
 def _discard(project: Path, folder: Path, branch: str | None) -> None:
-    if folder.exists():
+    if folder.is_symlink():  # planted: removing the link leaves what it points at alone
+        folder.unlink()
+    elif folder.exists():
         _git(project, "worktree", "remove", "--force", "--force", str(folder), check=False)
         if folder.exists():  # not (or no longer) a registered worktree: a plain leftover folder
             shutil.rmtree(folder)
