@@ -17,8 +17,8 @@ import pytest
 
 from clavain import sandbox
 from tests.e2e.conftest import REPO, ClaudeRunner, require_sandbox
-from tests.e2e.scripted_model import assistant_turns, bash, text, tool_results
-from tests.e2e.three_tasks import PLAN_RESULT, TASKS, packet_block
+from tests.e2e.scripted_model import bash, text, tool_results
+from tests.e2e.three_tasks import TASKS, scenario_script
 from tests.person import run_as_person
 
 pytestmark = pytest.mark.e2e
@@ -38,26 +38,19 @@ def _executor_command(name: str) -> str:
 def _script(seen: list[tuple[str, str, int]], said: dict[str, str]):
     lock = threading.Lock()
 
-    def script(request: dict[str, Any]):
-        role, node, _packet = packet_block(request)
-        turn = assistant_turns(request)
+    def reply(request: dict[str, Any], node: str, turn: int) -> list[Any] | None:
+        name = node.removeprefix("task-")
+        if turn == 0:
+            return [bash(_executor_command(name), f"Write {name}.txt")]
+        results = tool_results(request)
+        if not results:
+            return None
         with lock:
-            seen.append((role, node, turn))
-        if role == "planner" and node == "plan-greeter":
-            return [text(f"Three files.\n\n<result>{json.dumps(PLAN_RESULT)}</result>")]
-        if role == "executor" and node.startswith("task-"):
-            name = node.removeprefix("task-")
-            if turn == 0:
-                return [bash(_executor_command(name), f"Write {name}.txt")]
-            results = tool_results(request)
-            if results:
-                with lock:
-                    said[name] = results[-1].content
-                return [text(f"Wrote {name}.txt.\n\n<result>"
-                             f'{{"status":"success","summary":"wrote {name}.txt"}}</result>')]
-        return None
+            said[name] = results[-1].content
+        return [text(f"Wrote {name}.txt.\n\n<result>"
+                     f'{{"status":"success","summary":"wrote {name}.txt"}}</result>')]
 
-    return script
+    return scenario_script(seen, reply)
 
 
 def _git(project: Path, *args: str) -> str:

@@ -8,39 +8,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import REPO, ClaudeRunner
-from tests.e2e.scripted_model import assistant_turns, text
-from tests.e2e.three_tasks import PLAN_RESULT, TASKS, executor_reply, packet_block
+from tests.e2e.three_tasks import TASKS, scenario_script
 
 pytestmark = pytest.mark.e2e
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "e2e", "GIT_AUTHOR_EMAIL": "e2e@example.invalid",
            "GIT_COMMITTER_NAME": "e2e", "GIT_COMMITTER_EMAIL": "e2e@example.invalid"}
-
-
-def supervisor_script(seen: list[tuple[str, str, int]]):
-    lock = threading.Lock()
-
-    def script(request: dict[str, Any]):
-        role, node, _packet = packet_block(request)
-        turn = assistant_turns(request)
-        with lock:
-            seen.append((role, node, turn))
-        if role == "planner" and node == "plan-greeter":
-            return [text("Three independent files.\n\n"
-                         f"<result>{json.dumps(PLAN_RESULT)}</result>")]
-        if role == "executor" and node.startswith("task-"):
-            return executor_reply(request, node, turn)
-        return None
-
-    return script
 
 
 def _clavain(env: dict[str, str], cwd: Path, *args: str, stdin: str | None = None,
@@ -79,7 +58,7 @@ def test_a_plan_runs_headless_with_three_parallel_claude_executors(
     assert imported.returncode == 0, imported.stderr
 
     seen: list[tuple[str, str, int]] = []
-    claude_runner.model.script = supervisor_script(seen)
+    claude_runner.model.script = scenario_script(seen)
     done = _clavain(env, project, "run", "--workers", "3", "--json", timeout=300)
     detail = (f"exit {done.returncode}\nstdout: {done.stdout[-6000:]}\n"
               f"stderr: {done.stderr[-6000:]}\nmodel saw: {seen}\n"

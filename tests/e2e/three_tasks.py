@@ -5,10 +5,13 @@ proves."""
 
 from __future__ import annotations
 
+import json
 import re
+import threading
+from collections.abc import Callable
 from typing import Any
 
-from tests.e2e.scripted_model import bash, text, tool_results
+from tests.e2e.scripted_model import assistant_turns, bash, text, tool_results
 
 TASKS = ("one", "two", "three")
 PACKET_HEADER = re.compile(r"# Clavain ([a-z][a-z -]*?)(?: — node (\S+))?\n")
@@ -46,3 +49,25 @@ def executor_reply(request: dict[str, Any], node: str, turn: int) -> list[Any] |
         return [text(f"Wrote {name}.txt.\n\n<result>"
                      f'{{"status":"success","summary":"wrote {name}.txt"}}</result>')]
     return None
+
+
+def scenario_script(seen: list[tuple[str, str, int]],
+                    reply: Callable[[dict[str, Any], str, int], list[Any] | None]
+                    = executor_reply):
+    """The scripted model for the plan: the planner adds the three tasks, each executor's
+    turns come from `reply`; every (role, node, turn) asked is appended to `seen`."""
+    lock = threading.Lock()
+
+    def script(request: dict[str, Any]):
+        role, node, _packet = packet_block(request)
+        turn = assistant_turns(request)
+        with lock:
+            seen.append((role, node, turn))
+        if role == "planner" and node == "plan-greeter":
+            return [text("Three independent files.\n\n"
+                         f"<result>{json.dumps(PLAN_RESULT)}</result>")]
+        if role == "executor" and node.startswith("task-"):
+            return reply(request, node, turn)
+        return None
+
+    return script
