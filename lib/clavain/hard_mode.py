@@ -170,22 +170,37 @@ def exclude_from_git(path: Path) -> bool:
     try:
         ignored = subprocess.run(["git", "-C", str(folder), "check-ignore", "-q", path.name],
                                  capture_output=True, timeout=30)
-        if ignored.returncode != 1:  # 0: ignored already; 128: not a git work tree
-            return False
-        exclude = subprocess.run(["git", "-C", str(folder), "rev-parse", "--path-format=absolute",
-                                  "--git-path", "info/exclude"],
-                                 capture_output=True, text=True, timeout=30, check=True)
-        top = subprocess.run(["git", "-C", str(folder), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=30, check=True)
     except (OSError, subprocess.SubprocessError):
         return False
-    exclude_file = Path(exclude.stdout.strip())
-    line = "/" + path.resolve().relative_to(Path(top.stdout.strip()).resolve()).as_posix()
-    exclude_file.parent.mkdir(parents=True, exist_ok=True)
-    existing = exclude_file.read_text(encoding="utf-8") if exclude_file.exists() else ""
-    with exclude_file.open("a", encoding="utf-8") as handle:
-        handle.write(("" if not existing or existing.endswith("\n") else "\n") + line + "\n")
+    found = _git_exclude(folder)
+    if ignored.returncode != 1 or found is None:  # 0: ignored already; 128: not in git
+        return False
+    exclude_file, top = found
+    _append(exclude_file, ["/" + path.resolve().relative_to(top).as_posix()])
     return True
+
+
+def _git_exclude(folder: Path) -> tuple[Path, Path] | None:
+    """(the repository's local exclude list, its top folder) for `folder`, or None outside
+    git."""
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", "-C", str(folder), "rev-parse", "--path-format=absolute",
+                               "--git-path", "info/exclude", "--show-toplevel"],
+                              capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    exclude, top = [*done.stdout.splitlines(), "", ""][:2]
+    return (Path(exclude), Path(top).resolve()) if exclude and top else None
+
+
+def _append(exclude: Path, lines: list[str]) -> None:
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
+    with exclude.open("a", encoding="utf-8") as handle:
+        handle.write(("" if not existing or existing.endswith("\n") else "\n")
+                     + "\n".join(lines) + "\n")
 
 
 # Names Claude Code 2.1.330's sandbox covers with /dev/null in the project's top folder (and in
@@ -204,19 +219,10 @@ MASKED_MARK = "# clavain hard mode: the sandbox masks these while they do not ex
 
 
 def _exclude_file(project: Path) -> Path | None:
-    """The repository's local exclude list for `project`'s top folder, or None outside git."""
-    import subprocess
-
-    try:
-        done = subprocess.run(["git", "-C", str(project), "rev-parse", "--path-format=absolute",
-                               "--git-path", "info/exclude", "--show-toplevel"],
-                              capture_output=True, text=True, timeout=30, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    exclude, top = [*done.stdout.splitlines(), "", ""][:2]
-    if not exclude or Path(top).resolve() != Path(project).resolve():
-        return None  # a project below the top of its repository: its names are not masked
-    return Path(exclude)
+    """The repository's local exclude list when `project` is its top folder, else None (a
+    project below the top: its names are not masked)."""
+    found = _git_exclude(project)
+    return found[0] if found and found[1] == Path(project).resolve() else None
 
 
 def exclude_masked_names(project: Path) -> list[str]:
@@ -231,10 +237,7 @@ def exclude_masked_names(project: Path) -> list[str]:
     names = [name for name in MASKED_NAMES if not os.path.lexists(Path(project) / name)]
     if not names:
         return []
-    exclude.parent.mkdir(parents=True, exist_ok=True)
-    block = "\n".join([MASKED_MARK, *(f"/{name}" for name in names)]) + "\n"
-    with exclude.open("a", encoding="utf-8") as handle:
-        handle.write(("" if not existing or existing.endswith("\n") else "\n") + block)
+    _append(exclude, [MASKED_MARK, *(f"/{name}" for name in names)])
     return names
 
 
