@@ -353,17 +353,21 @@ def confine(argv: list[str], project: Path, state_root: Path) -> list[str]:
     return confined(argv, project, state_root)
 
 
-def runner_settings(project: Path, state_root: Path) -> str | None:
+def runner_settings(project: Path, state_root: Path, runner: str = "") -> str | None:
     """`claude --settings` JSON giving a runner's session the project's hard mode (its sandbox
     block and Clavain's deny rules), None when hard mode is off. A worktree's session reads the
-    project's local settings too (observed), but a runner must not depend on where it runs."""
+    project's local settings too (observed), but a runner must not depend on where it runs.
+    `runner` (run and node) makes each runner's text its own: 2.1.330 copies inline settings to
+    a temp file named by their hash and removes it when its session ends, so two runners given
+    the same text raced ("bwrap: Can't find source path …/claude-settings-<hash>.json")."""
     import json
 
     block = settings_block(project, state_root)
     if block is None:
         return None
     return json.dumps({"sandbox": block,
-                       "permissions": {"deny": permission_rules(state_root, project)}})
+                       "permissions": {"deny": permission_rules(state_root, project)},
+                       "env": {"CLAVAIN_RUNNER": runner}})
 
 
 def sandboxed_hint(state_root: Path | None = None) -> str:

@@ -35,6 +35,9 @@ def _executor_command(name: str) -> str:
             "2>/dev/null && echo state-written || echo state-refused")
 
 
+HOST_SETUP_RACE = ("bwrap: Can't find source path", "bwrap: Can't get type of source")
+
+
 def _script(seen: list[tuple[str, str, int]], said: dict[str, str]):
     lock = threading.Lock()
 
@@ -45,6 +48,10 @@ def _script(seen: list[tuple[str, str, int]], said: dict[str, str]):
         results = tool_results(request)
         if not results:
             return None
+        if any(race in results[-1].content for race in HOST_SETUP_RACE) and turn < 3:
+            # The host's sandbox binds paths it saw a moment before; another worker's git can
+            # remove one (`.git/config.lock`) in between. A model retries such a call.
+            return [bash(_executor_command(name), f"Write {name}.txt again")]
         with lock:
             said[name] = results[-1].content
         return [text(f"Wrote {name}.txt.\n\n<result>"

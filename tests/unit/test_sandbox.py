@@ -456,6 +456,10 @@ def test_the_runner_gets_the_projects_sandbox_in_hard_mode(project: Path, state:
     assert given["sandbox"]["enabled"] is True
     assert sandbox.deny_entry(state) in given["sandbox"]["filesystem"]["denyWrite"]
     assert f"Edit(/{state.resolve()}/checkpoint.json)" in given["permissions"]["deny"]
+    # Each runner's text its own: the host keeps inline settings in a file named by their hash
+    # and removes it when a session ends, under a parallel runner that still needs it.
+    assert sandbox.runner_settings(project, state, "run-1/task-a") != \
+        sandbox.runner_settings(project, state, "run-1/task-b")
 
 
 def test_a_claude_node_runner_is_started_with_the_sandbox_in_hard_mode(

@@ -117,7 +117,7 @@ def build(g: Graph, cfg: dict[str, Any], node: dict[str, Any], route: Route, *, 
     if route.runner == CLAUDE:
         from clavain.sandbox import runner_settings
 
-        confined = runner_settings(g.state.project, g.state.root)
+        confined = runner_settings(g.state.project, g.state.root, f"{run_id}/{node['id']}")
         if confined is not None:
             argv += ["--settings", confined]
     return Invocation(argv, _packet(g, cfg, node, packet_mode), timeout)
