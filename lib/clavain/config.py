@@ -32,10 +32,12 @@ DEFAULTS: dict[str, Any] = {
     "session": {"contextMaxTokens": 500},
     "budgets": {"enabled": True, "profile": "strict", "scope": None, "maxCommands": None,
                 "maxTestRuns": None, "maxWebRequests": None, "maxTokens": None,
-                "maxCostUsd": None, "maxPatchRepeats": 2, "testPatterns": []},
+                "maxCostUsd": None, "maxPatchRepeats": 2, "testPatterns": [],
+                "perAgentMaxTokens": None, "perAgentMaxCalls": None, "agentTokens": 300000,
+                "agentCostUsd": 1.0, "windowShareMax": None},
     "supervisor": {
         "packetMode": "thin", "workers": 1, "shellTimeoutSeconds": 1800,
-        "maxRateLimitWaitSeconds": 3600,
+        "maxRateLimitWaitSeconds": 3600, "waitOnLimit": True,
         "roles": {
             "planner": {"runner": "claude", "model": "opus"},
             "escalation": {"runner": "claude", "model": "opus"},

@@ -19,7 +19,9 @@ from clavain.models.config import Budgets, Config
 NUMBERS = [0, 3, 3.0, 2.5, -1, -0.5, "3", "3.0", "", True, False, None, 10 ** 12, 10 ** 12 + 1,
            1e12, 1.5e12, 10 ** 400, 1e308, math.inf, -math.inf, math.nan, [], {}, [3]]
 VALUES = {
-    **{key: NUMBERS for key in (*policy.LIMIT_KEYS, "maxPatchRepeats")},
+    **{key: NUMBERS for key in (*policy.LIMIT_KEYS, "maxPatchRepeats", *policy.AGENT_CAPS,
+                                *policy.AGENT_PROJECTION, policy.WINDOW_SHARE)},
+    policy.WINDOW_SHARE: [*NUMBERS, 100, 100.5, 80, 79.5],
     "enabled": [True, False, None, 0, 1, "true", "false", "no"],
     "profile": [*policy.PROFILES, None, "", "Strict", "reckless", 1, True],
     "scope": [*policy.SCOPES, None, "", "huge", 2, False],
@@ -71,7 +73,8 @@ def test_the_one_rule(key: str, value: object, accepted: bool) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(key=st.sampled_from([*policy.LIMIT_KEYS, "maxPatchRepeats"]),
+@given(key=st.sampled_from([*policy.LIMIT_KEYS, "maxPatchRepeats", *policy.AGENT_CAPS,
+                            *policy.AGENT_PROJECTION, policy.WINDOW_SHARE]),
        value=st.one_of(st.integers(min_value=-10 ** 14, max_value=10 ** 14),
                        st.floats(allow_nan=True, allow_infinity=True),
                        st.text(max_size=8), st.booleans(), st.none()))

@@ -29,7 +29,14 @@ ENV = {"maxCommands": "CLAVAIN_BUDGET_MAX_COMMANDS", "maxTestRuns": "CLAVAIN_BUD
        "maxWebRequests": "CLAVAIN_BUDGET_MAX_WEB_REQUESTS",
        "maxTokens": "CLAVAIN_BUDGET_MAX_TOKENS", "maxCostUsd": "CLAVAIN_BUDGET_MAX_COST_USD"}
 PROFILE_ENV = "CLAVAIN_BUDGET_PROFILE"
-SETTINGS = ("enabled", "profile", "scope", *LIMIT_KEYS, "maxPatchRepeats", "testPatterns")
+# Fan-out (`guards.fanout`): one subagent's own cap (null: none but the session's), what one
+# subagent is projected to cost where this project has no measured history, and the share of
+# the subscription's 5-hour and weekly windows past which no new fan-out starts (null: off).
+AGENT_CAPS = ("perAgentMaxTokens", "perAgentMaxCalls")
+AGENT_PROJECTION = {"agentTokens": 300_000, "agentCostUsd": 1.0}
+WINDOW_SHARE = "windowShareMax"
+SETTINGS = ("enabled", "profile", "scope", *LIMIT_KEYS, "maxPatchRepeats", "testPatterns",
+            *AGENT_CAPS, *AGENT_PROJECTION, WINDOW_SHARE)
 # The largest limit accepted (a trillion commands, tokens or dollars): a bigger number is a
 # typo, not a budget. `clavain.models.config` uses it too, so the schema says the same.
 LIMIT_MAX = 10 ** 12
@@ -96,6 +103,7 @@ def resolve(settings: object, env: dict, complexity: object = None) -> tuple[dic
         problems.append(f"budget maxPatchRepeats {repeats!r} is not a whole number from 0 to "
                         f"{LIMIT_MAX:,}; using {DEFAULT_PATCH_REPEATS}")
         limits["maxPatchRepeats"] = DEFAULT_PATCH_REPEATS
+    _fan_out(settings, limits, problems)
     patterns = settings.get("testPatterns", [])
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
         problems.append(f"budget testPatterns {patterns!r} is not a list of texts; "
@@ -103,6 +111,26 @@ def resolve(settings: object, env: dict, complexity: object = None) -> tuple[dic
     limits["testPatterns"] = [p for p in patterns if isinstance(p, str)] \
         if isinstance(patterns, list) else []
     return limits, problems
+
+
+def _fan_out(settings: dict, limits: dict, problems: list[str]) -> None:
+    """The fan-out settings into `limits`: the per-subagent caps and the window share (None
+    when unset), the per-subagent projection (its default when unset)."""
+    for key in (*AGENT_CAPS, WINDOW_SHARE, *AGENT_PROJECTION):
+        default = AGENT_PROJECTION.get(key)
+        given = settings.get(key)
+        limits[key] = default
+        if given is None:
+            continue
+        integral = key in AGENT_CAPS or key == "agentTokens"
+        value = _setting(given, integral=integral)
+        top = 100 if key == WINDOW_SHARE else LIMIT_MAX
+        if value is None or value > top:
+            kind = "a whole number" if integral else "a number"
+            problems.append(f"budget {key} {given!r} is not {kind} from 0 to {top:,}; "
+                            f"using {'none' if default is None else default}")
+        else:
+            limits[key] = value
 
 
 def _unknown(key: str) -> str:

@@ -118,6 +118,10 @@ class Supervisor(_Strict):
     shellTimeoutSeconds: float = Field(1800, gt=0, description="shell and configured runners")
     maxRateLimitWaitSeconds: float = Field(3600, ge=0, description="longest wait for a rate "
                                                                     "limit's reset")
+    waitOnLimit: bool = Field(True, strict=True, description="past budgets.windowShareMax, "
+                              "`clavain run` and `clavain loop` wait for the window's reset "
+                              "with a countdown (false: they end, saying when they would "
+                              "resume; --wait-on-limit / --no-wait-on-limit)")
     roles: Routes = Field(default_factory=Routes)
     claude: ClaudeRunner = Field(default_factory=ClaudeRunner)
     projection: Projection = Field(default_factory=Projection)
@@ -175,6 +179,8 @@ def _json_number(value: object) -> object:
 _Count = Annotated[int, Field(ge=0, le=LIMIT_MAX), BeforeValidator(_json_number)]
 _Dollars = Annotated[float, Field(ge=0, le=LIMIT_MAX, allow_inf_nan=False),
                      BeforeValidator(_json_number)]
+_Percent = Annotated[float, Field(ge=0, le=100, allow_inf_nan=False),
+                     BeforeValidator(_json_number)]
 
 
 class Budgets(_Strict):
@@ -194,6 +200,19 @@ class Budgets(_Strict):
     maxPatchRepeats: _Count = Field(2, description="times one patch may be applied")
     testPatterns: list[Annotated[str, Field(strict=True)]] = Field(
         default_factory=list, description="extra regexes for test commands")
+    perAgentMaxTokens: _Count | None = Field(None, description="tokens one subagent may use "
+                                             "(its tool calls are denied past it; null: no cap "
+                                             "but the session's)")
+    perAgentMaxCalls: _Count | None = Field(None, description="tool calls one subagent may "
+                                            "make (null: no cap but the session's)")
+    agentTokens: _Count | None = Field(300000, description="tokens one new subagent is projected to "
+                                "use where this project has measured none with its model")
+    agentCostUsd: _Dollars | None = Field(1.0, description="dollars one new subagent is projected to "
+                                   "cost where this project has measured none with its model")
+    windowShareMax: _Percent | None = Field(None, description="percent of the subscription's "
+                                            "5-hour and weekly windows past which no new "
+                                            "fan-out starts and `clavain run`/`loop` stop "
+                                            "dispatching (null: off)")
 
 
 class Store(_Strict):
