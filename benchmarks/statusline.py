@@ -62,8 +62,13 @@ def main() -> int:
             json.dumps({"iteration": 2, "max_iterations": 10}))
         rows = []
         for label, cwd in (("project", project), ("outside", outside)):
+            # The subscription's windows as 2.1.330 sends them (recorded in window.json).
             payload = json.dumps({"session_id": SESSION, "workspace": {"current_dir": str(cwd)},
-                                  "cost": {"total_cost_usd": 0.5}})
+                                  "cost": {"total_cost_usd": 0.5}, "rate_limits": {
+                                      "five_hour": {"used_percentage": 42,
+                                                    "resets_at": int(time.time()) + 7200},
+                                      "seven_day": {"used_percentage": 17,
+                                                    "resets_at": int(time.time()) + 86400}}})
             rows.append((f"statusline ({label})", *median_ms(
                 [str(BIN / "clavain"), "statusline"], payload, cwd, env, args.runs)))
         rows.append(("bare interpreter", *median_ms([args.python, "-I", "-S", "-c", "pass"], "",

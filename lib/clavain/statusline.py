@@ -7,6 +7,11 @@ costs: stdlib only, lazy imports, `python -I -S` from bin/clavain, state files r
 fails the host: outside a Clavain project it prints nothing, and a part it cannot read is left
 out (a damaged checkpoint says so in two words) rather than raising.
 
+The payload's `rate_limits` (the subscription's 5-hour and weekly windows, subscribers only) are
+recorded in `.clavain/window.json` (`guards.window.record`: written only when a figure
+changed), where the PreToolUse hook and the headless runs read them against
+`budgets.windowShareMax`; the line shows them, `5h 95% (over 80%)` past the share.
+
 `install` writes the `statusLine` setting into the project's `.claude/settings.local.json`
 (`clavain init --statusline`), with `sandbox.read_settings`' checks.
 """
@@ -78,22 +83,29 @@ def _number(value: object) -> str:
     return str(value)
 
 
-def _budget(root: str, session_id: str | None, env: dict | os._Environ[str]) -> str | None:
-    """`cmds 12/200 $0.42/$5.00`: the session's Bash commands and dollars against their limits
-    (the gate's run key and limits), None before the session's first counted call."""
+def _budget(root: str, context: dict, env: dict | os._Environ[str]) -> str | None:
+    """`cmds 12/200 $0.42+0.80 res/$5.00`: the session's Bash commands and dollars (spent, and
+    reserved for work under way: `guards.reservations`) against their limits (the gate's run
+    key and limits), None before the session's first counted call."""
     from clavain import locate
-    from clavain.guards.gate import run_context
-    from clavain.store.db import connect_readonly
 
     path = locate.db_file(root, env)
     if not os.path.isfile(path):
         return None
-    context = run_context(root, session_id, env=env)
+    import sqlite3
+
+    from clavain.guards.reservations import reserved
+    from clavain.store.db import connect_readonly
+
     limits = context["limits"]
     conn = connect_readonly(path, timeout_ms=DB_TIMEOUT_MS)
     try:
         row = conn.execute("SELECT commands, cost_usd FROM budget_runs WHERE run_key = ?",
                            (context["run_key"],)).fetchone()
+        try:
+            held = reserved(conn, context["run_key"])["cost_usd"] if row is not None else 0.0
+        except sqlite3.OperationalError:  # a database from before reservations (0012)
+            held = 0.0
     finally:
         conn.close()
     if row is None:
@@ -101,8 +113,37 @@ def _budget(root: str, session_id: str | None, env: dict | os._Environ[str]) -> 
     parts = []
     for label, used, key in (("cmds ", row[0], "maxCommands"), ("", float(row[1]), "maxCostUsd")):
         limit = limits.get(key)
-        parts.append(f"{label}{_number(used)}" + (f"/{_number(limit)}" if limit else ""))
+        text = f"{label}{_number(used)}"
+        if key == "maxCostUsd" and held > 0:
+            text += f"+{held:.2f} res"
+        parts.append(text + (f"/{_number(limit)}" if limit else ""))
     return " ".join(parts)
+
+
+def _windows(root: str, payload: dict, context: dict) -> str | None:
+    """`5h 95% (over 80%) 7d 41%`: the subscription's live windows, recorded first (cheaply:
+    the file is rewritten only when a figure changed)."""
+    import time
+
+    from clavain.guards import window
+
+    now = time.time()
+    readings = window.from_statusline(payload, now)
+    if readings:
+        try:  # noqa: SIM105 - contextlib is one more import on every refresh
+            window.record(root, readings, window.STATUSLINE, now)
+        except OSError:  # a read-only or full state folder: the line still shows the figures
+            pass
+    live = window.current(root, now)
+    share = context["limits"].get("windowShareMax") if context["limits"].get("enabled") \
+        is not False else None
+    shown = []
+    for name in sorted(live, key=lambda n: (n != "five_hour", n != "seven_day", n)):
+        used = live[name]["used_percent"]
+        over = f" (over {window.percent(share)})" if share is not None and used >= share \
+            else ""
+        shown.append(f"{window.SHORT.get(name, name)} {window.percent(used)}{over}")
+    return " ".join(shown) or None
 
 
 def _loop(root: str, session_id: str | None) -> str | None:
@@ -136,7 +177,18 @@ def line(payload: dict, env: dict | os._Environ[str] | None = None) -> str:
         return ""
     session_id = _text(payload.get("session_id"))
     parts = [f"clavain: {_sprint(root)}"]
-    for part in (lambda: _authority(root), lambda: _budget(root, session_id, env),
+    found: dict = {}
+
+    def context() -> dict:
+        """The gate's run key and limits, read once for the parts that need them."""
+        if "context" not in found:
+            from clavain.guards.gate import run_context
+
+            found["context"] = run_context(root, session_id, env=env)
+        return found["context"]
+
+    for part in (lambda: _authority(root), lambda: _budget(root, context(), env),
+                 lambda: _windows(root, payload, context()),
                  lambda: _host_cost(payload), lambda: _loop(root, session_id)):
         try:
             text = part()

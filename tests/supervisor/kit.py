@@ -246,3 +246,94 @@ def branches(state: StatePaths) -> list[str]:
 def worktree_folders(state: StatePaths) -> list[Path]:
     base = state.worktrees
     return sorted(p for p in base.glob("*/*") if p.is_dir()) if base.is_dir() else []
+
+
+# A runner that spends known dollars per node and says so in claude's JSON report: as a
+# configured runner (its share in CLAVAIN_BUDGET_SHARE_USD) or as `claude` (--max-budget-usd).
+# FAKE_HONOUR=1 stops at its share as claude does (error_max_budget_usd, the share spent);
+# FAKE_HONOUR=0 spends its full cost whatever its share. Costs: FAKE_COSTS (a JSON file of
+# node → dollars), else node_cost(). FAKE_LOG: a line per call (node, argv, share).
+# FAKE_SLEEP: seconds of work (FAKE_SLOW: the node that takes a minute). FAKE_HANG_FILE: write
+# the pid there and hang. FAKE_SELF_KILL: the node whose runner kills itself (-9).
+COST_RUNNER = """
+import json, os, sys, time, zlib
+sys.stdin.read()
+node = os.environ.get("CLAVAIN_NODE_ID", "?")
+args = sys.argv[1:]
+share = None
+if "--max-budget-usd" in args:
+    share = float(args[args.index("--max-budget-usd") + 1])
+elif os.environ.get("CLAVAIN_BUDGET_SHARE_USD"):
+    share = float(os.environ["CLAVAIN_BUDGET_SHARE_USD"])
+costs = os.environ.get("FAKE_COSTS")
+crc = zlib.crc32(node.encode())
+cost = json.load(open(costs)).get(node, 0.25) if costs else (
+    2.5 if crc % 7 == 0 else 0.1 + (crc % 40) / 100)
+log = os.environ.get("FAKE_LOG")
+if log:
+    with open(log, "a") as handle:
+        handle.write(json.dumps({"node": node, "argv": args, "share": share,
+                                 "share_env": os.environ.get("CLAVAIN_BUDGET_SHARE_USD"),
+                                 "tokens_env": os.environ.get("CLAVAIN_BUDGET_SHARE_TOKENS"),
+                                 "cwd": os.getcwd()}) + "\\n")
+hang = os.environ.get("FAKE_HANG_FILE")
+if hang:
+    open(hang, "w").write(str(os.getpid()))
+    time.sleep(600)
+if os.environ.get("FAKE_SELF_KILL") == node:
+    os.kill(os.getpid(), 9)
+if os.environ.get("FAKE_SLOW") == node:
+    time.sleep(60)
+time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+over = os.environ.get("FAKE_HONOUR", "1") == "1" and share is not None and cost > share
+spent = share if over else cost
+report = {"type": "result", "subtype": "error_max_budget_usd" if over else "success",
+          "is_error": over, "num_turns": 3, "session_id": "stand-in",
+          "total_cost_usd": spent,
+          "usage": {"input_tokens": int(spent * 100000), "output_tokens": 0,
+                    "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}
+if over:
+    report.update(terminal_reason="budget_exhausted",
+                  errors=[f"Reached maximum budget (${share})"])
+else:
+    report["result"] = 'Done.\\n<result>{"status": "success", "summary": "ok"}</result>'
+print(json.dumps(report))
+sys.exit(1 if over else 0)
+"""
+
+
+def node_cost(node: str) -> float:
+    """What COST_RUNNER spends on `node` (no FAKE_COSTS): $0.10-0.49, one node in seven $2.50."""
+    import zlib
+
+    crc = zlib.crc32(node.encode())
+    return 2.5 if crc % 7 == 0 else 0.1 + (crc % 40) / 100
+
+
+def cost_tasks(count: int) -> list[dict[str, Any]]:
+    """`count` independent tasks with no verify node (each is one runner call)."""
+    return [{"id": f"task-{n:03d}", "type": "task", "title": f"task {n}", "verify": []}
+            for n in range(count)]
+
+
+def figures(state: StatePaths, report: dict[str, Any]) -> dict[str, float]:
+    """The run's cost as every front door says it: the report, its metrics, metrics.json,
+    the page's data, `clavain budget status --json` and the run's ledger."""
+    from clavain.page.collect import choose, gather
+    from clavain.supervisor.run_budget import run_key
+    from clavain.supervisor.run_reserve import ledger_of
+
+    run_id = report["run_id"]
+    on_disk = json.loads((state.runs / run_id / "metrics.json").read_text())
+    done, status = run_cli_json(state, "budget", "status", "--run", run_id)
+    assert done.returncode == 0, done.stderr
+    conn = open_graph_db(state)
+    try:
+        page = gather(state, conn, choose(state, conn, run=run_id))
+    finally:
+        conn.close()
+    page_run = next(r for r in page["runs"] if r["run_id"] == run_id)
+    return {"report": report["spend"]["cost_usd"], "metrics": report["metrics"]["cost_usd"],
+            "metrics_json": on_disk["cost_usd"], "page": page_run["cost_usd"],
+            "budget_status": status["reservations"]["spent"]["cost_usd"],
+            "ledger": ledger_of(state, run_key(run_id))["cost_usd"]}

@@ -110,8 +110,8 @@ def test_a_worker_that_cannot_give_its_claim_back_is_reconciled_by_the_run(
         failed_once.append(node["id"])
         return f"{why}; its claim is kept until the store answers (the run gives it back)"
 
-    real = worker._give_back
-    monkeypatch.setattr(worker, "_give_back",
+    real = worker.give_back
+    monkeypatch.setattr(worker, "give_back",
                         lambda *a: cannot_give_back(*a) if not failed_once else real(*a))
     events: list[dict] = []
     began = time.monotonic()
@@ -297,7 +297,7 @@ def test_a_store_that_never_answers_ends_the_run_with_its_cause(tmp_path: Path) 
 
 def test_a_verify_that_cannot_reach_the_store_says_so(tmp_path: Path) -> None:
     """The shell verifier says in its JSON that the store was at fault, so a supervisor gives
-    the node back instead of charging a failed check (`worker._settle_verify`)."""
+    the node back instead of charging a failed check (`worker_claims.settle_verify`)."""
     pytest.importorskip("psycopg")
     from tests.pgserver import free_port
 

@@ -69,3 +69,22 @@ def test_garbage_from_claude_is_a_failed_attempt_not_a_crash() -> None:
     for junk in ("", "{\"type\": \"result\", \"resu", "\x00\xff not json", "[1, 2]"):
         outcome = interpret("claude", _process(junk, 1), 60)
         assert outcome.kind == "result" and outcome.result["status"] == "fail", junk
+
+
+def test_a_runner_stopped_at_its_budget_share_goes_back_with_its_usage() -> None:
+    """The real binary's `--max-budget-usd` ending (captured on 2.1.330): not the node's
+    failure — it goes back unspent, and what it spent (past its share: the host checks after
+    each response) is counted."""
+    stdout = (CAPTURES / "max_budget_usd.json").read_text()
+    for runner in ("claude", "stand-in"):  # a configured runner printing claude's report too
+        outcome = interpret(runner, _process(stdout, 1), 60)
+        assert outcome.kind == "over_share" and outcome.result is None
+        assert outcome.cost_usd == pytest.approx(0.050308) and outcome.tokens > 0
+        assert outcome.reported and "Reached maximum budget ($0.001)" in outcome.note
+
+
+def test_a_runner_that_ended_without_a_report_did_not_report_its_usage() -> None:
+    assert not interpret("claude", _process("", None, stopped=True), 60).reported
+    assert not interpret("claude", _process("killed mid-wr", -9), 60).reported
+    assert not interpret("stand-in", _process("", -9), 60).reported
+    assert interpret("stand-in", _process("<result>{}</result>", 0), 60).reported

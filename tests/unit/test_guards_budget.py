@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from clavain.guards import budget, policy
+from clavain.guards import budget, failures, policy
 from clavain.guards.commands import compile_patterns
 from clavain.store import db
 
@@ -113,7 +113,7 @@ def test_a_red_test_rerun_with_no_change_is_denied_in_yolo_and_flagged_in_strict
         call = budget.describe("Bash", {"command": "pytest -q"}, PATTERNS)
         assert _bash(conn, "pytest -q", run=run, limits=limits,
                      tool_use_id=f"t1{profile}")["decision"] == "allow"
-        budget.record_failure(conn, run_key=run, call=call, tool_use_id=f"t1{profile}")
+        failures.record_failure(conn, run_key=run, call=call, tool_use_id=f"t1{profile}")
         for same in ("pytest -q", "pytest  -q", "cd . && pytest -q"):  # the same command
             again = _bash(conn, same, run=run, limits=limits)
             assert again["decision"] == expected and "failed and nothing has changed" in \
@@ -132,7 +132,7 @@ def test_a_red_test_keeps_the_change_count_it_ran_at(conn) -> None:
     _call(conn, "Edit", {"file_path": "a.py", "old_string": "x", "new_string": "y"},
           limits=limits)
     call = budget.describe("Bash", {"command": "pytest"}, PATTERNS)
-    budget.record_failure(conn, run_key="session:s1", call=call, tool_use_id="t-red")
+    failures.record_failure(conn, run_key="session:s1", call=call, tool_use_id="t-red")
     assert _bash(conn, "pytest", limits=limits)["decision"] == "allow"
 
 
@@ -140,7 +140,7 @@ def test_a_failed_edit_is_not_a_patch_applied(conn) -> None:
     patch = {"file_path": "/p/app.py", "old_string": "a = 1", "new_string": "a = 2"}
     for attempt in range(3):
         assert _call(conn, "Edit", patch, tool_use_id=f"e{attempt}")["decision"] == "allow"
-        budget.record_failure(conn, run_key="session:s1", tool_use_id=f"e{attempt}",
+        failures.record_failure(conn, run_key="session:s1", tool_use_id=f"e{attempt}",
                               call=budget.describe("Edit", patch, PATTERNS))
     assert _call(conn, "Edit", patch)["decision"] == "allow"  # none of the three applied
 

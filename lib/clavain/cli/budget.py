@@ -73,9 +73,11 @@ def _status(args: argparse.Namespace) -> int:
     _readable_settings(state)
     # report_for: a `clavain run` or `clavain loop` id names its budget run `run:<id>`.
     report = report_for(state, args.run, session_id=session_id())
+    windows = _windows(state)
     if args.json:
-        emit_json({key: report[key] for key in ("run", "profile", "scope", "budgets",
-                                                 "problems")})
+        emit_json({**{key: report[key] for key in ("run", "profile", "scope", "budgets",
+                                                    "problems", "reservations") if key in report},
+                   "windows": windows})
         return 0
     for problem in report["problems"]:
         print(f"clavain: error: budget settings: {problem}", file=sys.stderr)
@@ -84,7 +86,46 @@ def _status(args: argparse.Namespace) -> int:
                   "limit": amount(b["limit"]),
                   "left": amount(max(b["limit"] - b["used"], 0))} for b in report["budgets"]],
                 ["budget", "used", "limit", "left"])
+    if report.get("reservations"):
+        _print_reservations(report["reservations"])
+    _print_windows(windows)
     return 0
+
+
+def _windows(state: StatePaths) -> dict:
+    import time
+
+    from clavain.guards.window import status
+
+    return status(str(state.root), time.time())
+
+
+def _print_windows(windows: dict) -> None:
+    """The subscription's windows against budgets.windowShareMax (the host's last figures)."""
+    from clavain.guards.window import NAMES, percent
+
+    share = "off" if windows["share_max"] is None else percent(windows["share_max"])
+    if windows["windows"]:
+        print(f"Subscription windows (budgets.windowShareMax: {share})")
+        print_table([{"window": NAMES.get(w["window"], w["window"]),
+                      "used": percent(w["used_percent"]) + (" (over)" if w["over"] else ""),
+                      "share": share, "resets": w["resets"]} for w in windows["windows"]],
+                    ["window", "used", "share", "resets"])
+    elif windows["share_max"] is not None:
+        print(f"Subscription windows: none reported yet (budgets.windowShareMax: {share})")
+
+
+def _print_reservations(found: dict) -> None:
+    """Spent (measured + charged), reserved and headroom of the run's dollars and tokens."""
+    reserved, charged, headroom = found["reserved"], found["reserved"]["charged"], \
+        found["headroom"]
+    print(f"Reserved: {reserved['count']} (${reserved['cost_usd']:.4f}, "
+          f"{reserved['tokens']:,} tokens), of which charged {charged['count']} "
+          f"(${charged['cost_usd']:.4f}, {charged['tokens']:,} tokens)")
+    print(f"Spent: ${found['spent']['cost_usd']:.4f}, {found['spent']['tokens']:,} tokens "
+          "(measured + charged)")
+    if headroom["cost_usd"] is not None:
+        print(f"Headroom: ${headroom['cost_usd']:.4f}, {headroom['tokens']:,.0f} tokens")
 
 
 def _reset(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 from clavain.cli._input import positive_int
 from clavain.cli._output import add_command, add_json_flag, emit_json
 from clavain.cli._state import add_graph_flag
+from clavain.cli.run import add_wait_on_limit_flag
 
 AUTOMATION = ("auto", "ask", "plan")
 
@@ -32,6 +33,7 @@ def register(commands: argparse._SubParsersAction) -> None:
     loop.add_argument("--automation", choices=AUTOMATION,
                       help="what the agent may do unasked (default: loop.automation, auto)")
     loop.add_argument("--run-id", metavar="ID", help="name this loop run (default: new)")
+    add_wait_on_limit_flag(loop)
     loop.add_argument("--reset-circuit", action="store_true",
                       help="close the circuit breaker of --run RUN's task, kept across runs "
                       "(a person's decision)")
@@ -131,7 +133,8 @@ def _loop(args: argparse.Namespace) -> int:
 
     result = run_loop(state, LoopOptions(runner=args.runner, max_iterations=args.max_iterations,
                                          rate=args.rate, automation=args.automation,
-                                         graph=args.graph, run_id=args.run_id),
+                                         graph=args.graph, run_id=args.run_id,
+                                         wait_on_limit=args.wait_on_limit),
                       Printer(sys.stderr))
     if args.json:
         emit_json(result)

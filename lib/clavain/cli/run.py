@@ -27,7 +27,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     run.add_argument("--once", action="store_true", help="run one node, then stop")
     run.add_argument("--dry-run", action="store_true",
                      help="print the nodes, their runner and model, and the projected calls, "
-                          "tokens and cost against the budget; run nothing")
+                          "tokens and cost against the budget, and how many fit it in "
+                          "dispatch order (the reservation plan); run nothing")
     run.add_argument("--runner", metavar="R", help="the runner of planner, escalation and "
                      "executor nodes for this run (claude, shell or a configured runner)")
     which = run.add_mutually_exclusive_group()
@@ -37,6 +38,7 @@ def register(commands: argparse._SubParsersAction) -> None:
                        "run-<time>-<hex>); an id already used is refused (use --resume)")
     run.add_argument("--packet-mode", choices=("full", "thin"),
                      help="override supervisor.packetMode")
+    add_wait_on_limit_flag(run)
     run.add_argument("--html", metavar="FILE", type=Path,
                      help="keep an HTML page of the run in FILE: rewritten every few seconds "
                           "while it runs (the page reloads itself), and once it ends")
@@ -58,6 +60,15 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_json_flag(micro)
 
 
+def add_wait_on_limit_flag(parser: argparse.ArgumentParser) -> None:
+    """`--wait-on-limit` / `--no-wait-on-limit` (`clavain run` and `clavain loop`)."""
+    parser.add_argument("--wait-on-limit", action=argparse.BooleanOptionalAction, default=None,
+                        help="past budgets.windowShareMax of the subscription's 5-hour or "
+                             "weekly window: wait for its reset with a countdown, then go on "
+                             "(the default: supervisor.waitOnLimit), or end saying when it "
+                             "would resume")
+
+
 def _run(args: argparse.Namespace) -> int:
     from clavain.paths import StatePaths
     from clavain.supervisor import progress
@@ -71,7 +82,8 @@ def _run(args: argparse.Namespace) -> int:
     options = RunOptions(workers=args.workers, runner=args.runner, resume=args.resume,
                          run_id=args.run_id,
                          graph=args.graph, packet_mode=args.packet_mode,
-                         max_iterations=1 if args.once else args.max_iterations)
+                         max_iterations=1 if args.once else args.max_iterations,
+                         wait_on_limit=args.wait_on_limit)
     if args.dry_run:
         from clavain.supervisor.projection import project
 
@@ -80,7 +92,8 @@ def _run(args: argparse.Namespace) -> int:
 
             raise ClavainError("--dry-run runs nothing, so there is no run for --html to show")
 
-        plan = project(state, resolve_graph(state, options), runner_override=args.runner)
+        plan = project(state, resolve_graph(state, options), runner_override=args.runner,
+                       run_id=args.resume or "dry-run")
         if args.json:
             emit_json(plan)
         else:

@@ -28,7 +28,7 @@ from clavain.guards.state_paths import (
 from clavain.guards.wrappers import simple_commands
 
 COUNTED_TOOLS = ("Bash", "WebFetch", "WebSearch", "Edit", "Write", "MultiEdit", "NotebookEdit",
-                 "Agent", "Task")
+                 "Agent", "Task", "Workflow")
 EDIT_TOOLS = ("Edit", "Write", "MultiEdit", "NotebookEdit")
 SUBJECT_CHARS = 300
 RECENT_CALLS = 50
@@ -105,8 +105,9 @@ def describe(tool: str, tool_input: object, patterns: list, config_path: str = "
                     or _names_config(path),
                     edits_state=names_state(path),
                     person_only=HOST_SETTINGS if names_host_settings(path) else None)
-    elif tool in ("Agent", "Task"):
-        call.update(kind="agent", subject=text("subagent_type") or text("description"))
+    elif tool in ("Agent", "Task", "Workflow"):
+        call.update(kind="agent", subject=text("subagent_type") or text("name")
+                    or text("scriptPath") or text("description"))
     # Only a call that may write looks at the disk: the common call (a read, a test) does not.
     may_write = call["kind"] == "edit" or (tool == "Bash" and (
         call["changed"] or commands.reads_that_write(call["subject"])))
@@ -191,7 +192,16 @@ def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dic
         denial = refusal(conn, run, call, limits, now)
         notes = [] if denial else _loop_notes(conn, run, call, limits, now)
         denial = denial or next((note for kind, note in notes if kind == "deny"), None)
+        if denial is None and (call.get("agent_id") or call.get("fanout")):
+            from clavain.guards.fanout import decide
+
+            denial = decide(conn, run_key, call, limits, tool_use_id, at)
         warnings = [note for kind, note in notes if kind == "warn"]
+        # A subagent was stopped by its own cap: the main thread's next call that runs says so.
+        if run["agents_untold"] and denial is None and not call.get("agent_id"):
+            from clavain.guards.agents import tell_parent
+
+            warnings += filter(None, [tell_parent(conn, run_key, at)])
         if problems and "config" not in warned:
             warned.add("config")
             warnings.append("Clavain budget settings: " + "; ".join(problems))
@@ -372,34 +382,3 @@ def _count(conn, run, call: dict, limits: dict, warned: set, at: str) -> list[st
                                 f"{amount(limits[key])} used (80 %); plan to finish or hand "
                                 "over before it runs out.")
     return warnings
-
-
-def record_failure(conn, *, run_key: str, call: dict, tool_use_id: str | None) -> None:
-    """After a call failed: a test command is remembered red with the change count it ran
-    at (read from its own PreToolUse record, so an edit already counted since does not hide
-    in it); a failed edit (text not found, rejected) is marked so it never counts as a patch
-    applied."""
-    from clavain.store.db import transaction
-
-    if call["kind"] not in ("test", "edit"):
-        return
-    with transaction(conn):
-        row = conn.execute(
-            "SELECT id, changes_at FROM budget_calls WHERE tool_use_id = ? AND run_key = ? "
-            "ORDER BY id DESC LIMIT 1", (tool_use_id, run_key)).fetchone() \
-            if tool_use_id else None
-        if call["kind"] == "edit":
-            if row is not None:
-                conn.execute("UPDATE budget_calls SET decision = 'failed' WHERE id = ?",
-                             (row["id"],))
-            return
-        if row is None:  # no PreToolUse record (another id, a hook that failed): the count now
-            row = conn.execute("SELECT changes AS changes_at FROM budget_runs WHERE run_key = ?",
-                               (run_key,)).fetchone()
-        if row is None:
-            return
-        conn.execute(
-            "INSERT INTO budget_red_tests (run_key, fingerprint, changes_at, at) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT (run_key, fingerprint) DO UPDATE SET "
-            "changes_at = excluded.changes_at, at = excluded.at",
-            (run_key, call["fingerprint"], row["changes_at"], stamp(time.time())))

@@ -33,6 +33,11 @@ What a failure does to the call (a denial never turns into an allow):
 - a record of what the person typed is pending for the session and cannot be voided (the
   database locked, damaged or unwritable): denied, since this call could take it
   (`sprint.typed_once`);
+- a call that starts subagents (Agent/Task/Workflow) reserves its projected cost in the same
+  transaction as its count (`guards.fanout`): whatever stops the transaction denies it, and a
+  reservation never released (no SubagentStop, a crash) only over-counts until `clavain budget
+  reset`; the 5-hour window's denial (`guards.window`) is a standing one; a window check that
+  raises is logged and the budget's own check decides;
 - any other exception (a bug of ours): a call that needs no counters to be refused (the state
   folder, Claude Code's settings, a person's decision: `budget.standing_refusal`, decided
   before anything else can fail) is still denied; any other runs, and the dispatcher logs it
@@ -141,8 +146,11 @@ def pre_tool_use(payload: dict) -> dict | None:
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"],
                            os.path.join(root, "config.json"), cwd=payload_cwd(payload),
                            project=project)
+    if call["kind"] == "agent" or payload.get("agent_id"):  # a subagent starts, or works
+        _fan_out_facts(payload, call, project, root, context)
     # Decided once, before anything that can fail: a denial that needs no counters (the state
-    # folder, the settings, a person's decision) holds whatever goes wrong after it.
+    # folder, the settings, a person's decision, the 5-hour window) holds whatever goes wrong
+    # after it.
     # Budgets off: nothing is counted, and the state folder is still guarded.
     standing = budget.standing_refusal(call)
     try:
@@ -155,6 +163,34 @@ def pre_tool_use(payload: dict) -> dict | None:
     if standing and not _denies(decided):
         return _deny(standing)
     return decided
+
+
+def _fan_out_facts(payload: dict, call: dict, project: str, root: str, context: dict) -> None:
+    """What `guards.fanout` decides on, read before the transaction: the subagent a call comes
+    from (the host's `agent_id`: only inside a subagent) and its transcript; what a call that
+    starts subagents would start; the 5-hour window's denial (a standing one: it needs no
+    counters)."""
+    agent_id = _text(payload.get("agent_id"))
+    if agent_id:
+        from clavain.guards.agents import agent_transcript
+
+        call.update(agent_id=agent_id[:200], agent_type=_text(payload.get("agent_type")),
+                    agent_file=agent_transcript(_text(payload.get("transcript_path")),
+                                                agent_id))
+    if call["kind"] != "agent" or not context["limits"]["enabled"]:
+        return
+    from clavain.guards import fanout
+
+    call["fanout"] = fanout.shape(call["tool"], payload.get("tool_input"), project)
+    try:
+        from clavain.guards.window import share_denial
+
+        call["refusal"] = call["refusal"] or share_denial(root, context["limits"], time.time())
+    except Exception as exc:  # a bug of ours: the budget's own check still holds
+        from clavain.hooks import log_failure
+
+        log_failure("PreToolUse", f"window share not checked: {type(exc).__name__}: {exc}",
+                    payload)
 
 
 def _void_typed_records(payload: dict) -> dict | None:
@@ -339,35 +375,6 @@ def _start_measuring(project: str, run_key: str, transcript: str, payload: dict)
 
         log_failure("PreToolUse", f"usage measurement not started: {type(exc).__name__}: {exc}",
                     payload)
-
-
-def post_tool_use_failure(payload: dict) -> None:
-    """After a call failed (async: the model is not waiting): a test command is remembered red,
-    so running it again with nothing changed is caught; a failed edit is marked, so it never
-    counts as a patch applied. An interrupted or timed-out run says nothing about the tests."""
-    from clavain.guards import budget
-
-    tool = payload.get("tool_name")
-    error = payload.get("error")
-    if tool not in ("Bash", *budget.EDIT_TOOLS) or payload.get("is_interrupt") or (
-            isinstance(error, str) and "timed out" in error.lower()):
-        return
-    where = _counting_here(payload, database_needed=True)
-    if where is None:
-        return
-    from clavain.fsutil import UnsafePathError
-
-    _, _, database, context = where
-    call = budget.describe(tool, payload.get("tool_input"), context["patterns"])
-    try:
-        conn = _open_database(database)
-    except UnsafePathError:  # a FIFO, a device or a symlink: not opened, nothing recorded
-        return
-    try:
-        budget.record_failure(conn, run_key=context["run_key"], call=call,
-                              tool_use_id=_text(payload.get("tool_use_id")))
-    finally:
-        conn.close()
 
 
 def _text(value: object) -> str | None:

@@ -136,15 +136,19 @@ def render(report: dict[str, Any]) -> str:
 
 
 def reset(conn: Any, run_key: str, decided_by: dict[str, Any]) -> int:
-    """Forget a run's counts, calls, red tests and usage, and record who decided it (a
-    person: `clavain.authority`); returns the calls removed."""
+    """Forget a run's counts, calls, red tests, usage, reservations and its running subagents'
+    counts, and record who decided it (a person: `clavain.authority`); returns the calls
+    removed."""
     from clavain.clock import now_iso
     from clavain.store.db import transaction
 
     with transaction(conn):
         removed = conn.execute("DELETE FROM budget_calls WHERE run_key = ?", (run_key,)).rowcount
-        for table in ("budget_red_tests", "budget_usage", "budget_runs"):
+        for table in ("budget_red_tests", "budget_usage", "budget_reservations", "budget_runs"):
             conn.execute(f"DELETE FROM {table} WHERE run_key = ?", (run_key,))
+        # Its running subagents' own counts start again; the finished ones stay as history.
+        conn.execute("DELETE FROM budget_agents WHERE run_key = ? AND ended_at IS NULL",
+                     (run_key,))
         record_decision(conn, run_key, f"budget reset ({removed} call(s) forgotten)",
                         decided_by, at=now_iso())
     return removed

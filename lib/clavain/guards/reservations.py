@@ -132,7 +132,7 @@ def listed(conn, run_key: str, *, kind: str | None = None, state: str | None = N
 def _as_dict(row) -> dict:
     from clavain import fastjson
 
-    record = {key: row[key] for key in row.keys()}
+    record = dict(zip(row.keys(), row, strict=True))
     try:
         record["detail"] = fastjson.loads(record.pop("detail_json") or "{}")
     except ValueError:

@@ -25,7 +25,7 @@ STDIN_SECONDS = 5.0
 
 # The events hooks/hooks.json registers; anything else is logged and ignored.
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SubagentStart",
-          "SubagentStop", "PreToolUse", "PostToolUseFailure")
+          "SubagentStop", "PreToolUse", "PostToolUseFailure", "StopFailure")
 
 
 def module_name(event: str) -> str:

@@ -1,5 +1,7 @@
 """SubagentStop: turn a Clavain agent's final answer into
-`.clavain/verdicts/<agent>--<dispatch>.md` + `.json` (the dispatch is the host's `agent_id`).
+`.clavain/verdicts/<agent>--<dispatch>.md` + `.json` (the dispatch is the host's `agent_id`);
+for every agent, settle its budget (`guards.agents.subagent_stopped`: its spend measured, its
+reservation released).
 
 Only this plugin's agents (`clavain:<name>`, or `clavain:<folder>:<name>` as Claude Code names
 agents kept in sub-folders) are recorded, as `clavain:<name>`; every other agent is ignored. The
@@ -287,6 +289,14 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         dispatches.finished(StatePaths.discover(payload_cwd(payload)), payload.get("agent_id"))
     except Exception as exc:
         notes.append(f"dispatch record not cleared: {type(exc).__name__}: {exc}")
+    try:  # any agent: its spend measured, then its reservation given back (`guards.agents`)
+        from clavain.guards.agents import subagent_stopped
+
+        settled = subagent_stopped(payload)
+        if settled:
+            notes.append(f"budget: {settled}")
+    except Exception as exc:  # the reservation stays: the session over-counts, never under
+        notes.append(f"subagent budget not settled: {type(exc).__name__}: {exc}")
     if notes:
         log_failure("SubagentStop", "; ".join(notes), payload)
     return None

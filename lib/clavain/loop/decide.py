@@ -21,7 +21,7 @@ from clavain.loop.rate_limit import CallRate
 from clavain.paths import StatePaths
 
 EXIT_CODES = {"done": 0, "error": 1, "breaker_open": 3, "max_iterations": 4, "budget": 5,
-              "blocked": 6, "interrupted": 130, "cancelled": 130}
+              "blocked": 6, "window_limit": 7, "interrupted": 130, "cancelled": 130}
 FINISHED = ("all_done", "empty")
 
 

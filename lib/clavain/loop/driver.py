@@ -8,7 +8,10 @@ permission denials (exit 3) — one breaker per loop task, kept across runs, so 
 same task finds it open until a person closes it; calls per hour are capped with a countdown,
 in one window for the whole project (every loop run and session counts); a usage or rate limit
 the runner reports (structured fields first, text second; a timeout is never one) is waited
-out, not counted; budgets apply per loop run (exit 5); `--max-iterations` ends it (exit 4). It
+out, not counted; past `budgets.windowShareMax` of a subscription window (`guards.window`, fed
+by the runner's own `rate_limit_event`s) the loop waits for the reset with a countdown, or with
+`--no-wait-on-limit` ends saying when it would resume (exit 7); budgets apply per loop run
+(exit 5); `--max-iterations` ends it (exit 4). It
 stops as done (exit 0) only through the dual gate: nothing actionable AND the latest status
 block says EXIT_SIGNAL: true. An item reported BLOCKED is skipped for the rest of the run and
 left for a person; when every item is blocked the loop stops with that list (exit 6).
@@ -28,6 +31,7 @@ from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
+from clavain.guards.window import record_runner_output
 from clavain.loop import decide, records
 from clavain.loop.decide import EXIT_CODES
 from clavain.loop.iterate import RULES, iterate
@@ -38,6 +42,7 @@ from clavain.processes import process_identity
 from clavain.supervisor import claude_output
 from clavain.supervisor.invocation import prompt_argv, runner_process_env
 from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, api_unavailable, limit_wait_seconds
+from clavain.supervisor.pacing import WINDOW_RECHECK_SECONDS, window_hold
 from clavain.supervisor.process import ProcessOutcome, run_process
 from clavain.supervisor.routes import CLAUDE
 from clavain.supervisor.run_budget import RunBudget
@@ -54,6 +59,7 @@ class LoopOptions:
     automation: str | None = None
     graph: str | None = None
     run_id: str | None = None
+    wait_on_limit: bool | None = None  # past budgets.windowShareMax (None: supervisor.waitOnLimit)
 
 
 @dataclass
@@ -102,6 +108,8 @@ class Loop:
         self.last_status: dict[str, Any] | None = None  # the exit state: reset at every start
         self.last_problem: str | None = None  # why the last status block was rejected
         self.limits_in_a_row = 0
+        self.wait_on_limit = bool(setting(self.cfg, "supervisor.waitOnLimit")) \
+            if options.wait_on_limit is None else options.wait_on_limit
         self.unusable: str | None = None
         self.items_left: list[str] | None = None  # offered by the last prompt built
         self.record: dict[str, Any] = {}  # loop.json as last written
@@ -178,6 +186,14 @@ class Loop:
             if self.limits_in_a_row >= MAX_LIMITS_IN_A_ROW:
                 return {"status": "blocked", "message": f"the runner was limited "
                         f"{self.limits_in_a_row} times in a row; a person must look"}
+            window = window_hold(str(self.state.root), wait_on_limit=self.wait_on_limit,
+                                 command="clavain loop", now=self.clock())
+            if window is not None and "wait" in window:
+                self._wait_until(window["until"], window["message"], kind="window")
+                continue
+            if window is not None:
+                return {"status": window["status"], "message": window["message"],
+                        "resume_at": window["resume_at"]}
             self._wait_for_rate()
             if self.stop.is_set():
                 break
@@ -255,6 +271,8 @@ class Loop:
         argv, timeout = self._argv()
         process = run_process(argv, stdin_text=prompt, cwd=self.state.project, env=env,
                               log_dir=log_dir, timeout=timeout, stop=self.stop)
+        # The subscription's windows its output reported: the next iteration is paced by them.
+        record_runner_output(str(self.state.root), process.stdout, self.clock())
         return self._turn(process, timeout)
 
     def _argv(self) -> tuple[list[str], float]:
@@ -309,19 +327,29 @@ class Loop:
             cap=float(config_mod.get(self.cfg, "supervisor.maxRateLimitWaitSeconds", 3600)))
         self._wait_until(self.clock() + seconds, limit.message or "rate limit")
 
-    def _wait_until(self, until: float, why: str) -> None:
+    def _wait_until(self, until: float, why: str, kind: str | None = None) -> None:
+        """Wait with a countdown; `kind` "window": re-read the windows now and then, so a
+        raised share or an early reset ends the wait."""
         # Kept in loop.json, so a page or a person sees why the run stood still.
         self.record.setdefault("waits", []).append(
-            {"at": now_iso(), "why": why, "seconds": round(max(until - self.clock(), 0), 1)})
+            {"at": now_iso(), "why": why, "seconds": round(max(until - self.clock(), 0), 1),
+             **({"kind": kind} if kind else {})})
         records.write_loop(self.state, self.run_id, self.record)
         last = 0.0
+        checked = time.monotonic()
         while not self.stop.is_set():
             left = until - self.clock()
             if left <= 0:
                 return
+            if kind == "window" and time.monotonic() - checked >= WINDOW_RECHECK_SECONDS:
+                checked = time.monotonic()
+                if window_hold(str(self.state.root), wait_on_limit=True,
+                               command="clavain loop", now=self.clock()) is None:
+                    return
             if time.monotonic() - last >= 1:
                 last = time.monotonic()
-                self.report({"event": "waiting", "why": why, "seconds_left": left})
+                self.report({"event": "waiting", "why": why, "seconds_left": left,
+                             **({"kind": kind} if kind else {})})
                 left = until - self.clock()  # (an injected clock may have moved meanwhile)
             if left > 0:
                 self.stop.wait(min(1.0, left))

@@ -107,6 +107,9 @@ class Projection(_Strict):
 
     tokensPerCall: int = Field(40000, ge=0, description="tokens of one LLM runner call")
     costPerCallUsd: float = Field(0.2, ge=0, description="dollars of one LLM runner call")
+    shareMaxMultiple: float = Field(4, ge=1, le=1000, description="the most one runner of "
+                                    "`clavain run` may be given (its reservation and "
+                                    "--max-budget-usd), in projections of its call")
 
 
 class Supervisor(_Strict):
@@ -205,10 +208,12 @@ class Budgets(_Strict):
                                              "but the session's)")
     perAgentMaxCalls: _Count | None = Field(None, description="tool calls one subagent may "
                                             "make (null: no cap but the session's)")
-    agentTokens: _Count | None = Field(300000, description="tokens one new subagent is projected to "
-                                "use where this project has measured none with its model")
-    agentCostUsd: _Dollars | None = Field(1.0, description="dollars one new subagent is projected to "
-                                   "cost where this project has measured none with its model")
+    agentTokens: _Count | None = Field(300000, description="tokens one new subagent is "
+                                       "projected to use where this project has measured "
+                                       "none with its model")
+    agentCostUsd: _Dollars | None = Field(1.0, description="dollars one new subagent is "
+                                          "projected to cost where this project has measured "
+                                          "none with its model")
     windowShareMax: _Percent | None = Field(None, description="percent of the subscription's "
                                             "5-hour and weekly windows past which no new "
                                             "fan-out starts and `clavain run`/`loop` stop "

@@ -207,8 +207,7 @@ def _run(state: StatePaths, run_id: str, problems: list[str]) -> dict[str, Any]:
             "started_at": str(measured.get("started_at") or record.get("started_at") or ""),
             "wall_seconds": _number(measured.get("wall_seconds")),
             "peak_concurrency": metrics.peak_concurrency(timeline),
-            "tokens": int(_number(measured.get("tokens"))),
-            "cost_usd": _number(measured.get("cost_usd")),
+            **_spend(state, run_id, measured, problems),
             "workers": _dict(record.get("options")).get("workers"),
             "running": [{"node": str(node), "started_at": runner.get("started_at"),
                          "worker": runner.get("worker")}
@@ -216,6 +215,23 @@ def _run(state: StatePaths, run_id: str, problems: list[str]) -> dict[str, Any]:
                         if isinstance(runner, dict)] if record.get("status") == "running"
             else [],
             "timeline": timeline}
+
+
+def _spend(state: StatePaths, run_id: str, measured: dict[str, Any], problems: list[str]
+           ) -> dict[str, Any]:
+    """The run's tokens and dollars: its budget ledger (measured + charged, the one figure
+    `clavain run` and `clavain budget status` say), else what its metrics last said."""
+    from clavain.supervisor.run_budget import run_key
+    from clavain.supervisor.run_reserve import ledger_of
+
+    if state.db.is_file():
+        try:
+            spend = ledger_of(state, run_key(run_id))
+            return {"tokens": spend["tokens"], "cost_usd": spend["cost_usd"]}
+        except Exception as exc:  # a damaged file: the metrics' figure, and why
+            problems.append(f"run {run_id}: its budget ledger: {type(exc).__name__}: {exc}")
+    return {"tokens": int(_number(measured.get("tokens"))),
+            "cost_usd": _number(measured.get("cost_usd"))}
 
 
 def _timed(entry: Any) -> bool:

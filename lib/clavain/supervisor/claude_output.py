@@ -25,6 +25,11 @@ tests/fixtures/claude_output/; stderr was empty and the exit code 1 in every err
   nothing. A usage-limit 429 is never retried.
 - `--max-turns N` ends with `subtype: "error_max_turns"`, no `result` key and
   `errors: ["Reached maximum number of turns (N)"]`.
+- `--max-budget-usd X` (only with -p) ends with `subtype: "error_max_budget_usd"`,
+  `terminal_reason: "budget_exhausted"`, `is_error: true`, no `result` key, `errors: ["Reached
+  maximum budget ($X)"]`, exit 1, and `total_cost_usd` / `modelUsage` of what was spent. The
+  host checks after each model response, so the figure may pass X by that response's cost
+  (seen: $0.0503 against a $0.001 limit).
 
 So: structured fields first (`api_error_status`, `api_error`, `api_error_type`, rate-limit
 events), text second (the `result` text, `errors` and stderr), and text only for a run that
@@ -97,6 +102,12 @@ class ClaudeReport:
                 + self.cache_read_tokens)
 
     @property
+    def over_budget(self) -> bool:
+        """The host stopped the run at its `--max-budget-usd`."""
+        return self.subtype == "error_max_budget_usd" or \
+            self.terminal_reason == "budget_exhausted"
+
+    @property
     def failed(self) -> bool:
         """The run did not end in a clean answer (a problem, an error result or a bad exit)."""
         return bool(self.problem) or self.is_error or self.exit_code not in (0, None)
@@ -132,6 +143,12 @@ def parse(stdout: str, stderr: str, exit_code: int | None, *,
     if limit is None:
         return report
     return replace(report, rate_limit=limit)
+
+
+def is_report(stdout: str) -> bool:
+    """Whether `stdout` holds a claude JSON report (a `type: "result"` object)."""
+    messages, _ = _messages(stdout or "")
+    return any(message.get("type") == "result" for message in messages)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -367,3 +384,17 @@ def _tail(text: str) -> str:
 def _message(text: str) -> str:
     flat = _one_line(text)
     return flat if len(flat) <= MESSAGE_CHARS else flat[:MESSAGE_CHARS - 1] + "…"
+
+
+def windows(stdout: str, now: float) -> dict[str, dict[str, float]]:
+    """The subscription windows the output's `rate_limit_event`s (and a refused request's
+    `rate_limit_info`) reported, the last reading of each: {name: {"used_percent",
+    "resets_at"}} (`guards.window`). Only `--verbose` / stream-json output carries them."""
+    from clavain.guards.window import from_rate_limit_info
+
+    found: dict[str, dict[str, float]] = {}
+    if "rate_limit_info" not in (stdout or ""):
+        return found
+    for message in _messages(stdout)[0]:
+        found.update(from_rate_limit_info(_rate_limit_info(message), now))
+    return found

@@ -1,8 +1,9 @@
 """The process that does one node: argv, what goes on its stdin, and its time limit.
 
-- `claude`: `claude -p --output-format json --max-turns N --allowedTools … [--model M]`, the
+- `claude`: `claude -p --output-format json --verbose --max-turns N --allowedTools … [--model M]`, the
   node's packet on stdin (`supervisor.claude` in config); in hard mode `--settings` gives its
-  session the project's sandbox wherever it runs (`sandbox.runner_settings`).
+  session the project's sandbox wherever it runs (`sandbox.runner_settings`); with a budget,
+  `--max-budget-usd <its share> --session-id <uuid>` (`run_reserve`).
 - `shell`: this package's shell runner with the node's own `commands` (no LLM).
 - `shellVerify`: `clavain verify ID --json`, which claims under the same run, runs the checks
   and records the result itself.
@@ -85,7 +86,9 @@ def claude_argv(cfg: dict[str, Any], model: str | None, *,
         raise ClavainError("the claude runner needs the `claude` binary: install Claude Code, "
                            "or set CLAVAIN_CLAUDE_BIN to its path")
     settings = config_mod.get(cfg, "supervisor.claude")
-    argv = [str(binary), "-p", "--output-format", "json",
+    # --verbose: the report is every message as one array, and only then does it carry the
+    # host's `rate_limit_event` (the subscription's windows, `guards.window`).
+    argv = [str(binary), "-p", "--output-format", "json", "--verbose",
             "--max-turns", str(max_turns or settings["maxTurns"]),
             "--allowedTools", " ".join(settings["allowedTools"])]
     if model:
@@ -100,7 +103,9 @@ def _packet(g: Graph, cfg: dict[str, Any], node: dict[str, Any],
 
 
 def build(g: Graph, cfg: dict[str, Any], node: dict[str, Any], route: Route, *, run_id: str,
-          log_dir: Path, packet_mode: str | None = None) -> Invocation:
+          log_dir: Path, packet_mode: str | None = None, share: Any = None) -> Invocation:
+    """`share` (`run_reserve.Share`): what the node's runner may spend; claude is given it as
+    the hard limit the host enforces, with the session id its transcript is named by."""
     shell_timeout = float(config_mod.get(cfg, "supervisor.shellTimeoutSeconds", 1800))
     if route.runner == SHELL_VERIFY:
         argv = [clavain_bin(), "verify", node["id"], "--run-id", run_id, "--graph", g.id,
@@ -120,4 +125,7 @@ def build(g: Graph, cfg: dict[str, Any], node: dict[str, Any], route: Route, *, 
         confined = runner_settings(g.state.project, g.state.root, f"{run_id}/{node['id']}")
         if confined is not None:
             argv += ["--settings", confined]
+        if share is not None:
+            argv += ["--max-budget-usd", share.max_budget_arg(), "--session-id",
+                     share.session_id]
     return Invocation(argv, _packet(g, cfg, node, packet_mode), timeout)

@@ -4,6 +4,11 @@ time and the peak number of runners that were really alive at once (computed fro
 start and end of every runner, not from the number of workers asked for).
 
 A resumed run (`clavain run --resume RUN`) adds to the metrics it finds.
+
+The run's tokens and dollars are its ledger's (`ledger`: `run_reserve.ledger_of`, what the
+budget measured plus what it charged for runners that died unmeasured), so `clavain run`, its
+page, `clavain budget status` and this file say one figure; the timeline's own sum is kept
+beside it (`timeline_tokens`, `timeline_cost_usd`).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +48,7 @@ class RunMetrics:
         earlier = read_json_object(path) or {}
         self.timeline: list[dict[str, Any]] = list(earlier.get("timeline") or [])
         self.earlier_wall = float(earlier.get("wall_seconds") or 0)
+        self.ledger: Callable[[], dict[str, Any]] | None = None
         self.data: dict[str, Any] = {"run_id": run_id, "graph_id": graph_id,
                                      "started_at": earlier.get("started_at") or now_iso(),
                                      "sessions": int(earlier.get("sessions") or 0) + 1}
@@ -65,6 +72,16 @@ class RunMetrics:
 
     def _summary(self) -> dict[str, Any]:
         llm = [entry for entry in self.timeline if entry["llm"]]
+        tokens = sum(int(entry.get("tokens") or 0) for entry in self.timeline)
+        cost = round(sum(float(entry.get("cost_usd") or 0) for entry in self.timeline), 6)
+        figures: dict[str, Any] = {"tokens": tokens, "cost_usd": cost,
+                                   "timeline_tokens": tokens, "timeline_cost_usd": cost}
+        if self.ledger is not None:
+            try:
+                spend = self.ledger()
+                figures.update(tokens=spend["tokens"], cost_usd=spend["cost_usd"], spend=spend)
+            except Exception as exc:  # the meter is out of reach: the timeline's, said so
+                figures["spend_problem"] = f"{type(exc).__name__}: {exc}"
         return {
             **self.data,
             "nodes": dict(Counter(entry["outcome"] for entry in self.timeline)),
@@ -73,9 +90,7 @@ class RunMetrics:
             "verify_without_llm": sum(1 for entry in self.timeline
                                       if entry["role"] in CHECK_ROLES
                                       and not entry["llm"]),
-            "tokens": sum(int(entry.get("tokens") or 0) for entry in self.timeline),
-            "cost_usd": round(sum(float(entry.get("cost_usd") or 0)
-                                  for entry in self.timeline), 6),
+            **figures,
             "wall_seconds": round(self.earlier_wall + time.monotonic() - self._started, 3),
             "peak_concurrency": peak_concurrency(self.timeline),
             "timeline": self.timeline,

@@ -5,6 +5,11 @@ report's `result` text — parsed by the workgraph's strict model. A missing or 
 failed attempt whose reason lands in `err.summary` (retry and escalation as usual), so is a
 runner past its timeout or one that exited without a result. A usage or rate limit the runner
 reports is not the node's failure: the node goes back unspent and the run waits for the reset.
+A runner stopped at its budget share (`claude --max-budget-usd`, `error_max_budget_usd`) is not
+the node's failure either: it goes back unspent, its usage counted (`over_share`).
+
+A configured runner that prints claude's JSON report (a wrapper around claude, a stand-in) is
+read as claude's, so its usage counts; one that prints only text reports no usage.
 """
 
 from __future__ import annotations
@@ -27,7 +32,9 @@ UNAVAILABLE_WAIT_SECONDS = 60.0
 
 @dataclass
 class Outcome:
-    kind: str  # "result" | "rate_limited" | "stopped" | "unusable" (the runner cannot work)
+    # "result" | "rate_limited" | "stopped" | "unusable" (the runner cannot work) |
+    # "over_share" (stopped at its budget share)
+    kind: str
     result: dict[str, Any] | None = None
     tokens: int = 0
     cost_usd: float = 0.0
@@ -35,6 +42,9 @@ class Outcome:
     retry_after_seconds: float | None = None
     note: str = ""
     details: dict[str, Any] = field(default_factory=dict)
+    # Whether the runner said what it spent (False: stopped, timed out, crashed, no report);
+    # its reservation is then charged until its transcript is measured (`run_reserve`).
+    reported: bool = True
 
 
 MIN_LIMIT_WAIT_SECONDS = 5.0
@@ -80,15 +90,17 @@ def _result_from_text(text: str, who: str, process: ProcessOutcome) -> dict[str,
 def interpret(runner: str, process: ProcessOutcome, timeout: float) -> Outcome:
     """The outcome of one finished runner process."""
     if process.stopped:
-        return Outcome("stopped", note="stopped by the supervisor")
+        return Outcome("stopped", note="stopped by the supervisor", reported=False)
     if process.timed_out:
         return Outcome("result", failure(
             f"runner {runner} timed out after {timeout:g}s and was killed",
-            f"timed out after {timeout:g}s (output: {process.stdout_path})"))
-    if runner == CLAUDE:
+            f"timed out after {timeout:g}s (output: {process.stdout_path})"), reported=False)
+    if runner == CLAUDE or claude_output.is_report(process.stdout):
         return _from_claude(process)
     text = process.stdout
-    outcome = Outcome("result", _result_from_text(text, f"runner {runner}", process))
+    # A plain-text runner says nothing of its spend; one killed by a signal never got to.
+    outcome = Outcome("result", _result_from_text(text, f"runner {runner}", process),
+                      reported=process.exit_code is not None and process.exit_code >= 0)
     if outcome.result and outcome.result["status"] == "fail" and "<result>" not in text:
         limited = claude_output.parse(process.stdout, process.stderr, process.exit_code)
         if limited.rate_limit is not None:
@@ -124,6 +136,10 @@ def _from_claude(process: ProcessOutcome) -> Outcome:
                        retry_after_seconds=outage.retry_after_seconds, details=details,
                        note=outage.message)
     usage = {"tokens": report.tokens, "cost_usd": report.cost_usd, "details": details}
+    if report.over_budget and "<result>" not in report.result_text:
+        limit = report.errors[0] if report.errors else "its budget share"
+        return Outcome("over_share", note=f"stopped at its budget share ({limit}); given back "
+                                          "unspent", **usage)
     if report.is_error and report.terminal_reason == "api_error" and \
             "<result>" not in report.result_text:
         # Not logged in, a bad key, a refused request: every node would fail the same way.
@@ -133,7 +149,7 @@ def _from_claude(process: ProcessOutcome) -> Outcome:
     if report.problem:
         return Outcome("result", failure(f"claude runner: {report.problem}",
                                          f"{report.problem} (output: {process.stdout_path})",
-                                         _stderr_tail(process)), **usage)
+                                         _stderr_tail(process)), reported=False, **usage)
     result = _result_from_text(report.result_text, "claude", process)
     if result["status"] == "fail" and report.is_error:
         # The host's reason (error_max_turns, …) says more than "no result block".

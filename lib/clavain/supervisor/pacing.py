@@ -1,8 +1,9 @@
 """When a supervised run may start the next node, and how it waits when it may not: what its
 finished workers said (rate limits, worker errors in a row, a runner that cannot work), why no
-node may start now (a damaged store, a budget, the iteration cap), what the scheduler's reason
-for "nothing to claim" means for the run (wait for others, a backoff, the end), the countdown
-while it waits, and the bounded wait for a workgraph store that is restarting.
+node may start now (a damaged store, a budget, the iteration cap, the subscription's windows
+past `budgets.windowShareMax`: a wait for their reset, or the run's end), what the scheduler's
+reason for "nothing to claim" means for the run (wait for others, a backoff, the end), the
+countdown while it waits, and the bounded wait for a workgraph store that is restarting.
 
 The supervisor (`supervise`) asks; this module decides. Every wait reports a `waiting` event
 each second (why, seconds left, until, message) so a person sees a countdown, never silence.
@@ -28,6 +29,9 @@ OTHERS_POLL_SECONDS_SHARED = 15.0
 READY_RETRY_SECONDS = 0.2
 # Worker errors (a bug, not the node's failure) in a row before the run stops to be looked at.
 MAX_ERRORS_IN_A_ROW = 3
+# While waiting for a window's reset, the file and the share are read again this often: a
+# person who raises the share, or a reading after an early reset, ends the wait.
+WINDOW_RECHECK_SECONDS = 30.0
 
 Report = Callable[[dict[str, Any]], None]
 
@@ -40,9 +44,38 @@ def one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())[:300]
 
 
+def window_hold(root: str, *, wait_on_limit: bool, command: str,
+                now: float | None = None) -> dict[str, Any] | None:
+    """Past `budgets.windowShareMax` of a subscription window (`guards.window`): a wait for
+    its reset ({"wait": "window", "until", "message"}) with `wait_on_limit`, else the run's
+    ending ({"status": "window_limit", …}) saying when it would resume; None when no live
+    window is past the share. The share is read again each time (a person may change it)."""
+    from clavain.guards import window
+    from clavain.guards.gate import run_context
+
+    now = time.time() if now is None else now
+    limits = run_context(root, None)["limits"]
+    over = window.over_share(root, limits, now)
+    if not over:
+        return None
+    name, rec = over[0]
+    said = window.describe(name, rec, float(limits["windowShareMax"]), now)
+    if wait_on_limit:
+        return {"wait": "window", "until": float(rec["resets_at"]),
+                "message": f"no new runner: {said}"}
+    return {"status": "window_limit", "reason": "window_share",
+            "resume_at": float(rec["resets_at"]),
+            "message": f"stopped: {said}; it would resume then (`{command}` again; "
+                       "--wait-on-limit waits for it)"}
+
+
 class Pacing:
-    def __init__(self, cfg: dict[str, Any], stop: threading.Event, report: Report) -> None:
+    def __init__(self, cfg: dict[str, Any], stop: threading.Event, report: Report, *,
+                 root: str | None = None, wait_on_limit: bool | None = None) -> None:
         self.cfg = cfg
+        self.root = root  # the state folder whose window.json paces the run (None: not paced)
+        self.wait_on_limit = bool(config_mod.get(cfg, "supervisor.waitOnLimit", True)) \
+            if wait_on_limit is None else wait_on_limit
         self.stop = stop
         self.report = report
         self.rate_limited_until: float | None = None
@@ -101,6 +134,9 @@ class Pacing:
                                "a person must look"}
         if self.rate_limited_until and time.time() < self.rate_limited_until:
             return {"wait": "rate_limit", "until": self.rate_limited_until}
+        window = self.window_hold()
+        if window is not None:
+            return window
         if spent:
             return {"status": "budget", "reason": "budget", "message": spent}
         if limit is not None and started >= limit:
@@ -131,6 +167,12 @@ class Pacing:
         status = "complete" if reason == "all_done" else "blocked"
         return {"status": status, "reason": reason, "message": envelope["message"]}
 
+    def window_hold(self) -> dict[str, Any] | None:
+        """`window_hold` for this run (None when it is not paced by the windows)."""
+        if self.root is None:
+            return None
+        return window_hold(self.root, wait_on_limit=self.wait_on_limit, command="clavain run")
+
     # ------------------------------------------------------------ waiting
 
     def wait(self, ending: dict[str, Any] | None, conn: Any, graph_id: str) -> None:
@@ -139,14 +181,20 @@ class Pacing:
             return
         until = float(ending["until"])
         last_shown = 0.0
+        checked = time.monotonic()
         while not self.stop.is_set():
             left = until - time.time()
             if left <= 0:
                 break
+            if ending["wait"] == "window" and time.monotonic() - checked >= \
+                    WINDOW_RECHECK_SECONDS:
+                checked = time.monotonic()
+                if self.window_hold() is None:
+                    break  # the share was raised, or the window reset early: go on now
             if time.monotonic() - last_shown >= 1.0:
                 last_shown = time.monotonic()
                 self._countdown(ending["wait"], left, until, ending.get("message"))
-            if ending["wait"] == "rate_limit" or dialect(conn) == "sqlite":
+            if ending["wait"] in ("rate_limit", "window") or dialect(conn) == "sqlite":
                 self.stop.wait(min(1.0, left))
                 continue
             try:

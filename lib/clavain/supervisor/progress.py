@@ -54,7 +54,7 @@ class LinePrinter:
 
 # A node given back (no attempt spent) is not a failure.
 _MARKS = {"done": "✔", "released": "↩", "rate_limited": "↩", "store_unavailable": "↩",
-          "runner_unusable": "↩", "not_recorded": "↩"}
+          "runner_unusable": "↩", "not_recorded": "↩", "budget_share": "↩"}
 
 
 class Printer(LinePrinter):
@@ -72,15 +72,23 @@ class Printer(LinePrinter):
             return (f"recovered run {event['run_id']}: stopped runners "
                     f"{', '.join(event['stopped_runners']) or 'none'}; gave back "
                     f"{', '.join(event['released']) or 'nothing'} (no attempt spent)"
-                    + (f"; still running, left claimed: {', '.join(still)}" if still else ""))
+                    + (f"; still running, left claimed: {', '.join(still)}" if still else "")
+                    + (f"; charged their budget reservations: {', '.join(event['charged'])}"
+                       if event.get("charged") else "")
+                    + (f" (measured from transcripts: {', '.join(event['measured'])})"
+                       if event.get("measured") else ""))
         if kind == "cleaned":
             return "removed what crashed runs left in git: " + ", ".join(event["removed"])
         if kind == "reconciled":
             return (f"gave back {', '.join(event['released'])}: its worker ended without "
                     "giving it back (no attempt spent)")
         if kind == "started":
-            return (f"▶ {event['node']} ({event['role']}, attempt {event['attempt']}) "
+            share = f", share ${event['share_usd']:.4f}" if event.get("share_usd") else ""
+            return (f"▶ {event['node']} ({event['role']}, attempt {event['attempt']}{share}) "
                     f"on worker {event['worker']}")
+        if kind == "cap_reached":
+            return (f"budget cap reached ({event['message']}): stopping the configured "
+                    "runners still at work; their nodes go back unspent")
         if kind == "finished":
             who = "/".join(str(p) for p in (event.get("role"), event.get("runner"),
                                             event.get("model")) if p)
@@ -125,6 +133,24 @@ def print_plan(plan: dict[str, Any]) -> None:
             "within budget"
         print(f"Budget: {budget['max_tokens']:,} tokens, ${budget['max_cost_usd']:.2f} — "
               f"{verdict}")
+    reserve = plan.get("reservation")
+    if reserve and budget["enabled"]:
+        print_reservation_plan(reserve)
+
+
+def print_reservation_plan(reserve: dict[str, Any]) -> None:
+    """The nodes that fit what the run has unreserved, in dispatch order."""
+    print(f"Reservations ({reserve['run']}): headroom ${reserve['headroom']['cost_usd']:.4f}, "
+          f"{reserve['headroom']['tokens']:,.0f} tokens")
+    print_table([{"node": r["id"], "role": r["role"], "model": r["model"] or "-",
+                  "projected": f"${r['cost_usd']:.4f}",
+                  "cumulative": f"${r['cumulative_cost_usd']:.4f}",
+                  "fits": "yes" if r["fits"] else "no"} for r in reserve["nodes"]],
+                ["node", "role", "model", "projected", "cumulative", "fits"])
+    after = (f"; nothing starts from {reserve['first_over']} on"
+             if reserve["first_over"] else "")
+    print(f"Fit the budget: {reserve['fits']} of {reserve['pending']} pending node(s) in "
+          f"dispatch order{after}")
 
 
 def print_final(report: dict[str, Any]) -> None:
@@ -142,6 +168,12 @@ def print_final(report: dict[str, Any]) -> None:
           + f"; verify with no LLM: {metrics['verify_without_llm']}; tokens: "
           f"{metrics['tokens']:,}; cost: ${metrics['cost_usd']:.4f}; wall: "
           f"{metrics['wall_seconds']:.1f}s; peak concurrency: {metrics['peak_concurrency']}")
+    spend = report.get("spend")
+    if spend is not None:
+        print(f"Spend (the run's ledger): ${spend['cost_usd']:.4f}, {spend['tokens']:,} tokens"
+              + (f" (${spend['charged']['cost_usd']:.4f} charged for "
+                 f"{spend['charged']['count']} runner(s) that ended unmeasured)"
+                 if spend["charged"]["count"] else ""))
     print(f"Done: {len(report['done'])} node(s); left: "
           + (", ".join(f"{n['id']} ({n['status']})" for n in report["left"]) or "nothing"))
     if metrics.get("crashes"):

@@ -20,7 +20,8 @@ from clavain.paths import StatePaths
 from clavain.store.graph_db import graph_store_exists, open_graph_db
 from clavain.supervisor.metrics import METRICS_NAME, load
 from clavain.supervisor.routes import CHECK_ROLES, check_override, route_for
-from clavain.supervisor.run_budget import RunBudget
+from clavain.supervisor.run_budget import RunBudget, run_key
+from clavain.supervisor.run_reserve import default_projection
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import list_nodes
 from clavain.workgraph.results import PLANNER_MAX_TASKS
@@ -28,17 +29,22 @@ from clavain.workgraph.results import PLANNER_MAX_TASKS
 PENDING = ("open", "in_progress")
 
 
-def history(state: StatePaths) -> dict[str, dict[str, float]]:
-    """Median tokens and dollars of one LLM call per role, over every recorded run."""
-    per_role: dict[str, list[tuple[int, float]]] = {}
+def history(state: StatePaths, *, by_model: bool = False) -> dict[Any, dict[str, float]]:
+    """Median tokens and dollars of one LLM call per role, over every recorded run; with
+    `by_model`, also per (role, model) — the finer key a reservation is projected from first
+    (a planner on opus costs what opus costs), the role its fallback."""
+    per_key: dict[Any, list[tuple[int, float]]] = {}
     for path in sorted(state.runs.glob(f"*/{METRICS_NAME}")) if state.runs.is_dir() else []:
         for entry in (load(path) or {}).get("timeline") or []:
-            if entry.get("llm") and entry.get("tokens"):
-                per_role.setdefault(str(entry.get("role")), []).append(
-                    (int(entry["tokens"]), float(entry.get("cost_usd") or 0)))
-    return {role: {"tokens": statistics.median(t for t, _ in calls),
-                   "cost_usd": statistics.median(c for _, c in calls), "calls": len(calls)}
-            for role, calls in per_role.items()}
+            if isinstance(entry, dict) and entry.get("llm") and entry.get("tokens"):
+                call = (int(entry["tokens"]), float(entry.get("cost_usd") or 0))
+                role = str(entry.get("role"))
+                per_key.setdefault(role, []).append(call)
+                if by_model:
+                    per_key.setdefault((role, entry.get("model")), []).append(call)
+    return {key: {"tokens": statistics.median(t for t, _ in calls),
+                  "cost_usd": statistics.median(c for _, c in calls), "calls": len(calls)}
+            for key, calls in per_key.items()}
 
 
 def project(state: StatePaths, graph_id: str, *, runner_override: str | None = None,
@@ -50,16 +56,15 @@ def project(state: StatePaths, graph_id: str, *, runner_override: str | None = N
     conn = open_graph_db(state)
     try:
         g = Graph(conn, graph_id, state)
-        measured = history(state)
-        fallback = {"tokens": float(config_mod.get(cfg, "supervisor.projection.tokensPerCall")),
-                    "cost_usd": float(config_mod.get(cfg,
-                                                     "supervisor.projection.costPerCallUsd"))}
+        measured = history(state, by_model=True)
+        fallback = default_projection(cfg)
         rows = [_row(cfg, node, runner_override, measured, fallback)
-                for node in list_nodes(g) if node["status"] in PENDING]
+                for node in _dispatch_order(list_nodes(g)) if node["status"] in PENDING]
         budget = RunBudget(state, run_id)
         limits = budget.limits
     finally:
         conn.close()
+    reserve = reservation_plan(state, run_key(run_id), limits, rows)
     totals = {"nodes": len(rows), "llm_calls": sum(r["llm_calls"] for r in rows),
               "tokens": round(sum(r["tokens"] for r in rows)),
               "cost_usd": round(sum(r["cost_usd"] for r in rows), 4),
@@ -73,14 +78,63 @@ def project(state: StatePaths, graph_id: str, *, runner_override: str | None = N
             "source": "history" if measured else "defaults",
             "budget": {"enabled": limits["enabled"], "max_tokens": limits["maxTokens"],
                        "max_cost_usd": limits["maxCostUsd"], "over": over},
-            "planned_tasks_not_counted": totals["planners"] * PLANNER_MAX_TASKS}
+            "planned_tasks_not_counted": totals["planners"] * PLANNER_MAX_TASKS,
+            "reservation": reserve}
+
+
+def reservation_plan(state: StatePaths, key: str, limits: dict[str, Any],
+                     rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many pending nodes, in dispatch order, fit what the run has unreserved with their
+    projected cost: the run starts nothing after the first that does not (`run_reserve`)."""
+    from clavain.supervisor.run_reserve import status
+
+    now = status(state, key, limits)
+    headroom = now["headroom"]
+    fits, first_over = 0, None
+    cumulative = {"tokens": 0.0, "cost_usd": 0.0}
+    plan_rows = []
+    for row in rows:
+        for column in cumulative:
+            cumulative[column] += row[column]
+        fit = first_over is None and all(
+            headroom[column] is None or cumulative[column] <= headroom[column] + 1e-9
+            for column in cumulative)
+        if fit:
+            fits += 1
+        elif first_over is None:
+            first_over = row["id"]
+        plan_rows.append({"id": row["id"], "role": row["role"], "model": row["model"],
+                          "tokens": row["tokens"], "cost_usd": row["cost_usd"],
+                          "cumulative_tokens": round(cumulative["tokens"]),
+                          "cumulative_cost_usd": round(cumulative["cost_usd"], 4),
+                          "fits": fit})
+    return {"run": key, "headroom": headroom, "spent": now["spent"],
+            "reserved": now["reserved"], "pending": len(rows), "fits": fits,
+            "first_over": first_over, "nodes": plan_rows}
+
+
+def _dispatch_order(nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The order one worker would claim the nodes in: among those whose dependencies are done
+    (or already ordered), the first by rank then id (`schedule.next_node`)."""
+    by_id = {node["id"]: node for node in nodes}
+    placed: set[str] = set()
+    order: list[dict[str, Any]] = []
+    waiting = sorted(nodes, key=lambda n: (n.get("rank") or 0, n["id"]))
+    while waiting:
+        ready = next((n for n in waiting if all(
+            dep in placed or dep not in by_id or by_id[dep]["status"] not in PENDING
+            for dep in n.get("depends_on") or [])), waiting[0])  # a cycle: take the first
+        waiting.remove(ready)
+        placed.add(ready["id"])
+        order.append(ready)
+    return order
 
 
 def _row(cfg: dict[str, Any], node: dict[str, Any], runner_override: str | None,
          measured: dict[str, dict[str, float]], fallback: dict[str, float]) -> dict[str, Any]:
     route = route_for(cfg, node, runner_override=runner_override)
-    per_call = measured.get(route.role, fallback) if route.llm else {"tokens": 0,
-                                                                     "cost_usd": 0.0}
+    per_call = (measured.get((route.role, route.model)) or measured.get(route.role, fallback)
+                if route.llm else {"tokens": 0, "cost_usd": 0.0})
     calls = 1 if route.llm else 0
     return {"id": node["id"], "type": node["type"], "status": node["status"], **route.as_dict(),
             "llm_calls": calls, "tokens": calls * per_call["tokens"],

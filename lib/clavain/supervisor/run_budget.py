@@ -4,7 +4,8 @@
 
 Runners count their own tool calls there (the supervisor gives them `CLAVAIN_BUDGET_RUN`, and
 PreToolUse denies a call once a budget is spent); the supervisor adds each runner's measured
-tokens and dollars (from its own report) and starts no node once any budget is spent.
+tokens and dollars (from its own report) and starts a node only with a reservation that fits
+(`run_reserve`).
 
 Budgets are this machine's: they live in the project's SQLite file even when the workgraph is on
 a shared server (`store.graph_db`), so each call here opens that file briefly.
@@ -14,11 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from clavain.clock import now_iso
 from clavain.guards.budget import BUDGETS, amount
 from clavain.guards.gate import SUPERVISED_PREFIX, run_context
 from clavain.paths import StatePaths
-from clavain.store.db import connect, transaction
+from clavain.store.db import connect
 
 
 def run_key(run_id: str) -> str:
@@ -34,29 +34,29 @@ class RunBudget:
         self.problems: list[str] = context["problems"]
 
     def add_usage(self, *, tokens: int, cost_usd: float) -> None:
-        """Add one runner's measured usage to the run."""
-        if not tokens and not cost_usd:
-            return
-        at = now_iso()
-        conn = connect(self.state.db)
-        try:
-            with transaction(conn):
-                conn.execute("INSERT OR IGNORE INTO budget_runs (run_key, started_at, "
-                             "updated_at) VALUES (?, ?, ?)", (self.key, at, at))
-                conn.execute("UPDATE budget_runs SET tokens = tokens + ?, "
-                             "cost_usd = cost_usd + ?, updated_at = ? WHERE run_key = ?",
-                             (tokens, cost_usd, at, self.key))
-        finally:
-            conn.close()
+        """Add measured usage that no reservation stood for (a loop's turn, a microcall)."""
+        from clavain.supervisor.run_reserve import settle
+
+        if tokens or cost_usd:
+            settle(self.state, self.key, None, tokens=tokens, cost_usd=cost_usd)
 
     def used(self) -> dict[str, float]:
+        """What the run counted; tokens and dollars include its charged reservations (runners
+        that died unmeasured count as spent: `run_reserve`)."""
         conn = connect(self.state.db)
         try:
             row = conn.execute("SELECT * FROM budget_runs WHERE run_key = ?",
                                (self.key,)).fetchone()
+            charged = conn.execute(
+                "SELECT coalesce(sum(tokens), 0), coalesce(sum(cost_usd), 0) FROM "
+                "budget_reservations WHERE run_key = ? AND state = 'charged'",
+                (self.key,)).fetchone()
         finally:
             conn.close()
-        return {column: (row[column] if row is not None else 0) for column, _, _ in BUDGETS}
+        used = {column: (row[column] if row is not None else 0) for column, _, _ in BUDGETS}
+        used["tokens"] += int(charged[0])
+        used["cost_usd"] += float(charged[1])
+        return used
 
     def spent(self) -> str | None:
         """One line naming the first budget the run has used up, or None."""
@@ -68,3 +68,74 @@ class RunBudget:
                 return (f"{label} budget spent: {amount(used[column])} of "
                         f"{amount(self.limits[key])} ({key})")
         return None
+
+
+def admit(reserve: Any, cfg: dict[str, Any], node: dict[str, Any], runner_override: str | None,
+          *, idle: int, running: bool) -> tuple[Any, Any, dict[str, Any] | None]:
+    """(share, route, refusal): `node`'s reservation before it starts (`run_reserve`); a
+    route that cannot be read is left to the worker, which says why the node cannot run. The
+    refusal is the run's ending (status "budget"), or — while other runners of the run
+    (`running`) hold reservations that may come back unspent — a wait for them."""
+    from clavain.errors import ClavainError
+    from clavain.supervisor.routes import route_for
+    from clavain.supervisor.run_reserve import MeterError, NoRoom
+
+    try:
+        route = route_for(cfg, node, runner_override=runner_override)
+    except ClavainError:
+        return None, None, None
+    try:
+        return reserve.reserve(node, route, idle=idle), route, None
+    except NoRoom as exc:
+        if exc.held and running:
+            import time
+
+            return None, route, {"wait": "budget", "until": time.time() + 0.25,
+                                 "message": str(exc)}
+        return None, route, {"status": "budget", "reason": "budget", "message": str(exc)}
+    except MeterError as exc:
+        return None, route, {"status": "budget", "reason": "budget_meter", "message": str(exc)}
+
+
+def check_cap(ctx: Any, active: dict[str, dict[str, Any]], report: Any) -> None:
+    """Nothing makes a configured runner honour its share: once the run's measured spend (and
+    what is charged) reaches its cap, such runners are stopped (`worker._Stops`). Asked at
+    every poll of the supervisor's loop."""
+    from clavain.supervisor.routes import CLAUDE, SHELL, SHELL_VERIFY
+
+    if ctx.cap_reached.is_set() or not any(
+            entry.get("runner") not in (None, CLAUDE, SHELL, SHELL_VERIFY)
+            for entry in active.values()):
+        return
+    try:
+        over = ctx.reserve.over_cap()
+    except Exception:
+        return  # the next reservation fails closed and says why
+    if over is not None:
+        ctx.cap_reached.set()
+        report({"event": "cap_reached", "message": over})
+
+
+def budget_message(why: str, spend: dict[str, Any] | None, limits: dict[str, Any], *,
+                   done: int, left: int) -> str:
+    """A run that ended on its budget: why nothing more started, what was done, what is left,
+    and the figures as the run ended."""
+    parts = [f"nothing more started: {why}" if why else "the budget let nothing more start",
+             f"{done} node(s) done, {left} left"]
+    if spend is not None:
+        cap = limits.get("maxCostUsd")
+        figures = f"spent ${spend['cost_usd']:.4f}" + (f" of ${float(cap):.4f} (maxCostUsd)"
+                                                       if cap is not None else "")
+        figures += f", {spend['tokens']:,} tokens"
+        if limits.get("maxTokens") is not None:
+            figures += f" of {int(limits['maxTokens']):,}"
+        if spend["charged"]["count"]:
+            figures += (f"; of which ${spend['charged']['cost_usd']:.4f} charged for "
+                        f"{spend['charged']['count']} runner(s) that ended unmeasured")
+        if spend["held"]["count"]:
+            figures += (f"; ${spend['held']['cost_usd']:.4f} still reserved by "
+                        f"{spend['held']['count']} runner(s)")
+        parts.append(figures)
+    else:
+        parts.append("the run's spend could not be read")
+    return "; ".join(parts)

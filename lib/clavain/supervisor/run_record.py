@@ -1,7 +1,8 @@
 """`.clavain/runs/<run>/supervisor.json`: which supervisor drives a run, and the runner process
 groups it has started — written before a runner can do anything, so that after a `kill -9` of
 the supervisor the next `clavain run` finds what it left behind, stops those runners and gives
-their nodes back without spending an attempt (the supervisor died, not the node's work).
+their nodes back without spending an attempt (the supervisor died, not the node's work); their
+budget reservations become charged, and measured where their transcripts are.
 """
 
 from __future__ import annotations
@@ -186,11 +187,29 @@ def recover(state: StatePaths, conn: Any) -> list[dict[str, Any]]:
                 state, conn, record["run_id"], record["graph_id"], crashed=True,
                 keep=set(running),
                 why=f"supervisor of run {record['run_id']} died (pid {record.get('pid')})")
+        spend = _charge_dead_runners(state, record.get("run_id"))
         record_path = Path(record.pop("path"))
         record.update(status="running" if running else "crashed", recovered_at=now_iso(),
                       runners=running)
         with contextlib.suppress(OSError):
             write_json_atomic(record_path, record, inside=state.root)
         recovered.append({"run_id": record.get("run_id"), "stopped_runners": stopped,
-                          "released": released, "still_running": sorted(running)})
+                          "released": released, "still_running": sorted(running), **spend})
     return recovered
+
+
+def _charge_dead_runners(state: StatePaths, run_id: object) -> dict[str, Any]:
+    """The dead supervisor's runners never reported what they spent: their reservations count
+    as spent (charged), and those whose transcript exists are measured now (`run_reserve`). A
+    meter out of reach is said, not raised: the next reservation fails closed on it."""
+    if not isinstance(run_id, str):
+        return {}
+    from clavain.supervisor.run_budget import run_key
+    from clavain.supervisor.run_reserve import charge_held, measure_charged
+
+    try:
+        charged = charge_held(state, run_key(run_id))
+        measured = measure_charged(state, run_key(run_id))
+    except Exception as exc:
+        return {"budget_problem": f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"}
+    return {"charged": charged, "measured": [m["holder"] for m in measured]}

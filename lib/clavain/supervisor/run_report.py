@@ -3,6 +3,7 @@ its runners' tool calls and its measured usage fill) with its metrics beside the
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 from clavain.errors import ClavainError
@@ -15,6 +16,27 @@ from clavain.supervisor.run_record import run_dir
 
 def report_for(state: StatePaths, run: str | None, *,
                session_id: str | None = None) -> dict[str, Any]:
+    """`_report_for`, with the run's reservations beside its budgets (`reservations`: spent,
+    reserved — count, dollars, tokens, of which charged — and headroom; `run_reserve.status`)."""
+    report = _report_for(state, run, session_id=session_id)
+    if report.get("run") and state.db.is_file():
+        from clavain.supervisor.run_reserve import status
+
+        caps = {b["budget"]: b["limit"] for b in report.get("budgets") or []}
+        limits = {"enabled": True, "maxTokens": caps.get("Tokens"),
+                  "maxCostUsd": caps.get("Dollars")}
+        if limits["maxTokens"] is None or limits["maxCostUsd"] is None:
+            limits["enabled"] = False
+        try:
+            report["reservations"] = status(state, str(report["run"]), limits)
+        except Exception as exc:  # the meter is out of reach: said beside the budgets
+            report.setdefault("problems", []).append(
+                f"the run's reservations could not be read: {type(exc).__name__}: {exc}")
+    return report
+
+
+def _report_for(state: StatePaths, run: str | None, *,
+                session_id: str | None = None) -> dict[str, Any]:
     """The budget report of `run` (else `session_id`'s current run); for a `clavain run` id also
     its metrics, for a `clavain loop` run id its summary (a run whose runners made no counted
     call still has them, and its limits). Both count under the budget run `run:<id>`."""
@@ -36,6 +58,40 @@ def report_for(state: StatePaths, run: str | None, *,
     if loop is not None:
         return {**report, "loop_run": loop}
     return {**report, "supervised_run": metrics} if metrics else report
+
+
+def final_report(sup: Any, status: str, ending: dict[str, Any], summary: dict[str, Any],
+                 recovered: list[dict[str, Any]], claims: dict[str, Any],
+                 nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """What `clavain run` returns as a run (`sup`, the Supervisor) ends: its status, message,
+    nodes done and left, claims, metrics, and its spend — the one cost figure, read now."""
+    from clavain.supervisor import run_claims
+    from clavain.supervisor.run_budget import budget_message
+    from clavain.supervisor.supervise import EXIT_CODES
+
+    done = [n["id"] for n in nodes if n["status"] == "done"]
+    left = [{"id": n["id"], "status": n["status"]} for n in nodes
+            if n["status"] not in ("done", "cancelled")]
+    message = ending.get("message") or ""
+    spend = None
+    if sup.ctx is not None:
+        try:
+            spend = sup.ctx.reserve.ledger()
+        except Exception:  # the meter is out of reach: the figures in metrics still show
+            spend = None
+    if status == "budget":  # the figures as the run ends, not as dispatch stopped
+        message = budget_message(message, spend, sup.ctx.reserve.limits if sup.ctx else {},
+                                 done=len(done), left=len(left))
+    if status == "interrupted":
+        message = (f"stopped by {signal.Signals(sup.signal).name}" if sup.signal
+                   else "stopped")
+    if claims["given_back"] or claims["still_held"]:
+        message += ("; " if message else "") + run_claims.describe_end(
+            claims["given_back"], claims["still_held"], claims["problem"])
+    return {"run_id": sup.run_id, "graph_id": sup.g.id, "status": status,
+            "reason": ending.get("reason"), "message": message,
+            "exit_code": EXIT_CODES.get(status, 1), "done": done, "left": left,
+            "recovered": recovered, "claims": claims, "metrics": summary, "spend": spend}
 
 
 def _loop_summary(state: StatePaths, run_id: str) -> dict[str, Any] | None:

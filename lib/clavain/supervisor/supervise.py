@@ -8,6 +8,10 @@ node given back unspent, and the report says what is done and what is left. A `k
 runners it names and gives their claims back as crashes (no attempt spent) before it claims
 anything (`run_record`), and removes the git branches and worktrees the crash left.
 
+Budgets: a node that calls a model starts only with its share of what the run has left
+reserved (`run_reserve`, `run_budget.admit`); one that does not fit is given back unspent and
+nothing more starts. Configured runners are stopped once the run's spend reaches its cap.
+
 Faults: no claim outlives its worker (`run_claims` reconciles the run's claims with its workers
 after each node and before any wait on "nodes in progress"); a store that is restarting is
 waited out with a countdown, bounded by `store.outageWaitSeconds`, at start and between claims;
@@ -45,7 +49,10 @@ from clavain.supervisor.fault_injection import inject
 from clavain.supervisor.metrics import METRICS_NAME, RunMetrics
 from clavain.supervisor.pacing import Pacing, StoreOutage, one_line
 from clavain.supervisor.routes import check_override, role_of
-from clavain.supervisor.run_budget import RunBudget
+from clavain.supervisor.run_budget import RunBudget, admit, check_cap
+from clavain.supervisor.run_report import final_report
+from clavain.supervisor.run_reserve import RunReserve, charge_held, measure_charged
+from clavain.supervisor.signals import Signals
 from clavain.supervisor.worker import RunContext, run_node
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import list_nodes, release_claim
@@ -56,7 +63,7 @@ WAIT_POLL_SECONDS = 0.25
 PROGRESS_EVERY_SECONDS = 15.0
 # How a run ended → the command's exit code.
 EXIT_CODES = {"complete": 0, "stopped_at_limit": 0, "blocked": 1, "budget": 3,
-              "interrupted": 130}
+              "window_limit": 7, "interrupted": 130}
 
 Report = Callable[[dict[str, Any]], None]
 
@@ -70,6 +77,7 @@ class RunOptions:
     run_id: str | None = None
     graph: str | None = None
     packet_mode: str | None = None
+    wait_on_limit: bool | None = None  # past budgets.windowShareMax (None: supervisor.waitOnLimit)
 
 
 class Supervisor:
@@ -84,7 +92,8 @@ class Supervisor:
         if self.workers < 1:
             raise ClavainError("workers must be at least 1")
         self.stop = threading.Event()
-        self.pacing = Pacing(self.cfg, self.stop, self.report)
+        self.pacing = Pacing(self.cfg, self.stop, self.report, root=str(state.root),
+                             wait_on_limit=options.wait_on_limit)
         # A server restarting as the run starts is waited for, with a countdown.
         self.conn = self.pacing.store(lambda: open_graph_db(state))
         # Never $CLAVAIN_RUN_ID: a `clavain run` started inside a runner is a run of its own.
@@ -101,7 +110,7 @@ class Supervisor:
     # ------------------------------------------------------------ the run
 
     def run(self) -> dict[str, Any]:
-        with _Signals(self._on_signal):
+        with Signals(self._on_signal):
             recovered = self.pacing.store(lambda: run_record.recover(self.state, self.conn))
             for entry in recovered:
                 self.report({"event": "recovered", **entry})
@@ -121,13 +130,18 @@ class Supervisor:
             record.data["options"] = {"runner": self.options.runner, "workers": self.workers,
                                       "packet_mode": self.options.packet_mode}
             record.start()
+            budget = RunBudget(self.state, self.run_id)
             metrics = RunMetrics(run_record.run_dir(self.state, self.run_id) / METRICS_NAME,
                                  state_root=self.state.root, run_id=self.run_id,
                                  graph_id=self.g.id)
-            budget = RunBudget(self.state, self.run_id)
+            reserve = RunReserve(self.state, budget.key, budget.limits, self.cfg,
+                                 lambda: metrics.timeline)
+            metrics.ledger = reserve.ledger  # the one cost figure (module docstring)
+            with contextlib.suppress(Exception):  # transcripts of runners that died before
+                measure_charged(self.state, budget.key)
             ctx = RunContext(self.state, self.g.id, self.run_id, self.cfg, record, metrics,
-                             budget, self.stop, self.options.runner, self.options.packet_mode,
-                             use_worktrees)
+                             budget, self.stop, reserve, self.options.runner,
+                             self.options.packet_mode, use_worktrees)
             self.ctx = ctx
             self.report({"event": "start", "run_id": self.run_id, "graph_id": self.g.id,
                          "workers": self.workers, "worktrees": use_worktrees,
@@ -146,11 +160,15 @@ class Supervisor:
             claims = run_claims.settle_at_end(self.state, self.g, self.run_id,
                                               why=self._ending_why(status), working=set())
             record.finish(status)
+            with contextlib.suppress(Exception):  # a worker that ended without settling its
+                charge_held(self.state, budget.key)  # reservation: unmeasured, so charged
             nodes, problem = self._nodes()
             crashes = {n["id"]: n["crashes"] for n in nodes if n.get("crashes")}
             summary = metrics.write(status=status, reason=ending.get("reason"), crashes=crashes)
-            return self._final(status, ending, summary, recovered,
-                               {**claims, "problem": claims["problem"] or problem}, nodes)
+            with contextlib.suppress(Exception):
+                self.conn.close()
+            return final_report(self, status, ending, summary, recovered,
+                                {**claims, "problem": claims["problem"] or problem}, nodes)
 
     def _ending_why(self, status: str) -> str:
         if status == "interrupted" and self.signal:
@@ -193,6 +211,8 @@ class Supervisor:
                     if not self.stop.is_set():
                         continue
                 return ending or {"status": "interrupted", "reason": "interrupted"}
+            # Every turn (a worker's report, or a poll): configured runners stop at the cap.
+            check_cap(ctx, self.active, lambda e: self.report({**e, "running": self._running()}))
             try:
                 event = self.finished.get(timeout=WAIT_POLL_SECONDS)
             except queue.Empty:
@@ -269,24 +289,35 @@ class Supervisor:
                 # Its runner gave the claim back (a verify that stopped) before its worker
                 # reported: never two workers on one node. It is claimed again once that
                 # worker's event is in. Or a worker found the store damaged meanwhile.
-                with contextlib.suppress(Exception), transaction(self.conn):
-                    release_claim(self.g, node["id"], self.run_id, at=now_iso(),
-                                  why="its previous worker has not finished"
-                                  if node["id"] in self.active else "the store is damaged",
-                                  fence=node["lock_generation"])
+                self._unclaim(node, "its previous worker has not finished"
+                              if node["id"] in self.active else "the store is damaged")
                 return None
             inject("after_claim")
             self._await_finished(node.get("depends_on") or [])
+            share, route, refused = admit(ctx.reserve, self.cfg, node, self.options.runner,
+                                          idle=self.workers - len(self.busy_workers),
+                                          running=bool(self.active))
+            if refused is not None:  # the running finish in their shares; then look again
+                self._unclaim(node, "its projected cost does not fit the run's budget")
+                return refused
             self.started_calls += 1
             worker = self._free_worker()
             self.active[node["id"]] = {"worker": worker, "role": role_of(node),
-                                       "began": time.monotonic()}
-            threading.Thread(target=self._work, args=(ctx, node, worker), daemon=True,
+                                       "began": time.monotonic(),
+                                       "runner": route.runner if route else None}
+            threading.Thread(target=self._work, args=(ctx, node, worker, share), daemon=True,
                              name=f"clavain-worker-{worker}").start()
             self.report({"event": "started", "node": node["id"], "type": node["type"],
                          "role": role_of(node), "worker": worker,
-                         "attempt": node["attempts"] + 1})
+                         "attempt": node["attempts"] + 1,
+                         "share_usd": share.cost_usd if share else None})
         return None
+
+    def _unclaim(self, node: dict[str, Any], why: str) -> None:
+        """Give a claim back before its worker started (no attempt spent); one try."""
+        with contextlib.suppress(Exception), transaction(self.conn):
+            release_claim(self.g, node["id"], self.run_id, at=now_iso(), why=why,
+                          fence=node["lock_generation"])
 
     def _await_finished(self, node_ids: list[str]) -> None:
         """Wait until the workers of `node_ids` (a claimed node's dependencies, recorded done
@@ -300,9 +331,9 @@ class Supervisor:
             except queue.Empty:
                 continue
 
-    def _work(self, ctx: RunContext, node: dict[str, Any], worker: int) -> None:
+    def _work(self, ctx: RunContext, node: dict[str, Any], worker: int, share: Any) -> None:
         try:
-            event = run_node(ctx, node, worker)
+            event = run_node(ctx, node, worker, share)
         except Exception as exc:  # a bug must not leave the loop waiting forever
             event = {"node": node["id"], "worker": worker, "outcome": "error",
                      "summary": f"{type(exc).__name__}: {exc}"}
@@ -344,45 +375,6 @@ class Supervisor:
             return list_nodes(self.g), None
         except Exception as exc:  # a damaged or absent store: say so rather than fail here
             return [], one_line(exc)
-
-    def _final(self, status: str, ending: dict[str, Any], summary: dict[str, Any],
-               recovered: list[dict[str, Any]], claims: dict[str, Any],
-               nodes: list[dict[str, Any]]) -> dict[str, Any]:
-        done = [n["id"] for n in nodes if n["status"] == "done"]
-        left = [{"id": n["id"], "status": n["status"]} for n in nodes
-                if n["status"] not in ("done", "cancelled")]
-        message = ending.get("message") or ""
-        if status == "interrupted":
-            message = (f"stopped by {signal.Signals(self.signal).name}" if self.signal
-                       else "stopped")
-        if claims["given_back"] or claims["still_held"]:
-            message += ("; " if message else "") + run_claims.describe_end(
-                claims["given_back"], claims["still_held"], claims["problem"])
-        with contextlib.suppress(Exception):
-            self.conn.close()
-        return {"run_id": self.run_id, "graph_id": self.g.id, "status": status,
-                "reason": ending.get("reason"), "message": message,
-                "exit_code": EXIT_CODES.get(status, 1), "done": done, "left": left,
-                "recovered": recovered, "claims": claims, "metrics": summary}
-
-
-class _Signals:
-    """SIGINT/SIGTERM call `handler` instead of raising (main thread only)."""
-
-    def __init__(self, handler: Callable[[int], None]) -> None:
-        self.handler = handler
-        self.previous: dict[int, Any] = {}
-
-    def __enter__(self) -> _Signals:
-        if threading.current_thread() is threading.main_thread():
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                self.previous[sig] = signal.signal(sig, lambda s, _f: self.handler(s))
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
-
 
 def supervise(state: StatePaths, options: RunOptions, report: Report | None = None
               ) -> dict[str, Any]:

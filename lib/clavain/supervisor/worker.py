@@ -13,45 +13,49 @@ claim back once it can (`supervise` reconciles its run's claims with its workers
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import write_json_atomic
 from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
+from clavain.guards.window import record_runner_output
 from clavain.paths import StatePaths
 from clavain.processes import process_identity
 from clavain.store import faults as store_faults
 from clavain.store.db import transaction
-from clavain.store.graph_db import open_graph_db, reconnecting
+from clavain.store.graph_db import open_graph_db
 from clavain.supervisor import invocation, worktrees
 from clavain.supervisor.fault_injection import inject
 from clavain.supervisor.invocation import runner_process_env
 from clavain.supervisor.metrics import RunMetrics
 from clavain.supervisor.outcome import Outcome, failure, interpret
 from clavain.supervisor.process import ProcessOutcome, RunnerNotStarted, run_process
-from clavain.supervisor.routes import SHELL_VERIFY, WORK_ROLES, Route, route_for
+from clavain.supervisor.routes import CLAUDE, SHELL_VERIFY, WORK_ROLES, Route, route_for
 from clavain.supervisor.run_budget import RunBudget
 from clavain.supervisor.run_record import RunRecord, run_dir
+from clavain.supervisor.run_reserve import RunReserve, Share, transcript_path
+from clavain.supervisor.worker_claims import (
+    claim_lost,
+    give_back,
+    record,
+    release,
+    settle_verify,
+    store,
+)
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.leases import heartbeat, lease_of
-from clavain.workgraph.nodes import FenceError, note_runner, release_claim
-from clavain.workgraph.results import apply_result
+from clavain.workgraph.nodes import note_runner
 from clavain.workgraph.runner_env import runner_env
 from clavain.workgraph.verifier import safe_path_part
 
-T = TypeVar("T")
-OUTCOME_BY_STATUS = {"done": "done", "open": "retry", "failed": "failed",
-                     "needs_human": "needs_human"}
 # Outcomes that give the node back unspent, by `outcome.Outcome.kind`.
 GIVEN_BACK = {"stopped": "released", "rate_limited": "rate_limited",
-              "unusable": "runner_unusable"}
+              "unusable": "runner_unusable", "over_share": "budget_share"}
 
 
 @dataclass
@@ -66,12 +70,16 @@ class RunContext:
     metrics: RunMetrics
     budget: RunBudget
     stop: threading.Event
+    reserve: RunReserve
     runner_override: str | None = None
     packet_mode: str | None = None
     use_worktrees: bool = False
     # Set once by the first worker that finds the store damaged: nothing more is claimed.
     halt: threading.Event = field(default_factory=threading.Event)
     halt_message: list[str] = field(default_factory=list)
+    # Set by the supervisor once the run's spend reached its cap: configured runners (nothing
+    # makes them honour their share) are stopped.
+    cap_reached: threading.Event = field(default_factory=threading.Event)
 
     def store_wait_seconds(self) -> float:
         return store_faults.outage_seconds(self.cfg)
@@ -90,49 +98,85 @@ def _log_dir(ctx: RunContext, node: dict[str, Any]) -> Path:
     return base / f"attempt-{number}"
 
 
-def _env(ctx: RunContext, node: dict[str, Any], cwd: Path) -> dict[str, str]:
+def _env(ctx: RunContext, node: dict[str, Any], cwd: Path, share: Share | None
+         ) -> dict[str, str]:
     return runner_process_env(ctx.cfg, {
         **runner_env(ctx.state, node, ctx.run_id, ctx.graph_id),
-        SUPERVISED_RUN_VARIABLE: ctx.budget.key, "CLAVAIN_WORKDIR": str(cwd)})
+        SUPERVISED_RUN_VARIABLE: ctx.budget.key, "CLAVAIN_WORKDIR": str(cwd),
+        **(share.env() if share is not None else {})})
 
 
 class _Stops:
-    """What stops a runner: the run stopping, or its claim taken back (`run_process` asks
-    `is_set` and waits with `wait`)."""
+    """What stops a runner: the run stopping, its claim taken back, or (a configured runner)
+    the run's spend at its cap (`run_process` asks `is_set` and waits with `wait`)."""
 
-    def __init__(self, run: threading.Event, lost: threading.Event) -> None:
-        self.run, self.lost = run, lost
+    def __init__(self, run: threading.Event, *others: threading.Event) -> None:
+        self.run, self.others = run, others
 
     def is_set(self) -> bool:
-        return self.run.is_set() or self.lost.is_set()
+        return self.run.is_set() or any(other.is_set() for other in self.others)
 
     def wait(self, timeout: float) -> bool:
-        return self.run.wait(timeout) or self.lost.is_set()
+        return self.run.wait(timeout) or any(other.is_set() for other in self.others)
+
+
+@dataclass
+class _Spend:
+    """The node's reservation and what became of it: settled (released with its measured
+    usage) or, for a runner that ended unmeasured, charged."""
+
+    share: Share | None
+    started: bool = False
+    done: bool = False
+
+    def settle(self, ctx: RunContext, *, tokens: int, cost_usd: float) -> None:
+        holder = self.share.holder if self.share is not None else None
+        if holder is None and not tokens and not cost_usd:
+            return
+        self.done = True
+        ctx.reserve.settle(holder, tokens=tokens, cost_usd=cost_usd)
+
+    def end(self, ctx: RunContext) -> dict[str, Any]:
+        """The runner did not report: charged if it ran, released if it never started."""
+        if self.share is None or self.done:
+            return {}
+        self.done = True
+        if not self.started:
+            ctx.reserve.settle(self.share.holder, tokens=0, cost_usd=0.0)
+            return {}
+        measured = ctx.reserve.charge(self.share.holder)
+        if measured is not None:
+            return {"tokens": measured["tokens"], "cost_usd": measured["cost_usd"],
+                    "measured_from": "transcript"}
+        return {"charged_usd": self.share.cost_usd}
 
 
 class _GiveBack(Exception):
     """The node goes back unspent: the run is stopping, nothing of the node's own failed."""
 
 
-def run_node(ctx: RunContext, node: dict[str, Any], worker: int) -> dict[str, Any]:
+def run_node(ctx: RunContext, node: dict[str, Any], worker: int, share: Share | None = None
+             ) -> dict[str, Any]:
     """Run one claimed node; returns the event the supervisor reports and records. Whatever
-    happens, the claim ends recorded or given back (module docstring)."""
+    happens, the claim ends recorded or given back (module docstring), and its reservation
+    (`share`) settled or charged."""
     started_epoch = time.time()
     event: dict[str, Any] = {"node": node["id"], "worker": worker, "start": now_iso(),
                              "start_epoch": started_epoch, "role": None, "runner": None,
                              "llm": False}
     tree: list[worktrees.Worktree] = []
     conn = None
+    spend = _Spend(share)
     try:
         inject("worker_start")
         conn = store_faults.wait_out(lambda: open_graph_db(ctx.state, migrate_schema=False),
                                      seconds=ctx.store_wait_seconds(), stopped=ctx.stop.is_set)
         g = Graph(conn, ctx.graph_id, ctx.state)
-        _attempt(ctx, g, node, event, tree)
+        _attempt(ctx, g, node, event, tree, spend)
     except Exception as exc:  # never the node's failure: given back, never held
         _end(event)
         outcome, why = _failure(ctx, exc)
-        event.update(outcome=outcome, summary=_give_back(ctx, conn, node, why))
+        event.update(outcome=outcome, summary=give_back(ctx, conn, node, why))
     finally:
         if tree:
             # A conflict's branch, or work a dirty tree kept from merging, is its only copy.
@@ -144,11 +188,15 @@ def run_node(ctx: RunContext, node: dict[str, Any], worker: int) -> dict[str, An
         if conn is not None:
             with contextlib.suppress(Exception):
                 conn.close()
+        try:
+            event.update(spend.end(ctx))
+        except Exception as exc:  # the meter is out of reach: say so, the run stops dispatch
+            event["budget_problem"] = f"{type(exc).__name__}: {exc}"
     _end(event)
     event["seconds"] = round(event["end_epoch"] - started_epoch, 3)
     ctx.metrics.record({key: event.get(key) for key in (
         "node", "role", "runner", "model", "worker", "start", "end", "start_epoch", "end_epoch",
-        "seconds", "outcome", "llm", "tokens", "cost_usd", "summary")})
+        "seconds", "outcome", "llm", "tokens", "cost_usd", "charged_usd", "summary")})
     return event
 
 
@@ -179,7 +227,7 @@ def _end(event: dict[str, Any]) -> None:
 
 
 def _attempt(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict[str, Any],
-             tree: list[worktrees.Worktree]) -> None:
+             tree: list[worktrees.Worktree], spend: _Spend) -> None:
     if ctx.stop.is_set():
         raise _GiveBack("the run stopped before its runner started")
     route = route_for(ctx.cfg, node, runner_override=ctx.runner_override)
@@ -189,18 +237,31 @@ def _attempt(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict[str, A
                                      ctx.run_id))
     cwd = tree[0].path if tree else ctx.state.project
     log_dir = _log_dir(ctx, node)
+    share = spend.share
     call = invocation.build(g, ctx.cfg, node, route, run_id=ctx.run_id, log_dir=log_dir,
-                            packet_mode=ctx.packet_mode)
+                            packet_mode=ctx.packet_mode, share=share)
+    env = _env(ctx, node, cwd, share)
+    if share is not None and route.runner == CLAUDE:
+        ctx.reserve.note_transcript(share, transcript_path(env, cwd, share.session_id))
     if ctx.stop.is_set():
         raise _GiveBack("the run stopped before its runner started")
     lost = threading.Event()
+    # Nothing makes a configured runner honour its share: it is stopped at the run's cap.
+    stops = _Stops(ctx.stop, lost) if route.runner == CLAUDE else \
+        _Stops(ctx.stop, lost, ctx.cap_reached)
+
+    def started(pid: int) -> None:
+        spend.started = True
+        _runner_started(ctx, g, node, event, route, pid)
+
     process = run_process(
-        call.argv, stdin_text=call.stdin_text, cwd=cwd, env=_env(ctx, node, cwd),
-        log_dir=log_dir, timeout=call.timeout, stop=_Stops(ctx.stop, lost),
-        on_start=lambda pid: _runner_started(ctx, g, node, event, route, pid),
+        call.argv, stdin_text=call.stdin_text, cwd=cwd, env=env,
+        log_dir=log_dir, timeout=call.timeout, stop=stops, on_start=started,
         renew=lambda: _renew(g, node, ctx.run_id, lost),
         renew_every=max(1.0, lease_of(ctx.cfg) / 3))
     ctx.record.runner_ended(node["id"])
+    # The subscription's windows its output reported: the next dispatch is paced by them.
+    record_runner_output(str(ctx.state.root), process.stdout)
     _end(event)
     inject("runner_ended")
     if lost.is_set():
@@ -209,7 +270,7 @@ def _attempt(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict[str, A
             "holder was taken for dead): the runner was stopped and nothing was recorded"))
         return
     event.update(_settle(ctx, g, node, route, process, call.timeout,
-                         tree[0] if tree else None, log_dir))
+                         tree[0] if tree else None, log_dir, spend))
 
 
 def _runner_started(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict[str, Any],
@@ -226,7 +287,7 @@ def _runner_started(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict
             return note_runner(g, node["id"], ctx.run_id, fence=node.get("lock_generation"),
                                pid=pid, identity=identity)
 
-    if not _store(ctx, g, note):
+    if not store(ctx, g, note):
         raise _GiveBack("its claim was taken back before its runner started")
     inject("runner_started")
 
@@ -246,23 +307,27 @@ def _renew(g: Graph, node: dict[str, Any], run_id: str, lost: threading.Event) -
 
 def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
             process: ProcessOutcome, timeout: float, tree: worktrees.Worktree | None,
-            log_dir: Path) -> dict[str, Any]:
+            log_dir: Path, spend: _Spend) -> dict[str, Any]:
     if route.runner == SHELL_VERIFY:
-        return _settle_verify(ctx, g, node, process)
+        return settle_verify(ctx, g, node, process)
     outcome = interpret(route.runner, process, timeout)
-    usage = {"tokens": outcome.tokens, "cost_usd": outcome.cost_usd}
-    try:  # the run's ledger (the project's own file) must not cost the node its result
-        ctx.budget.add_usage(tokens=outcome.tokens, cost_usd=outcome.cost_usd)
-    except Exception as exc:
-        usage["budget_problem"] = f"{type(exc).__name__}: {exc}"
+    usage: dict[str, Any] = {"tokens": outcome.tokens, "cost_usd": outcome.cost_usd}
+    if outcome.reported:
+        try:  # the run's ledger (the project's own file) must not cost the node its result
+            spend.settle(ctx, tokens=outcome.tokens, cost_usd=outcome.cost_usd)
+        except Exception as exc:
+            usage["budget_problem"] = f"{type(exc).__name__}: {exc}"
     if outcome.kind != "result":
-        _release(ctx, g, node, outcome.note)
-        return {**usage, "outcome": GIVEN_BACK[outcome.kind], "summary": outcome.note,
+        note = outcome.note
+        if process.stopped and ctx.cap_reached.is_set() and not ctx.stop.is_set():
+            note = "stopped: the run's spend reached its cap"
+        release(ctx, g, node, note)
+        return {**usage, "outcome": GIVEN_BACK[outcome.kind], "summary": note,
                 "rate_limit": _limit(outcome)}
     result = outcome.result or failure("the runner gave no result")
     conflicts: list[str] = []
     if tree is not None and result["status"] == "success":
-        lost = _claim_lost(ctx, g, node)
+        lost = claim_lost(ctx, g, node)
         if lost is not None:  # its lease ran out and the node went to another runner
             return {**usage, "outcome": "not_recorded", "summary": lost}
         inject("before_merge")
@@ -270,7 +335,7 @@ def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
         if merged.dirty:  # a person is editing: merging could tangle their work with the run's
             why = (f"{merged.message}; the run stops so they are not merged over (branch "
                    f"{tree.branch} keeps the work)")
-            _release(ctx, g, node, why)
+            release(ctx, g, node, why)
             return {**usage, "outcome": "runner_unusable", "summary": why}
         inject("after_merge")
         if not merged.merged:
@@ -282,7 +347,7 @@ def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
     result_path = log_dir / "result.json"
     write_json_atomic(result_path, result, inside=ctx.state.root)
     inject("before_record")
-    recorded = _record(ctx, g, node, result, str(process.stdout_path), str(result_path))
+    recorded = record(ctx, g, node, result, str(process.stdout_path), str(result_path))
     inject("after_record")
     return {**usage, "conflicts": conflicts, **recorded}
 
@@ -300,124 +365,3 @@ def _merge(ctx: RunContext, node: dict[str, Any], tree: worktrees.Worktree
     worktrees.commit_all(tree, f"clavain: {node['id']} {node.get('title') or ''}".strip())
     return worktrees.merge(ctx.state.project, tree,
                            lock_path=worktrees.merge_lock(ctx.state.root))
-
-
-def _store(ctx: RunContext, g: Graph, action: Callable[[], T]) -> T:
-    """Run whole transactions on the worker's connection, waiting out a store that is
-    restarting or busy (bounded: `store.outageWaitSeconds`; not once the run is stopping)."""
-    return store_faults.wait_out(lambda: reconnecting(g.conn, action),
-                                 seconds=ctx.store_wait_seconds(), stopped=ctx.stop.is_set)
-
-
-def _record(ctx: RunContext, g: Graph, node: dict[str, Any], result: dict[str, Any],
-            stdout_path: str | None, result_path: str | None) -> dict[str, Any]:
-    """Apply the result under the claim's fence; one the library refuses (too many planned
-    tasks, a bad addNodes) is a failed attempt with the refusal as its reason. A result whose
-    claim ran out and was taken again is not recorded at all. A store fault is not a refusal:
-    it goes up to `run_node`, which gives the claim back unspent."""
-    node_id, fence, run_id = node["id"], node.get("lock_generation"), ctx.run_id
-
-    def apply(outcome: dict[str, Any]) -> dict[str, Any]:
-        return _store(ctx, g, lambda: apply_result(
-            g, node_id, outcome, run_id=run_id, stdout_path=stdout_path,
-            result_path=result_path, fence=fence))
-
-    try:
-        applied = apply(result)
-    except FenceError as exc:
-        return {"outcome": "not_recorded", "summary": str(exc)}
-    except ClavainError as exc:
-        if store_faults.kind(exc) is not None:
-            raise
-        if result["status"] == "fail":
-            return {"outcome": "not_recorded", "summary": str(exc)}
-        try:
-            applied = apply(failure(f"result refused: {exc}", str(exc)))
-        except ClavainError as again:
-            if store_faults.kind(again) is not None:
-                raise
-            return {"outcome": "not_recorded", "summary": str(again)}
-        result = failure(f"result refused: {exc}")
-    return {"outcome": OUTCOME_BY_STATUS.get(applied["to"], applied["to"]),
-            "summary": result.get("summary", ""), "added": applied.get("added") or [],
-            "escalation": applied.get("escalation")}
-
-
-def _settle_verify(ctx: RunContext, g: Graph, node: dict[str, Any],
-                   process: ProcessOutcome) -> dict[str, Any]:
-    """`clavain verify` recorded (or, stopped, released) the node itself; read what it did. A
-    verify that could not reach the store is given back unspent: the check did not fail."""
-    free = {"tokens": 0, "cost_usd": 0.0}
-    if process.stopped:
-        _release(ctx, g, node, "stopped by the supervisor")
-        return {**free, "outcome": "released", "summary": "stopped by the supervisor"}
-    try:
-        report = json.loads(process.stdout)
-    except ValueError:
-        report = None
-    if isinstance(report, dict) and report.get("applied"):
-        to = report["apply"]["to"]
-        return {**free, "outcome": OUTCOME_BY_STATUS.get(to, to),
-                "summary": report["result"]["summary"]}
-    why = (report.get("error") if isinstance(report, dict) else None) or (
-        f"the shell verifier exited {process.exit_code} without a report"
-        + (" (timed out)" if process.timed_out else "") + f"; see {process.stderr_path}")
-    fault = report.get("store") if isinstance(report, dict) else None
-    if fault == store_faults.DAMAGED:
-        raise store_faults.StoreDamaged(f"shell verifier: {why}")
-    if fault == store_faults.UNAVAILABLE:
-        _release(ctx, g, node, f"shell verifier: {why}")
-        return {**free, "outcome": "store_unavailable", "summary": f"shell verifier: {why}"}
-    crashed = failure(f"shell verifier: {why}", str(why))
-    try:
-        applied = _store(ctx, g, lambda: apply_result(
-            g, node["id"], crashed, run_id=ctx.run_id, by_verifier=True,
-            fence=node.get("lock_generation")))
-    except ClavainError as exc:
-        if store_faults.kind(exc) is not None:
-            raise
-        return {**free, "outcome": "not_recorded", "summary": f"{why}; {exc}"}
-    return {**free, "outcome": OUTCOME_BY_STATUS.get(applied["to"], applied["to"]),
-            "summary": crashed["summary"]}
-
-
-def _claim_lost(ctx: RunContext, g: Graph, node: dict[str, Any]) -> str | None:
-    """Why this worker's claim is not the node's any more (nothing of its work may be merged
-    or recorded), or None while it still holds it."""
-    try:
-        _store(ctx, g, lambda: heartbeat(g, node["id"], run_id=ctx.run_id,
-                                         fence=node.get("lock_generation")))
-    except ClavainError as exc:
-        if store_faults.kind(exc) is not None:
-            raise
-        return f"{exc}; its work was not merged"
-    return None
-
-
-def _release(ctx: RunContext, g: Graph, node: dict[str, Any], why: str, *,
-             wait: bool = True) -> None:
-    """Give the claim back unspent, under its fence (a no-op once it is not this claim);
-    `wait`: wait out a store that does not answer (else one try)."""
-    def release() -> None:
-        with transaction(g.conn):
-            release_claim(g, node["id"], ctx.run_id, at=now_iso(), why=why,
-                          fence=node.get("lock_generation"))
-
-    if wait:
-        _store(ctx, g, release)
-    else:
-        reconnecting(g.conn, release)
-
-
-def _give_back(ctx: RunContext, conn: Any, node: dict[str, Any], why: str) -> str:
-    """`_release` for a worker that is failing, tried once (it may have waited for the store
-    already): never raises. Returns `why`, plus the reason the claim is still held when even
-    that failed (the supervisor gives it back later)."""
-    if conn is None:
-        return f"{why}; its claim is kept until the store answers (the run gives it back)"
-    try:
-        _release(ctx, Graph(conn, ctx.graph_id, ctx.state), node, why, wait=False)
-    except Exception as exc:
-        return (f"{why}; its claim is kept until the store answers (the run gives it back): "
-                f"{type(exc).__name__}: {exc}")
-    return why

@@ -187,10 +187,14 @@ def transcript_usage(path: Path) -> Usage:
 
 
 def subagent_files(transcript: Path) -> list[Path]:
-    """`<session>.jsonl` → its subagents' `<session>/subagents/agent-*.jsonl`, sorted."""
+    """`<session>.jsonl` → its subagents' `<session>/subagents/agent-*.jsonl`, and those of
+    its Workflow runs' agents (`subagents/workflows/<run>/agent-*.jsonl`, as 2.1.330 writes
+    them), sorted."""
     folder = transcript.with_suffix("") / "subagents"
-    return sorted(path for path in folder.glob("agent-*.jsonl") if path.is_file()) \
-        if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    found = [*folder.glob("agent-*.jsonl"), *folder.glob("workflows/*/agent-*.jsonl")]
+    return sorted(path for path in found if path.is_file())
 
 
 def session_usage(transcript: Path, *, with_subagents: bool = True
