@@ -81,3 +81,19 @@ def test_a_full_disk_with_budget_left_runs_and_the_person_is_told(run_hook,
         output = _decision(result)
         assert "permissionDecision" not in json.dumps(output)
         assert output["systemMessage"].startswith("Clavain could not record this tool call")
+
+
+def test_a_fan_out_on_a_full_disk_is_denied_even_with_budget_left(run_hook,
+                                                                  tmp_path: Path) -> None:
+    """A subagent's projected cost cannot be reserved on a full disk: the Agent call is
+    denied (a fan-out never runs uncounted), while a plain command still runs."""
+    with small_disk(tmp_path / "disk") as disk:
+        project = clavain_project(disk, {"budgets": {"maxCostUsd": 50}})
+        run_hook("PreToolUse", _call(project, "ls"), cwd=project)
+        _fill(disk)
+        agent = {**_call(project, ""), "tool_name": "Agent", "tool_use_id": "toolu_1",
+                 "tool_input": {"description": "look", "prompt": "look around"}}
+        result = run_hook("PreToolUse", agent, cwd=project)
+        decision = _decision(result).get("hookSpecificOutput", {})
+        assert decision.get("permissionDecision") == "deny", result.stdout + result.stderr
+        assert "could not be reserved" in decision["permissionDecisionReason"]

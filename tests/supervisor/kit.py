@@ -318,7 +318,8 @@ def cost_tasks(count: int) -> list[dict[str, Any]]:
 
 def figures(state: StatePaths, report: dict[str, Any]) -> dict[str, float]:
     """The run's cost as every front door says it: the report, its metrics, metrics.json,
-    the page's data, `clavain budget status --json` and the run's ledger."""
+    the page's data, `clavain budget status --json` (its spend and its budgets table, which
+    `clavain report` prints too) and the run's ledger."""
     from clavain.page.collect import choose, gather
     from clavain.supervisor.run_budget import run_key
     from clavain.supervisor.run_reserve import ledger_of
@@ -336,4 +337,6 @@ def figures(state: StatePaths, report: dict[str, Any]) -> dict[str, float]:
     return {"report": report["spend"]["cost_usd"], "metrics": report["metrics"]["cost_usd"],
             "metrics_json": on_disk["cost_usd"], "page": page_run["cost_usd"],
             "budget_status": status["reservations"]["spent"]["cost_usd"],
+            "budget_table": next(b["used"] for b in status["budgets"]
+                                 if b["budget"] == "Dollars"),
             "ledger": ledger_of(state, run_key(run_id))["cost_usd"]}

@@ -317,3 +317,30 @@ def test_no_runner_holds_more_than_a_few_projections(tmp_path: Path) -> None:
     # The first node has no history: projected at the default $1.00, given 2 × $1.00.
     assert started[0]["share_usd"] == pytest.approx(2.0)
     assert all(e["share_usd"] <= CAP for e in started)
+
+
+def test_a_node_stopped_at_its_share_needs_twice_that_next_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A runner stopped at its share gives its node back unspent, and the node's next try
+    reserves twice that share — so it gets more room, or the run ends on its budget; it is
+    never re-dispatched at the same share until the budget is gone."""
+    fake = kit.script(tmp_path / "claude", kit.COST_RUNNER)
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"task-000": 1.5}))
+    state = kit.make_project(tmp_path / "p", {
+        "budgets": {"maxCostUsd": 100.0},
+        "supervisor": {"projection": {"shareMaxMultiple": 2, "costPerCallUsd": 0.2}}})
+    kit.add(state, kit.cost_tasks(1), scaffold=False)
+    monkeypatch.setenv("CLAVAIN_CLAUDE_BIN", str(fake))
+    monkeypatch.setenv("FAKE_COSTS", str(costs))
+    monkeypatch.setenv("FAKE_LOG", str(tmp_path / "calls.log"))
+    events: list[dict] = []
+    report = kit.run(state, events, runner="claude")
+    shares = [e["share_usd"] for e in events if e["event"] == "started"]
+    finished = [e["outcome"] for e in events if e["event"] == "finished"]
+    # $0.40 (2 × the $0.20 projection); then projected at twice that, $0.80, given 2 × $0.80:
+    # the node fits and is done.
+    assert shares == [pytest.approx(0.4), pytest.approx(1.6)]
+    assert finished == ["budget_share", "done"]
+    assert report["status"] == "complete"
+    assert kit.node(state, "task-000")["attempts"] == 0

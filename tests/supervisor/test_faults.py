@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -130,7 +131,8 @@ def test_a_bug_in_every_worker_stops_the_run_with_every_claim_given_back(
     monkeypatch.setenv(fault_injection.FAULT_VARIABLE, "worker_start:raise")
     report = kit.run(state, runner="shell", workers=2)
     assert report["status"] == "blocked" and report["reason"] == "worker_errors"
-    assert "3 worker errors in a row" in report["message"]
+    # Two workers: a fourth error can land while the third is being reported.
+    assert re.search(r"\b[34] worker errors in a row", report["message"]), report["message"]
     assert _held(state) == {}
     assert all(n["attempts"] == 0 for n in kit.nodes(state).values())
 

@@ -4,6 +4,7 @@ spent plus what is reserved never passes the cap, and each step agrees with the 
 from __future__ import annotations
 
 import itertools
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,7 @@ from clavain.guards import reservations
 from clavain.paths import StatePaths
 from clavain.store.db import connect
 from clavain.supervisor.routes import Route
-from clavain.supervisor.run_reserve import NoRoom, RunReserve
+from clavain.supervisor.run_reserve import NoRoom, RunReserve, charge_held
 
 ROUTE = Route("executor", "stand-in", None)
 _runs = itertools.count()
@@ -91,3 +92,37 @@ def test_spent_and_reserved_never_pass_the_cap(state: StatePaths, cap: float, to
         assert ledger["cost_usd"] == pytest.approx(
             spent["cost_usd"] + sum(s["cost_usd"] for s in live.values() if s["charged"]),
             abs=1e-5)
+
+
+def test_a_runner_still_running_after_recovery_keeps_its_reservation_held(
+        state: StatePaths) -> None:
+    """Recovery charges the reservations of a dead supervisor's runners, but not one whose
+    runner could not be stopped: it still spends, and measuring its partial transcript now
+    would let the rest go unseen."""
+    key = f"run:prop-{next(_runs)}"
+    meter = RunReserve(state, key, {"enabled": True, "maxCostUsd": 10.0, "maxTokens": 10 ** 6},
+                       {})
+    meter.projected = lambda _route: {"cost_usd": 1.0, "tokens": 100,  # type: ignore
+                                      "source": "test"}
+    dead = meter.reserve({"id": "dead", "attempts": 0}, ROUTE, idle=2)
+    alive = meter.reserve({"id": "alive", "attempts": 0}, ROUTE, idle=2)
+    assert dead and alive
+    assert charge_held(state, key, running=frozenset({"alive"})) == [dead.holder]
+    with closing(connect(state.db)) as conn:
+        states = {r["holder"]: r["state"] for r in reservations.listed(conn, key)}
+    assert states == {dead.holder: "charged", alive.holder: "held"}
+
+
+def test_a_history_that_measured_no_dollars_projects_the_default(state: StatePaths) -> None:
+    """Runners that report tokens but no dollars would project $0: a share of $0 would stop a
+    claude runner before it begins (`--max-budget-usd 0`), so the default stands in."""
+    timeline = [{"llm": True, "role": ROUTE.role, "model": ROUTE.model, "tokens": 500,
+                 "cost_usd": 0.0}]
+    meter = RunReserve(state, "run:zero", {"enabled": True, "maxCostUsd": 10.0,
+                                           "maxTokens": 10 ** 6},
+                       {"supervisor": {"projection": {"tokensPerCall": 40000,
+                                                      "costPerCallUsd": 0.2}}},
+                       lambda: timeline)
+    projected = meter.projected(ROUTE)
+    assert projected is not None
+    assert projected["tokens"] == 500 and projected["cost_usd"] == 0.2

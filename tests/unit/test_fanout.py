@@ -131,6 +131,15 @@ def test_the_projection_is_the_median_of_finished_subagents_of_that_model(sql) -
     assert fanout.projection(sql, "inherit", lim)["cost_usd"] == 1.0
 
 
+def test_agents_that_measured_nothing_are_no_history(sql) -> None:
+    """A subagent whose transcript was never written ends with nothing measured: three such
+    would otherwise project the next fan-out as free and turn the cap off."""
+    lim = limits(agentTokens=300_000, agentCostUsd=1.0)
+    for number in range(5):
+        ended(sql, f"z{number}", "opus", 0, 0.0)
+    assert fanout.projection(sql, "opus", lim)["cost_usd"] == 1.0
+
+
 # --- the reservation in budget.check --------------------------------------------------------
 
 def test_a_call_that_would_pass_the_cap_is_denied_with_the_figures(sql, tmp_path: Path) -> None:

@@ -251,3 +251,32 @@ def test_a_measurement_overtaken_by_another_is_not_saved(tmp_path: Path) -> None
     conn.commit()
     assert usage._save_measured(conn, RUN, STARTED, since, stale) is False
     assert _measured(conn)[0] == 0
+
+
+def test_a_measurement_overtaken_by_another_reads_on_and_saves_its_lines(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SubagentStop releases a reservation right after its measurement: when another
+    measurer saves first what it read before the agent's last lines, this one reads on from
+    what that one saved and saves the rest, never leaving them in neither figure."""
+    transcript = tmp_path / "s1.jsonl"
+    transcript.write_text(_line(None, None, (100, 0, 0, 0)) + "\n")
+    conn = _connect(tmp_path)
+    other = db.connect(tmp_path / "state.sqlite")
+    usage.measure(conn, run_key=RUN, transcript=str(transcript))
+    since = usage._minute_before(STARTED)
+    early = usage._read_on(other, RUN, [transcript], since)  # read before the new line
+    real_save = usage._save_measured
+    overtaken: list[bool] = []
+
+    def overtaking(*args: object) -> bool:
+        if not overtaken:  # the other measurer saves first
+            overtaken.append(True)
+            assert real_save(other, RUN, STARTED, since, early)
+        return real_save(*args)
+
+    with open(transcript, "a") as handle:
+        handle.write(_line(None, None, (5, 0, 0, 0)) + "\n")
+    monkeypatch.setattr(usage, "_save_measured", overtaking)
+    usage.measure(conn, run_key=RUN)
+    assert _measured(conn)[0] == 105
+    other.close()

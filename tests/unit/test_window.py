@@ -112,11 +112,18 @@ def test_no_share_or_budgets_off_denies_nothing(root: str) -> None:
     assert window.share_denial(root, {}, NOW) is None
 
 
+def test_a_reading_past_100_is_over_the_limit_not_garbage(root: str) -> None:
+    """The host can report more than the window (an overage): it counts as 100 % and still
+    denies, never as a reading to drop (which would let fan-out through)."""
+    Path(root, "window.json").write_text(json.dumps({"windows": {"five_hour": {
+        "used_percent": 950, "resets_at": NOW + HOUR, "seen_at": NOW}}}))
+    assert window.current(root, NOW)["five_hour"]["used_percent"] == 100
+    assert window.share_denial(root, limits(80), NOW) is not None
+
+
 @pytest.mark.parametrize("content", [
     b"", b"not json", b"[1, 2]", b'{"windows": [1]}', b"\xff\xfe garbage",
     b'{"windows": {"five_hour": {"used_percent": "95", "resets_at": 1800003600}}}',
-    b'{"windows": {"five_hour": {"used_percent": 950, "resets_at": 1800003600,'
-    b' "seen_at": 1800000000}}}',
     b'{"windows": {"five_hour": {"used_percent": true, "resets_at": 1800003600,'
     b' "seen_at": 1800000000}}}',
     b'{"windows": {"five_hour": {"used_percent": 95, "resets_at": 1e308, "seen_at": 1e308}}}',

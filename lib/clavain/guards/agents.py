@@ -216,12 +216,12 @@ def _measure_agent(payload: dict) -> tuple[tuple[int, float, str | None], str | 
     from pathlib import Path
 
     from clavain.guards.usage import usage_cost
-    from clavain.hooks.subagent_stop import transcript_has
+    from clavain.verdicts.transcript import holds_final_message
 
     message = payload.get("last_assistant_message")
     deadline = time.monotonic() + TRANSCRIPT_WAIT_SECONDS
     while isinstance(message, str) and message.strip() and \
-            not transcript_has(Path(path), message) and time.monotonic() < deadline:
+            not holds_final_message(Path(path), message) and time.monotonic() < deadline:
         time.sleep(0.05)
     if not os.path.isfile(path):
         return (0, 0.0, None), f"agent_transcript_path {path!r} not written in " \

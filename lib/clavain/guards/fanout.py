@@ -201,8 +201,10 @@ def _read_text(path: str, limit: int) -> str | None:
 def projection(conn, model: str, limits: dict) -> dict:
     """{"tokens", "cost_usd", "source"}: what one subagent of `model` is projected to cost."""
     rows = conn.execute(
+        # Only agents whose transcript was measured: one never written (or not in time)
+        # measured nothing, and zeros would project the next fan-out as free.
         "SELECT tokens, cost_usd FROM budget_agents WHERE model = ? AND ended_at IS NOT NULL "
-        "ORDER BY ended_at DESC LIMIT ?", (model, HISTORY_ROWS)).fetchall()
+        "AND tokens > 0 ORDER BY ended_at DESC LIMIT ?", (model, HISTORY_ROWS)).fetchall()
     if len(rows) < MIN_HISTORY:
         return {"tokens": int(limits["agentTokens"]), "cost_usd": float(limits["agentCostUsd"]),
                 "source": "the defaults agentTokens / agentCostUsd"}
@@ -262,7 +264,8 @@ def _denial(conn, run_key: str, planned: dict, per_model: list, tokens: int, cos
             f"{run_key}): {why}. {now}. Do not retry it as it is: start at most what fits, "
             "wait for running subagents to finish (what they do not use comes back), do the "
             "work in this conversation, or stop and return partial success (what is done, what "
-            f"is left and why) or escalate to a person. {raise_hint('maxCostUsd')}")
+            f"is left and why) or escalate to a person. "
+            f"{raise_hint('maxTokens' if why.startswith('tokens') else 'maxCostUsd')}")
 
 
 def decide(conn, run_key: str, call: dict, limits: dict, tool_use_id: str | None,

@@ -34,7 +34,8 @@ What a failure does to the call (a denial never turns into an allow):
   database locked, damaged or unwritable): denied, since this call could take it
   (`sprint.typed_once`);
 - a call that starts subagents (Agent/Task/Workflow) reserves its projected cost in the same
-  transaction as its count (`guards.fanout`): whatever stops the transaction denies it, and a
+  transaction as its count (`guards.fanout`): whatever stops the transaction — a full or
+  read-only disk, a damaged file, a bug of ours — denies it (`UNRESERVED`), and a
   reservation never released (no SubagentStop, a crash) only over-counts until `clavain budget
   reset`; the 5-hour window's denial (`guards.window`) is a standing one; a window check that
   raises is logged and the budget's own check decides;
@@ -61,6 +62,9 @@ UNSAFE = ("Clavain budget: {problem}. This call is denied: its counters cannot b
 NOT_VOIDED = ("Clavain could not void the record of what the user typed in this session "
               "({problem}), so this call is denied: a record is good only for the turn that "
               "typed it. Retry the call; if this repeats, ask the user to run `clavain doctor`.")
+UNRESERVED = ("Clavain budget: this call would start subagents, and their projected cost could "
+              "not be reserved ({problem}), so it is denied: a fan-out never runs uncounted. "
+              "Go on without it; if this repeats, ask the user to run `clavain doctor`.")
 UNRECORDED = ("Clavain could not record this tool call ({problem}); budgets are not being "
               "counted in {root} until that is fixed.")
 
@@ -146,20 +150,25 @@ def pre_tool_use(payload: dict) -> dict | None:
     call = budget.describe(tool, payload.get("tool_input"), context["patterns"],
                            os.path.join(root, "config.json"), cwd=payload_cwd(payload),
                            project=project)
-    if call["kind"] == "agent" or payload.get("agent_id"):  # a subagent starts, or works
-        _fan_out_facts(payload, call, project, root, context)
     # Decided once, before anything that can fail: a denial that needs no counters (the state
     # folder, the settings, a person's decision, the 5-hour window) holds whatever goes wrong
     # after it.
     # Budgets off: nothing is counted, and the state folder is still guarded.
     standing = budget.standing_refusal(call)
     try:
+        if call["kind"] == "agent" or payload.get("agent_id"):  # a subagent starts, or works
+            _fan_out_facts(payload, call, project, root, context)
+            standing = standing or budget.standing_refusal(call)
         decided = _counted(payload, project, root, database, context, call, started,
                            standing) if context["limits"]["enabled"] else None
-    except Exception:
-        if not standing:
+    except Exception as exc:
+        if standing:
+            decided = None
+        elif call["kind"] == "agent" and context["limits"]["enabled"]:
+            # A fan-out whose cost could not be reserved never runs uncounted.
+            return _deny(UNRESERVED.format(problem=f"{type(exc).__name__}: {exc}"))
+        else:
             raise
-        decided = None
     if standing and not _denies(decided):
         return _deny(standing)
     return decided
@@ -315,6 +324,8 @@ def _not_counted(exc: Exception, root: str, payload: dict, database: str, call: 
     spent = _spent_when_unwritable(database, call, context)
     if spent:
         return _deny(spent)
+    if call["kind"] == "agent":
+        return _deny(UNRESERVED.format(problem=message))
     warning = UNRECORDED.format(problem=message, root=root)
     log_failure("PreToolUse", warning, payload)
     import sys

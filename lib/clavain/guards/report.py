@@ -11,6 +11,7 @@ import sqlite3
 from typing import Any
 
 from clavain.errors import ClavainError
+from clavain.guards import reservations
 from clavain.guards.budget import BUDGETS, amount
 from clavain.guards.pricing import priced_as
 
@@ -63,7 +64,9 @@ def build(conn: Any, run_key: str, limits: dict) -> dict[str, Any]:
     run = conn.execute("SELECT * FROM budget_runs WHERE run_key = ?", (run_key,)).fetchone()
     if run is None:
         return empty(run_key, limits)
-    budgets = [{"budget": label, "used": run[column], "limit": limits[key]}
+    # Tokens and dollars: the one figure, measured plus what dead holders are charged.
+    charged = reservations.spent_with_charged(conn, run_key)
+    budgets = [{"budget": label, "used": charged.get(column, run[column]), "limit": limits[key]}
                for column, key, label in BUDGETS]
     top = [{"command": r["subject"], "count": r["n"]} for r in conn.execute(
         "SELECT subject, count(*) AS n FROM budget_calls WHERE run_key = ? AND kind IN "

@@ -75,12 +75,17 @@ def measure(conn, *, run_key: str, transcript: str | None = None) -> None:
     paths = [Path(row[0]) for row in conn.execute(
         "SELECT transcript FROM budget_usage WHERE run_key = ? ORDER BY added_at", (run_key,))]
     since = _minute_before(run["started_at"])
-    measured = _read_on(conn, run_key, paths, since)
-    if measured is None:  # a file was rewritten: the whole run again
-        measured = _read_on(conn, run_key, paths, since, from_start=True)
-    _save_measured(conn, run_key, run["started_at"], since, measured)
+    # Another measurer that saved first wins; reading on from what it saved, this one's lines
+    # are still counted (a SubagentStop releases a reservation only after its measurement).
+    for _ in range(MEASURE_TRIES):
+        measured = _read_on(conn, run_key, paths, since)
+        if measured is None:  # a file was rewritten: the whole run again
+            measured = _read_on(conn, run_key, paths, since, from_start=True)
+        if _save_measured(conn, run_key, run["started_at"], since, measured):
+            return
 
 
+MEASURE_TRIES = 3
 # How many bytes before a file's position are kept to recognise it as the same file.
 TAIL_BYTES = 64
 CHUNK_BYTES = 1 << 22

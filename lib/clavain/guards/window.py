@@ -54,13 +54,15 @@ def _number(value: object) -> float | None:
 def reading(name: object, used_percent: object, resets_at: object, now: float
             ) -> dict | None:
     """{"used_percent", "resets_at"} when the figures are a window's (a known-looking name, a
-    percent 0-100, a reset within the window's length from `now`), else None."""
+    percent from 0 — over 100 counts as 100 —, a reset within the window's length from
+    `now`), else None."""
     used, reset = _number(used_percent), _number(resets_at)
     if not isinstance(name, str) or not 0 < len(name) <= 64 or used is None or reset is None:
         return None
-    if not 0 <= used <= 100 or reset > now + LONGEST.get(name, LONGEST_OTHER):
+    if used < 0 or reset > now + LONGEST.get(name, LONGEST_OTHER):
         return None
-    return {"used_percent": round(used, 2), "resets_at": round(reset)}
+    # Past 100 % is over the limit, not garbage: kept as 100, so it still denies.
+    return {"used_percent": round(min(used, 100.0), 2), "resets_at": round(reset)}
 
 
 def load(root: str) -> dict:

@@ -16,7 +16,6 @@ wrong on one call is ONE line in hooks.log. Stdlib only.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import time
@@ -29,6 +28,7 @@ from clavain.project import ensure_state
 from clavain.textio import scrub
 from clavain.verdicts import files as verdict_files
 from clavain.verdicts.parser import VerdictParseError, parse_header
+from clavain.verdicts.transcript import holds_final_message
 
 CONTRACT_HEADING = re.compile(r"^##\s+Output Contract\s*$", re.MULTILINE)
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
@@ -87,25 +87,10 @@ def _relative(project: Path, path: Path) -> str:
 # How long one SubagentStop waits, in all, for the host to write the subagent's transcript
 # (its prompt for the lens, its final message for the tokens): one deadline for both waits.
 TRANSCRIPT_WAIT_SECONDS = 5.0
-_TAIL_BYTES = 256 * 1024
-
-
-def transcript_has(path: Path, message: str) -> bool:
-    """Whether the transcript already holds the agent's final message. The host can fire
-    SubagentStop before it has flushed that line (seen on 2.1.330: a 3 KB file that later grew
-    to 33 KB), and measuring then would miss the last turn's usage."""
-    needle = json.dumps(message.strip()[-80:], ensure_ascii=False)[1:-1]
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(max(0, path.stat().st_size - _TAIL_BYTES))
-            tail = handle.read().decode("utf-8", errors="replace")
-    except OSError:
-        return False
-    return needle in tail
 
 
 def _wait_for_transcript(path: Path, message: str, deadline: float) -> bool:
-    while not (not message.strip() or transcript_has(path, message)):
+    while not (not message.strip() or holds_final_message(path, message)):
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.05)

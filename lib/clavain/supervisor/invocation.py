@@ -1,8 +1,9 @@
 """The process that does one node: argv, what goes on its stdin, and its time limit.
 
-- `claude`: `claude -p --output-format json --verbose --max-turns N --allowedTools … [--model M]`, the
-  node's packet on stdin (`supervisor.claude` in config); in hard mode `--settings` gives its
-  session the project's sandbox wherever it runs (`sandbox.runner_settings`); with a budget,
+- `claude`: `claude -p --output-format json --verbose --max-turns N --allowedTools …
+  [--model M]`, the node's packet on stdin (`supervisor.claude` in config); in hard mode
+  `--settings` gives its session the project's sandbox wherever it runs
+  (`sandbox.runner_settings`); with a budget,
   `--max-budget-usd <its share> --session-id <uuid>` (`run_reserve`).
 - `shell`: this package's shell runner with the node's own `commands` (no LLM).
 - `shellVerify`: `clavain verify ID --json`, which claims under the same run, runs the checks

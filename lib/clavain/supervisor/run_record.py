@@ -187,7 +187,7 @@ def recover(state: StatePaths, conn: Any) -> list[dict[str, Any]]:
                 state, conn, record["run_id"], record["graph_id"], crashed=True,
                 keep=set(running),
                 why=f"supervisor of run {record['run_id']} died (pid {record.get('pid')})")
-        spend = _charge_dead_runners(state, record.get("run_id"))
+        spend = _charge_dead_runners(state, record.get("run_id"), frozenset(running))
         record_path = Path(record.pop("path"))
         record.update(status="running" if running else "crashed", recovered_at=now_iso(),
                       runners=running)
@@ -198,7 +198,8 @@ def recover(state: StatePaths, conn: Any) -> list[dict[str, Any]]:
     return recovered
 
 
-def _charge_dead_runners(state: StatePaths, run_id: object) -> dict[str, Any]:
+def _charge_dead_runners(state: StatePaths, run_id: object,
+                         running: frozenset[str]) -> dict[str, Any]:
     """The dead supervisor's runners never reported what they spent: their reservations count
     as spent (charged), and those whose transcript exists are measured now (`run_reserve`). A
     meter out of reach is said, not raised: the next reservation fails closed on it."""
@@ -208,7 +209,7 @@ def _charge_dead_runners(state: StatePaths, run_id: object) -> dict[str, Any]:
     from clavain.supervisor.run_reserve import charge_held, measure_charged
 
     try:
-        charged = charge_held(state, run_key(run_id))
+        charged = charge_held(state, run_key(run_id), running=running)
         measured = measure_charged(state, run_key(run_id))
     except Exception as exc:
         return {"budget_problem": f"{type(exc).__name__}: {' '.join(str(exc).split())[:200]}"}

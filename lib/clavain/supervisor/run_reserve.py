@@ -12,9 +12,9 @@ happens), taken in one write transaction on the project's SQLite file:
   unreserved ≥ projected, and it gets r = min(unreserved, max(projected, min(unreserved / idle
   workers, projected × `supervisor.projection.shareMaxMultiple`))): N workers split what is
   left, none holds more than a few projections (a crash charges no more), and the
-  reservations never sum past the cap. A node that does not fit goes back unspent; while other runners hold
-  reservations the run waits for them (what they leave unspent comes back), and once none
-  does, the run ends on its budget.
+  reservations never sum past the cap. A node that does not fit goes back unspent; while
+  other runners hold reservations the run waits for them (what they leave unspent comes
+  back), and once none does, the run ends on its budget.
 
 The share is the runner's hard limit (`claude --max-budget-usd`; a configured runner gets it in
 its environment and is stopped once the run's spend reaches the cap). When a runner reports,
@@ -89,6 +89,10 @@ class RunReserve:
     cfg: dict[str, Any]
     timeline: Callable[[], list[dict[str, Any]]] = list
     _history: dict[Any, dict[str, float]] | None = field(default=None, repr=False)
+    # node → the share its runner was stopped at: the node's next try needs twice that, so
+    # a node no share could hold is not paid for again and again (it gets more, or the run
+    # ends on its budget).
+    stopped_at: dict[str, dict[str, float]] = field(default_factory=dict, repr=False)
 
     @property
     def enabled(self) -> bool:
@@ -97,9 +101,19 @@ class RunReserve:
     # ------------------------------------------------------------ projection
 
     def projected(self, route: Route) -> dict[str, float] | None:
-        """Tokens and dollars one call of `route` is expected to cost (None: no model call)."""
+        """Tokens and dollars one call of `route` is expected to cost (None: no model call).
+        A history that measured nothing (a runner that reports no usage) projects the
+        configured default instead: a share of $0 would stop the runner before it begins."""
         if not route.llm:
             return None
+        found = self._projected(route)
+        default = default_projection(self.cfg)
+        for column in ("tokens", "cost_usd"):
+            if found[column] <= 0:
+                found[column] = default[column]
+        return found
+
+    def _projected(self, route: Route) -> dict[str, Any]:
         own = [(int(e.get("tokens") or 0), float(e.get("cost_usd") or 0))
                for e in list(self.timeline())
                if e.get("llm") and e.get("role") == route.role
@@ -127,6 +141,11 @@ class RunReserve:
         projected = self.projected(route)
         if projected is None or not self.enabled:
             return None
+        floor = self.stopped_at.get(node["id"])
+        if floor is not None:
+            projected = {column: max(projected[column], 2 * floor[column])
+                         for column in ("tokens", "cost_usd")}
+            projected["source"] = "twice the share its runner was stopped at"
         session = str(uuid.uuid4())
         try:
             conn = connect(self.state.db)
@@ -296,14 +315,18 @@ def measure_charged(state: StatePaths, key: str, *, only: str | None = None
     return measured
 
 
-def charge_held(state: StatePaths, key: str) -> list[str]:
+def charge_held(state: StatePaths, key: str, *, running: frozenset[str] = frozenset()
+                ) -> list[str]:
     """A dead supervisor's runners never reported: every reservation it left held becomes
-    charged (then `measure_charged` measures those whose transcript exists)."""
+    charged (then `measure_charged` measures those whose transcript exists) — but those of
+    the nodes in `running`, whose runner could not be stopped and still spends: they stay
+    held (a partial transcript measured now would let the rest go unseen)."""
     conn = connect(state.db)
     try:
         with transaction(conn):
             held = [e["holder"] for e in reservations.listed(conn, key,
-                                                             state=reservations.HELD)]
+                                                             state=reservations.HELD)
+                    if e["detail"].get("node") not in running]
             for holder in held:
                 reservations.charge(conn, key, holder)
     finally:

@@ -155,6 +155,9 @@ class Supervisor:
                                              why="its supervisor failed",
                                              working=set(self.active))
                 record.finish("failed", keep_runners=bool(self.active))
+                with contextlib.suppress(Exception):  # no reservation outlives its run
+                    charge_held(self.state, budget.key,
+                                running=frozenset(self.active))
                 raise
             status = "interrupted" if self.signal else ending["status"]
             claims = run_claims.settle_at_end(self.state, self.g, self.run_id,

@@ -317,6 +317,9 @@ def _settle(ctx: RunContext, g: Graph, node: dict[str, Any], route: Route,
             spend.settle(ctx, tokens=outcome.tokens, cost_usd=outcome.cost_usd)
         except Exception as exc:
             usage["budget_problem"] = f"{type(exc).__name__}: {exc}"
+    if outcome.kind == "over_share" and spend.share is not None:
+        ctx.reserve.stopped_at[node["id"]] = {"tokens": spend.share.tokens,
+                                              "cost_usd": spend.share.cost_usd}
     if outcome.kind != "result":
         note = outcome.note
         if process.stopped and ctx.cap_reached.is_set() and not ctx.stop.is_set():

@@ -241,3 +241,21 @@ def first_user_text(path: object, max_bytes: int = 64 * 1024) -> str:
         if isinstance(message, dict) and message.get("role") == "user":
             return user_text(entry) or ""
     return ""
+
+
+# How far from its end a transcript is searched for an agent's final message.
+FINAL_MESSAGE_TAIL_BYTES = 256 * 1024
+
+
+def holds_final_message(path: Path, message: str) -> bool:
+    """Whether the transcript already holds the agent's final message. The host can fire
+    SubagentStop before it has flushed that line (seen on 2.1.330: a 3 KB file that later grew
+    to 33 KB), and measuring then would miss the last turn's usage."""
+    needle = json.dumps(message.strip()[-80:], ensure_ascii=False)[1:-1]
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(max(0, path.stat().st_size - FINAL_MESSAGE_TAIL_BYTES))
+            tail = handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return False
+    return needle in tail
