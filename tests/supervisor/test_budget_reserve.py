@@ -74,7 +74,9 @@ def test_runners_that_honour_their_share_never_pass_the_cap(tmp_path: Path,
         assert started[0]["share_usd"] == pytest.approx(CAP / workers)
     # The message says why it stopped, what was done and left, and the figures at the end.
     message = report["message"]
-    assert "nothing more started" in message and "is unreserved" in message
+    # Nothing more fit (or the last node a retry gave more room used the rest up).
+    assert "nothing more started" in message
+    assert "is unreserved" in message or "budget spent" in message
     assert f"{len(report['done'])} node(s) done" in message
     assert f"spent ${spent:.4f} of ${CAP:.4f}" in message
     with closing(connect(state.db)) as conn:  # nothing is left reserved once the run ended

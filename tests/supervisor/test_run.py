@@ -226,7 +226,7 @@ def test_claude_runner_records_usage_and_the_budget_stops_the_run(tmp_path: Path
     assert report["status"] == "budget" and report["exit_code"] == 3
     # Reserved before it starts: the third call, projected at the run's own $0.25, does not
     # fit the $0.10 left, so it never starts (the old rule started it and passed the cap).
-    assert "task-c was projected at $0.2500" in report["message"]
+    assert "task-c needs $0.2500" in report["message"]
     assert "$0.1000 of the $0.6000 cap" in report["message"]
     metrics = report["metrics"]
     assert metrics["llm_invocations"] == 2

@@ -211,9 +211,9 @@ def percent(value: float) -> str:
 
 
 def when(epoch: float, now: float) -> str:
-    """`15:42 (in 2 h 13 min)` in local time; a day ahead or more also names the day."""
+    """`15:42 (in 2 h 13 min)` in local time; half a day ahead or more also names the day."""
     moment = time.localtime(epoch)
-    shown = time.strftime("%H:%M" if epoch - now < 86400 else "%a %d %b %H:%M", moment)
+    shown = time.strftime("%H:%M" if epoch - now < 12 * 3600 else "%a %d %b %H:%M", moment)
     return f"{shown} {time.strftime('%Z', moment)} ({until(epoch - now)})".replace("  ", " ")
 
 

@@ -141,11 +141,16 @@ class RunReserve:
         projected = self.projected(route)
         if projected is None or not self.enabled:
             return None
+        need = projected
         floor = self.stopped_at.get(node["id"])
         if floor is not None:
+            # It wants twice the share it was stopped at, and starts only with more than that
+            # share: every try gets more room, or the run ends on its budget.
             projected = {column: max(projected[column], 2 * floor[column])
                          for column in ("tokens", "cost_usd")}
             projected["source"] = "twice the share its runner was stopped at"
+            need = {"tokens": floor["tokens"] + 1, "cost_usd": floor["cost_usd"] + 0.01,
+                    "source": "more than the share its runner was stopped at"}
         session = str(uuid.uuid4())
         try:
             conn = connect(self.state.db)
@@ -153,7 +158,8 @@ class RunReserve:
             raise MeterError(_meter_line("reserved", exc)) from None
         try:
             with transaction(conn):
-                share = self._reserve_on(conn, node, route, projected, max(1, idle), session)
+                share = self._reserve_on(conn, node, route, projected, need, max(1, idle),
+                                         session)
         except NoRoom:
             raise
         except Exception as exc:
@@ -163,17 +169,18 @@ class RunReserve:
         return share
 
     def _reserve_on(self, conn: Any, node: dict[str, Any], route: Route,
-                    projected: dict[str, float], idle: int, session: str) -> Share:
+                    projected: dict[str, Any], need: dict[str, Any], idle: int,
+                    session: str) -> Share:
         used = reservations.spent(conn, self.key)
         held = reservations.reserved(conn, self.key)
         unreserved = {column: float(self.limits[key]) - used[column] - held[column]
                       for column, key, _ in reservations.CAPS}
         live = len(reservations.listed(conn, self.key, state=reservations.HELD))
         for column, key, label in reservations.CAPS:
-            if unreserved[column] + _EPSILON < projected[column]:
+            if unreserved[column] + _EPSILON < need[column]:
                 raise NoRoom(
-                    f"{node['id']} was projected at {_figure(column, projected[column])} "
-                    f"({label}, from {projected['source']}) and only "
+                    f"{node['id']} needs {_figure(column, need[column])} "
+                    f"({label}, from {need['source']}) and only "
                     f"{_figure(column, max(0.0, unreserved[column]))} of the "
                     f"{_figure(column, self.limits[key])} cap ({key}) is unreserved: "
                     f"{_figure(column, used[column])} spent, "
