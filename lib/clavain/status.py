@@ -116,27 +116,53 @@ def render(report: dict[str, Any]) -> str:
     for item in graph["waiting"][:SHOWN]:
         lines.append(f"Waiting    {item['id']} until {item['until']} "
                      f"(retry after {item['attempts']} failed attempt(s))")
-    for item in graph["needs_human"][:SHOWN]:
-        lines.append(f"Needs you  {item['id']}: {item['question'] or '?'} "
-                     f"(clavain graph answer {item['id']} --answer TEXT)")
-    for item in graph["blocked"][:SHOWN]:
-        if item["status"] == "failed":
-            error = f"; error: {clip(item['error'], 100)}" if item["error"] else ""
-            lines.append(f"Blocked    {item['id']}: {item['reason']}{error} ({item['fix']})")
-    upcoming = graph["next"]
-    if upcoming["node"]:
-        title = f" — {upcoming['title']}" if upcoming["title"] else ""
-        retry = (f" (after {upcoming['attempts']} failed attempt(s); last error: "
-                 f"{clip(upcoming['last_error'] or '?', 100)})" if upcoming["attempts"] else "")
-        lines.append(f"Next       {upcoming['node']}{title}{retry}")
-    elif graph["nodes"]:
-        lines.append(f"Next       nothing to start: {upcoming['message']}")
+    for step in next_steps(report):
+        lines.append(_step_line(step))
     counts = ", ".join(f"{n} {s}" for s, n in verdicts["counts"].items())
     lines.append(f"Verdicts   {counts or 'none yet'}")
     for item in verdicts["attention"][:SHOWN]:
         detail = f" → {item['detail_path']}" if item["detail_path"] else ""
         lines.append(f"  {item['status']} {item['agent']}: {item['summary']}{detail}")
     return "\n".join(lines)
+
+
+def next_steps(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The "Needs you", "Blocked" and "Next" lines as data (the HTML page draws them too, so
+    they are worded once): each a `label`, its `node` (None for "nothing to start"), `text`
+    (the question, the reason, the title or why nothing starts), `error`, and `command`, the
+    exact command that unblocks it (None where there is none to run). At most SHOWN of each."""
+    graph = report["workgraph"]
+    steps = [{"label": "Needs you", "node": item["id"], "text": item["question"] or "?",
+              "error": None, "command": f"clavain graph answer {item['id']} --answer TEXT"}
+             for item in graph["needs_human"][:SHOWN]]
+    steps += [{"label": "Blocked", "node": item["id"], "text": item["reason"],
+               "error": item["error"], "command": item["fix"]}
+              for item in graph["blocked"][:SHOWN] if item["status"] == "failed"]
+    upcoming = graph["next"]
+    if upcoming["node"]:
+        steps.append({"label": "Next", "node": upcoming["node"], "text": upcoming["title"],
+                      "attempts": upcoming["attempts"],
+                      "error": upcoming["last_error"] or "?" if upcoming["attempts"] else None,
+                      "command": None})
+    elif graph["nodes"]:
+        steps.append({"label": "Next", "node": None,
+                      "text": f"nothing to start: {upcoming['message']}", "error": None,
+                      "command": None})
+    return steps
+
+
+def _step_line(step: dict[str, Any]) -> str:
+    if step["label"] == "Needs you":
+        return f"Needs you  {step['node']}: {step['text']} ({step['command']})"
+    if step["label"] == "Blocked":
+        error = f"; error: {clip(step['error'], 100)}" if step["error"] else ""
+        return f"Blocked    {step['node']}: {step['text']}{error} ({step['command']})"
+    if step["node"] is None:
+        return f"Next       {step['text']}"
+    title = f" — {step['text']}" if step["text"] else ""
+    retry = (f" (after {step['attempts']} failed attempt(s); last error: "
+             f"{clip(step['error'], 100)})" if step["attempts"] else "")
+    return f"Next       {step['node']}{title}{retry}"
 
 
 def _sprint_lines(sprint: dict[str, Any] | None) -> list[str]:

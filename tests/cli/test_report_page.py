@@ -120,7 +120,7 @@ def test_damaged_files_are_named_on_the_page_and_the_rest_still_shows(
     metrics.write_bytes(b"\xff\xfe not json")
     text = _page(run_cli, tmp_path / "a.html", "--run", "demo")
     assert set(_values(text, "data-node-id")) >= {"integrate", "final-verify"}
-    assert "No runner calls recorded yet" in text
+    assert '<section id="timeline"' not in text  # nothing recorded: no empty section
     metrics.unlink()
     os.mkfifo(metrics)  # a FIFO must not hang the page
     (project / ".clavain/runs/demo/supervisor.json").write_text("{")
@@ -405,3 +405,14 @@ def test_a_loop_run_records_the_graph_it_came_to_work_on(run_cli, project: Path)
     record = json.loads((project / ".clavain/runs/loop-t/loop.json").read_text())
     last = json.loads((project / ".clavain/runs/loop-t/iteration-4.json").read_text())
     assert last["graph_id"] == "default" and record["graph_id"] == "default"
+
+
+def test_only_sections_with_content_are_drawn(run_cli, project: Path, tmp_path: Path) -> None:
+    """A graph with no nodes and no runs: no empty workgraph, timeline, budgets or verdicts
+    section, and no link to one (issue 34)."""
+    assert run_cli("init").returncode == 0
+    text = _page(run_cli, tmp_path / "empty.html", "--graph", "default")
+    for anchor in ("graph", "timeline", "budgets", "verdicts", "attention", "cost"):
+        assert f'<section id="{anchor}"' not in text and f'href="#{anchor}"' not in text
+    assert "no nodes yet" not in text and "None." not in text
+    assert '<section id="standing"' in text

@@ -99,6 +99,9 @@ def gather(state: StatePaths, conn: Any, subject: Subject) -> dict[str, Any]:
     if graph_id is not None:
         page["graph"] = _graph(conn, graph_id, problems)
     page["live"] = _live(page)
+    from clavain.page import standing
+
+    page.update(standing.gather(state, conn, page, problems))
     return page
 
 
@@ -203,8 +206,10 @@ def _run(state: StatePaths, run_id: str, problems: list[str]) -> dict[str, Any]:
     graph_id = measured.get("graph_id") or record.get("graph_id")
     return {"run_id": run_id, "graph_id": graph_id if isinstance(graph_id, str) else None,
             "status": str(measured.get("status") or record.get("status") or "unknown"),
+            "reason": str(measured.get("reason") or ""),
             "live": run_id in run_record.live_runs(state),
             "started_at": str(measured.get("started_at") or record.get("started_at") or ""),
+            "finished_at": str(record.get("finished_at") or ""),
             "wall_seconds": _number(measured.get("wall_seconds")),
             "peak_concurrency": metrics.peak_concurrency(timeline),
             **_spend(state, run_id, measured, problems),
@@ -289,6 +294,9 @@ def _loop(state: StatePaths, run_id: str, problems: list[str]) -> dict[str, Any]
     return {"run_id": run_id, "graph_id": graph_id if isinstance(graph_id, str) else None,
             "status": str(loop.get("status")), "live": _loop_alive(state, loop),
             "task_label": loop.get("task_label"), "runner": loop.get("runner"),
+            "started_at": str(loop.get("started_at") or ""),
+            "finished_at": str(loop.get("finished_at") or ""),
+            "wall_seconds": _number(loop.get("wall_seconds")),
             "summary": found, "iterations": iterations, "breaker_transitions": transitions,
             "waits": [w for w in _list(loop.get("waits")) if isinstance(w, dict)]}
 

@@ -4,11 +4,12 @@ Content-Security-Policy that lets nothing load), readable offline and without Ja
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from html import escape
+from html import escape, unescape
 from typing import Any
 
-from clavain.page import sections
+from clavain.page import attention, cost, outcome, sections
 
 # How a file is known to be a page Clavain wrote (and so may be replaced by the next one).
 GENERATOR = '<meta name="generator" content="clavain report --html">'
@@ -37,8 +38,6 @@ th { color: #475569; font-weight: 600; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px;
   border: 1px solid #cbd5e1; background: #f8fafc; }
-.live { background: #dbeafe; border-color: #2563eb; color: #1e3a8a; }
-.finished { background: #dcfce7; border-color: #16a34a; color: #14532d; }
 .cards { display: flex; flex-wrap: wrap; gap: 10px; margin: 4px 0 6px; }
 .card { border: 1px solid #e5e7eb; border-radius: 6px; padding: 6px 12px; min-width: 110px; }
 .card b { display: block; font-size: 18px; }
@@ -65,6 +64,27 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
   border-radius: 3px; margin: 0 4px 0 10px; vertical-align: -2px; }
 details summary { cursor: pointer; color: #1d4ed8; margin: 6px 0; }
 code { font-size: 12px; background: #f1f5f9; padding: 0 3px; border-radius: 3px; }
+.standing { border-width: 2px; }
+.outcome-head { display: flex; align-items: center; gap: 14px; flex-wrap: wrap; }
+.outcome-badge { font-size: 20px; font-weight: 700; padding: 3px 14px; border-radius: 6px;
+  border: 2px solid; }
+.tone-ok { background: #dcfce7; border-color: #15803d; color: #14532d; }
+.tone-bad { background: #fee2e2; border-color: #b91c1c; color: #7f1d1d;
+  border-style: double; border-width: 4px; }
+.tone-stopped { background: #fef3c7; border-color: #b45309; color: #78350f;
+  border-style: dashed; }
+.tone-live { background: #dbeafe; border-color: #1d4ed8; color: #1e3a8a; }
+.tone-unknown { background: #f1f5f9; border-color: #64748b; color: #334155; }
+.liveness { color: #475569; font-size: 13px; }
+.reason { font-size: 15px; margin: 8px 0 2px; }
+.times, .spent { color: #475569; margin: 2px 0; }
+.next-steps, .sprint-lead { margin: 8px 0 2px; padding-left: 18px; }
+.next-steps li, .sprint-lead li { margin: 3px 0; }
+.next-steps .error { color: #7f1d1d; }
+code.command { font-size: 13px; background: #111827; color: #f9fafb; padding: 1px 6px; }
+table.attention td.problem { max-width: 520px; }
+.status-failed { color: #b91c1c; font-weight: 600; }
+.status-needs_human { color: #a16207; font-weight: 600; }
 footer { color: #64748b; font-size: 12px; padding: 0 24px 24px; }
 """
 
@@ -81,17 +101,32 @@ def render(page: dict[str, Any], *, refresh_seconds: float | None = None) -> str
         try:
             return section(*args)
         except Exception as exc:
-            failed.append(f"the {section.__name__.replace('_', ' ')} section could not be "
+            name = (section.__module__.rsplit(".", 1)[-1] if section.__name__ == "section"
+                    else section.__name__)
+            failed.append(f"the {name.replace('_', ' ')} section could not be "
                           f"drawn: {type(exc).__name__}: {exc}")
             return ""
 
-    parts = [drawn(sections.overview, page)]
+    if not page["live"]:
+        liveness = ('<span class="liveness" id="liveness" data-live="false">this page is no '
+                    "longer rewritten</span>")
+    elif refresh:
+        liveness = ('<span class="liveness" id="liveness" data-live="true">live — rewritten '
+                    f"every {refresh:g} s</span>")
+    else:  # a snapshot of live work, which nothing rewrites
+        liveness = ('<span class="liveness" id="liveness" data-live="true">still at work '
+                    "when written; this page is not rewritten</span>")
+    # The order answers a person's questions: how it ended and what to do, which nodes
+    # failed or wait, what it cost; the pictures and the long tables after.
+    parts = [drawn(outcome.section, page, liveness), drawn(attention.section, page),
+             drawn(sections.overview, page), drawn(cost.glance, page)]
     if page["sprint"] is not None:
         parts.append(drawn(sections.sprint_route, page["sprint"]))
     parts.append(drawn(sections.workgraph, page))
-    parts.append(drawn(sections.timeline, page))
-    parts.append(drawn(sections.budgets, page))
-    if page["sprint"] is not None or page["verdicts"]:
+    if _has_runner_calls(page):
+        parts.append(drawn(sections.timeline, page))
+    parts.append(drawn(cost.budgets, page))
+    if page["verdicts"]:
         parts.append(drawn(sections.verdicts, page["verdicts"]))
     if page["loops"]:
         parts.append(drawn(sections.loops, page["loops"]))
@@ -100,16 +135,8 @@ def render(page: dict[str, Any], *, refresh_seconds: float | None = None) -> str
     title = sections.title(page)
     refresh_meta = (f'<meta http-equiv="refresh" content="{max(int(refresh), 1)}">'
                     if refresh else "")
-    if not page["live"]:
-        state_line = ('<span class="badge finished" id="liveness" data-live="false">finished'
-                      "</span>")
-    elif refresh:
-        state_line = ('<span class="badge live" id="liveness" data-live="true">live — '
-                      f"rewritten every {refresh:g} s</span>")
-    else:  # a snapshot of live work, which nothing rewrites
-        state_line = ('<span class="badge live" id="liveness" data-live="true">still at work '
-                      "when written; this page is not rewritten</span>")
-    nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in sections.anchors(page))
+    nav = "".join(f'<a href="#{anchor}">{escape(label)}</a>'
+                  for anchor, label in _anchors(parts))
     return "\n".join([
         "<!DOCTYPE html>",
         f'<html lang="en"><head><meta charset="utf-8">{GENERATOR}',
@@ -121,11 +148,28 @@ def render(page: dict[str, Any], *, refresh_seconds: float | None = None) -> str
         f'<body data-subject-kind="{escape(page["subject"]["kind"])}" '
         f'data-subject-id="{escape(page["subject"]["id"])}">',
         f"<header><h1>{escape(title)}</h1>",
-        f'<div class="meta">{state_line} written {escape(page["generated_at"])} from '
+        f'<div class="meta">Written {escape(page["generated_at"])} from '
         f'<code>{escape(page["state_root"])}</code></div></header>',
         f"<nav>{nav}</nav>",
-        "<main>", *parts, "</main>",
+        "<main>", *[part for part in parts if part], "</main>",
         "<footer>Everything on this page was read from the project's state folder and its "
         "database when the page was written; <code>clavain report --html FILE</code> writes it "
         "again.</footer>",
         "</body></html>", ""])
+
+
+def _has_runner_calls(page: dict[str, Any]) -> bool:
+    """Whether the timeline has anything to draw: an empty one is left out."""
+    return any(run["timeline"] or run["running"] for run in page["runs"]) or any(
+        loop["iterations"] for loop in page["loops"])
+
+
+def _anchors(parts: list[str]) -> list[tuple[str, str]]:
+    """(id, heading) of each section drawn, for the links at the top."""
+    found = []
+    for part in parts:
+        anchor = re.search(r'<section id="([^"]+)"[^>]*>(?:<h2>(.*?)</h2>)?', part)
+        if anchor:
+            label = re.sub(r"<[^>]+>", "", anchor.group(2) or "") or "Outcome"
+            found.append((anchor.group(1), unescape(label)))
+    return found

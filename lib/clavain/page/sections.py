@@ -25,18 +25,6 @@ def title(page: dict[str, Any]) -> str:
     return f"Workgraph {subject}"
 
 
-def anchors(page: dict[str, Any]) -> list[tuple[str, str]]:
-    found = [("overview", "Overview")]
-    if page["sprint"] is not None:
-        found.append(("route", "Route and gates"))
-    found += [("graph", "Workgraph"), ("timeline", "Timeline"), ("budgets", "Budgets")]
-    if page["sprint"] is not None or page["verdicts"]:
-        found.append(("verdicts", "Verdicts"))
-    if page["loops"]:
-        found.append(("loops", "Loop runs"))
-    return found
-
-
 def _section(anchor: str, heading: str, *body: str) -> str:
     return (f'<section id="{anchor}"><h2>{escape(heading)}</h2>' + "".join(body)
             + "</section>")
@@ -83,6 +71,8 @@ def _cards(items: list[tuple[str, Any]]) -> str:
 # ---------------------------------------------------------------- overview
 
 def overview(page: dict[str, Any]) -> str:
+    from clavain.page.outcome import word
+
     nodes = (page["graph"] or {}).get("nodes") or []
     done = sum(1 for node in nodes if node.get("status") == "done")
     cards: list[tuple[str, Any]] = []
@@ -95,7 +85,7 @@ def overview(page: dict[str, Any]) -> str:
     if nodes:
         cards.append(("nodes done", f"{done}/{len(nodes)}"))
     for run in page["runs"]:
-        cards.append((f"run {run['run_id']}", run["status"]))
+        cards.append((f"run {run['run_id']}", word(run["status"])))
         if run["live"]:  # its metrics hold the runner calls that ended, not the ones at work
             cards += [("runners at work", len(run["running"])),
                       ("running for", f"{_since(run['started_at'], page['generated_at'])} s")]
@@ -103,13 +93,24 @@ def overview(page: dict[str, Any]) -> str:
             cards += [("peak concurrency", run["peak_concurrency"]),
                       ("wall", f"{run['wall_seconds']:.1f} s")]
     for loop in page["loops"]:
-        cards += [(f"loop {loop['run_id']}", loop["status"]),
+        cards += [(f"loop {loop['run_id']}", word(loop["status"])),
                   ("iterations", len(loop["iterations"]))]
     budget = page["budget"]
     if budget is not None:
-        cards += [("tokens", budget.get("tokens", 0)),
-                  ("cost", f"${float(budget.get('cost_usd') or 0):.4f}")]
-    return _section("overview", "Overview", _cards(cards))
+        cards += [(_against("tokens", budget, "Tokens"), budget.get("tokens", 0)),
+                  (_against("cost", budget, "Dollars"),
+                   f"${float(budget.get('cost_usd') or 0):.4f}")]
+    return _section("overview", "Overview", _cards(cards)) if cards else ""
+
+
+def _against(label: str, budget: dict[str, Any], name: str) -> str:
+    """`cost of $60.00 cap (58%)`: the figure's label names the cap it counts against."""
+    row = next((b for b in budget.get("budgets") or [] if b.get("budget") == name), None)
+    if row is None or not row.get("limit"):
+        return label
+    limit = (f"${float(row['limit']):.2f}" if name == "Dollars"
+             else f"{int(row['limit']):,}")
+    return f"{label} of {limit} cap ({float(row['used']) / float(row['limit']):.0%})"
 
 
 def _since(start: str, now: str) -> str:
@@ -178,12 +179,9 @@ def workgraph(page: dict[str, Any]) -> str:
     from clavain.page import graph_svg
 
     graph = page["graph"]
-    if graph is None:
-        return _section("graph", "Workgraph", '<p class="empty">This has no workgraph.</p>')
+    if graph is None or not graph["nodes"]:
+        return ""  # only what has content is drawn
     nodes = graph["nodes"]
-    if not nodes:
-        return _section("graph", f"Workgraph {graph['id']}",
-                        '<p class="empty">The graph has no nodes yet.</p>')
     weights = _node_seconds(page)
     picture = graph_svg.draw(nodes, weights=weights or None, fold_above=FOLD_ABOVE)
     counts: dict[str, int] = defaultdict(int)
@@ -193,9 +191,15 @@ def workgraph(page: dict[str, Any]) -> str:
     measure = "measured runner seconds" if weights else "number of nodes"
     fold = (f" Folded: {picture.shown_nodes} nodes drawn one by one, the rest in "
             f"{picture.groups} groups by layers and status." if picture.folded else "")
+    from clavain.page.attention import first_line
+
+    errors = page.get("errors") or {}
+    # The nodes not done first: what a person looks for is at the top of the table.
     rows = [{"id": node.get("id"), "title": node.get("title"), "type": node.get("type"),
              "status": node.get("status"), "attempts": node.get("attempts"),
-             "depends on": node.get("depends_on") or []} for node in nodes]
+             "last error": first_line(errors.get(str(node.get("id")))),
+             "depends on": node.get("depends_on") or []}
+            for node in sorted(nodes, key=lambda n: n.get("status") == "done")]
     return _section(
         "graph", f"Workgraph {graph['id']}",
         f"<p>{len(nodes)} nodes: {escape(legend)}.{escape(fold)}</p>",
@@ -203,7 +207,7 @@ def workgraph(page: dict[str, Any]) -> str:
         f'<p>Critical path (by {measure}): <span id="critical-path">'
         f'{escape(" → ".join(picture.critical_path)) or "none"}</span></p>',
         f"<details><summary>Every node ({len(nodes)})</summary>",
-        _table(rows, ["id", "title", "type", "status", "attempts", "depends on"],
+        _table(rows, ["id", "title", "type", "status", "attempts", "last error", "depends on"],
                numeric=("attempts",), css="nodes"),
         "</details>")
 
@@ -260,72 +264,6 @@ def _legend() -> str:
         f'{colors(status)[1]}"></span>{escape(label)}' for status, label in keys) + "</p>"
 
 
-# ---------------------------------------------------------------- budgets
-
-def _meter(used: float, limit: float) -> str:
-    share = used / limit if limit else 0.0
-    level = "over" if share >= 1 else "high" if share >= 0.8 else ""
-    return (f'<span class="meter" title="{share:.0%}"><i class="{level}" '
-            f'style="width:{min(share, 1) * 100:.1f}%"></i></span> {share:.0%}')
-
-
-def budgets(page: dict[str, Any]) -> str:
-    from clavain.guards.budget import amount
-
-    budget = page["budget"]
-    body = []
-    if budget is None:
-        body.append('<p class="empty">Nothing counted against a budget here yet.</p>')
-    else:
-        rows = [{"budget": b["budget"], "used": amount(b["used"]), "limit": amount(b["limit"]),
-                 "left": amount(max(b["limit"] - b["used"], 0)),
-                 "spent": _meter(float(b["used"]), float(b["limit"]))}
-                for b in budget["budgets"]]
-        body += [f"<p>Budget run <code>{escape(str(budget['run']))}</code> "
-                 f"({escape(str(budget.get('profile')))}/{escape(str(budget.get('scope')))})"
-                 "</p>",
-                 _table(rows, ["budget", "used", "limit", "left", "spent"],
-                        numeric=("used", "limit", "left"), raw=("spent",), css="budgets")]
-        models = [{"model": model, **figures} for model, figures in
-                  (budget.get("models") or {}).items() if isinstance(figures, dict)]
-        if models:
-            body += ["<h3>Per model</h3>", _table(models, sorted({k for m in models for k in m},
-                                                                  key=_model_column))]
-        if budget.get("denied"):
-            body += ["<h3>Denied calls</h3>",
-                     _table(budget["denied"], sorted({k for d in budget["denied"] for k in d}))]
-    by_role, by_node = _spend_by(page, "role"), _spend_by(page, "node")
-    if by_role:
-        body += ["<h3>Runner calls per role</h3>",
-                 _table(by_role, ["role", "calls", "tokens", "dollars", "seconds"],
-                        numeric=("calls", "tokens", "dollars", "seconds"), css="per-role")]
-    if by_node:
-        body += ["<h3>Runner calls per node</h3>",
-                 _table(by_node, ["node", "calls", "tokens", "dollars", "seconds"],
-                        numeric=("calls", "tokens", "dollars", "seconds"), css="per-node")]
-    return _section("budgets", "Budgets", *body)
-
-
-def _model_column(name: str) -> tuple[int, str]:
-    return (0 if name == "model" else 1, name)
-
-
-def _spend_by(page: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    totals: dict[str, dict[str, Any]] = {}
-    for run in page["runs"]:
-        for entry in run["timeline"]:
-            name = str(entry[key])
-            row = totals.setdefault(name, {key: name, "calls": 0, "tokens": 0,
-                                           "dollars": 0.0, "seconds": 0.0})
-            row["calls"] += 1
-            row["tokens"] += entry["tokens"]
-            row["dollars"] += entry["cost_usd"]
-            row["seconds"] += float(entry["end_epoch"]) - float(entry["start_epoch"])
-    for row in totals.values():
-        row["dollars"], row["seconds"] = f"${row['dollars']:.4f}", round(row["seconds"], 1)
-    return sorted(totals.values(), key=lambda row: (-row["seconds"], row[key]))
-
-
 # ---------------------------------------------------------------- verdicts
 
 def verdicts(found: list[dict[str, Any]]) -> str:
@@ -340,10 +278,10 @@ def verdicts(found: list[dict[str, Any]]) -> str:
                      "summary": escape(clip(verdict.get("summary") or "", 300)),
                      "filed": escape(str(verdict.get("timestamp") or "")), "detail": link})
     columns = ["lens", "status", "tokens", "summary", "filed", "detail"]
-    return _section("verdicts", "Verdicts",
-                    _table(rows, columns, numeric=("tokens",), raw=tuple(columns),
-                           css="verdicts") if rows else
-                    '<p class="empty">No verdicts filed yet.</p>')
+    if not rows:
+        return ""
+    return _section("verdicts", "Verdicts", _table(rows, columns, numeric=("tokens",),
+                                                   raw=tuple(columns), css="verdicts"))
 
 
 # ---------------------------------------------------------------- loop runs
