@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from clavain.guards import reservations
 from clavain.guards.budget import BUDGETS, amount
 from clavain.guards.gate import SUPERVISED_PREFIX, run_context
 from clavain.paths import StatePaths
@@ -47,15 +48,11 @@ class RunBudget:
         try:
             row = conn.execute("SELECT * FROM budget_runs WHERE run_key = ?",
                                (self.key,)).fetchone()
-            charged = conn.execute(
-                "SELECT coalesce(sum(tokens), 0), coalesce(sum(cost_usd), 0) FROM "
-                "budget_reservations WHERE run_key = ? AND state = 'charged'",
-                (self.key,)).fetchone()
+            figure = reservations.spent_with_charged(conn, self.key)  # the one owner
         finally:
             conn.close()
         used = {column: (row[column] if row is not None else 0) for column, _, _ in BUDGETS}
-        used["tokens"] += int(charged[0])
-        used["cost_usd"] += float(charged[1])
+        used.update(tokens=figure["tokens"], cost_usd=figure["cost_usd"])
         return used
 
     def spent(self) -> str | None:
