@@ -1,7 +1,7 @@
 """Whole-process latency of `bin/clavain statusline`, as Claude Code runs it after every assistant
 message (at most every 300 ms): a throwaway project with a sprint started, a budget row for the
-session (one real PreToolUse call) and a loop state file, next to a bare interpreter and to a
-folder outside any Clavain project.
+session (one real PreToolUse call) and a loop state file, then with 300 runs behind it (the latest
+blocked), next to a bare interpreter and to a folder outside any Clavain project.
 
     python benchmarks/statusline.py [--runs 20] [--python PATH]
 
@@ -71,6 +71,21 @@ def main() -> int:
                                                     "resets_at": int(time.time()) + 86400}}})
             rows.append((f"statusline ({label})", *median_ms(
                 [str(BIN / "clavain"), "statusline"], payload, cwd, env, args.runs)))
+            if cwd == project:
+                in_project = payload
+        # A project with a history: 300 runs, the latest blocked (its metrics.json read for
+        # the reason), as the line finds the newest `supervisor.json` on every refresh.
+        runs = project / ".clavain" / "runs"
+        for n in range(300):
+            folder = runs / f"run-{n:03d}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "supervisor.json").write_text(json.dumps(
+                {"run_id": folder.name, "status": "complete" if n < 299 else "blocked"}))
+        (runs / "run-299" / "metrics.json").write_text(json.dumps(
+            {"status": "blocked", "reason": "deadlock",
+             "timeline": [{"node": f"task-{i}", "seconds": 1.0} for i in range(200)]}))
+        rows.append(("statusline (300 runs)", *median_ms(
+            [str(BIN / "clavain"), "statusline"], in_project, project, env, args.runs)))
         rows.append(("bare interpreter", *median_ms([args.python, "-I", "-S", "-c", "pass"], "",
                                                     outside, env, args.runs)))
     for label, ms, out in rows:

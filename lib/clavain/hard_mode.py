@@ -172,15 +172,15 @@ def exclude_from_git(path: Path) -> bool:
                                  capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return False
-    found = _git_exclude(folder)
+    found = git_exclude(folder)
     if ignored.returncode != 1 or found is None:  # 0: ignored already; 128: not in git
         return False
     exclude_file, top = found
-    _append(exclude_file, ["/" + path.resolve().relative_to(top).as_posix()])
+    append_lines(exclude_file, ["/" + path.resolve().relative_to(top).as_posix()])
     return True
 
 
-def _git_exclude(folder: Path) -> tuple[Path, Path] | None:
+def git_exclude(folder: Path) -> tuple[Path, Path] | None:
     """(the repository's local exclude list, its top folder) for `folder`, or None outside
     git."""
     import subprocess
@@ -195,7 +195,7 @@ def _git_exclude(folder: Path) -> tuple[Path, Path] | None:
     return (Path(exclude), Path(top).resolve()) if exclude and top else None
 
 
-def _append(exclude: Path, lines: list[str]) -> None:
+def append_lines(exclude: Path, lines: list[str]) -> None:
     exclude.parent.mkdir(parents=True, exist_ok=True)
     existing = exclude.read_text(encoding="utf-8") if exclude.exists() else ""
     with exclude.open("a", encoding="utf-8") as handle:
@@ -221,7 +221,7 @@ MASKED_MARK = "# clavain hard mode: the sandbox masks these while they do not ex
 def _exclude_file(project: Path) -> Path | None:
     """The repository's local exclude list when `project` is its top folder, else None (a
     project below the top: its names are not masked)."""
-    found = _git_exclude(project)
+    found = git_exclude(project)
     return found[0] if found and found[1] == Path(project).resolve() else None
 
 
@@ -237,7 +237,7 @@ def exclude_masked_names(project: Path) -> list[str]:
     names = [name for name in MASKED_NAMES if not os.path.lexists(Path(project) / name)]
     if not names:
         return []
-    _append(exclude, [MASKED_MARK, *(f"/{name}" for name in names)])
+    append_lines(exclude, [MASKED_MARK, *(f"/{name}" for name in names)])
     return names
 
 

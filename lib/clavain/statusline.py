@@ -10,10 +10,19 @@ out (a damaged checkpoint says so in two words) rather than raising.
 The payload's `rate_limits` (the subscription's 5-hour and weekly windows, subscribers only) are
 recorded in `.clavain/window.json` (`guards.window.record`: written only when a figure
 changed), where the PreToolUse hook and the headless runs read them against
-`budgets.windowShareMax`; the line shows them, `5h 95% (over 80%)` past the share.
+`budgets.windowShareMax`; the line shows them, `5h ⚠95% (over 80%)` past the share, `(near …)`
+from WARN_SHARE of it.
 
-`install` writes the `statusLine` setting into the project's `.claude/settings.local.json`
-(`clavain init --statusline`), with `sandbox.read_settings`' checks.
+Whose dollars are whose: `budget …` is Clavain's count for this session against its limits
+(`budget_runs`), `Claude Code $…` the host's own session cost; the two differ (the host counts
+what Clavain does not see). A figure at WARN_SHARE of its limit or more carries `⚠` (text, so
+it shows without colour; yellow, red past the limit, as an addition unless NO_COLOR is set).
+The latest headless run (`.clavain/runs/*/supervisor.json`) shows while it runs or waits, and
+for RUN_SHOWN_SECONDS after it ended short of complete; `N questions wait` counts the nodes
+waiting for a person (needs_human) in active graphs.
+
+`statusline_setup.install` writes the `statusLine` setting (`clavain init --statusline`);
+`--with CMD` (what `--combine` writes) runs a person's own status line first (`main`).
 """
 
 from __future__ import annotations
@@ -24,6 +33,15 @@ import sys
 PAYLOAD_MAX_BYTES = 1 << 20
 SEPARATOR = " · "
 DB_TIMEOUT_MS = 100  # a writer holding the database leaves the budget out, not the line late
+WARN_SHARE = 0.8  # a figure this close to its limit is marked
+WARN = "⚠"
+RUN_SHOWN_SECONDS = 24 * 3600  # a run that ended blocked stays on the line this long
+# How a run that did not complete ended, in a few words (supervisor.json's status, and for a
+# blocked one metrics.json's reason).
+RUN_ENDINGS = {"blocked": "blocked", "budget": "stopped: budget", "interrupted": "stopped",
+               "window_limit": "stopped: subscription window", "stopped_at_limit": "paused"}
+RUN_REASONS = {"needs_human": "waits for an answer", "deadlock": "nothing can run",
+               "breaker_open": "breaker open", "budget": "budget reached"}
 
 
 def _text(value: object) -> str | None:
@@ -83,44 +101,108 @@ def _number(value: object) -> str:
     return str(value)
 
 
-def _budget(root: str, context: dict, env: dict | os._Environ[str]) -> str | None:
-    """`cmds 12/200 $0.42+0.80 res/$5.00`: the session's Bash commands and dollars (spent, and
-    reserved for work under way: `guards.reservations`) against their limits (the gate's run
-    key and limits), None before the session's first counted call."""
-    from clavain import locate
+def _mark(text: str, used: float, limit: float | None, env: dict | os._Environ[str]) -> str:
+    """`text` with `⚠` in front at WARN_SHARE of `limit` or more; coloured as an addition."""
+    if not limit or limit <= 0 or used < WARN_SHARE * limit:
+        return text
+    marked = WARN + text
+    if env.get("NO_COLOR"):
+        return marked
+    return f"\033[{'31' if used >= limit else '33'}m{marked}\033[0m"
 
-    path = locate.db_file(root, env)
-    if not os.path.isfile(path):
-        return None
+
+def _budget(conn: object, context: dict, env: dict | os._Environ[str]) -> str | None:
+    """`budget cmds 12/200 $0.42+0.80 res/$5.00`: the session's Bash commands and Clavain's
+    dollars (spent, and reserved for work under way: `guards.reservations`) against their
+    limits (the gate's run key and limits), `⚠` on one at WARN_SHARE of its limit; None before
+    the session's first counted call."""
     import sqlite3
 
     from clavain.guards.reservations import reserved
-    from clavain.store.db import connect_readonly
 
+    if conn is None:
+        return None
     limits = context["limits"]
-    conn = connect_readonly(path, timeout_ms=DB_TIMEOUT_MS)
-    try:
-        row = conn.execute("SELECT commands, cost_usd FROM budget_runs WHERE run_key = ?",
-                           (context["run_key"],)).fetchone()
-        try:
-            held = reserved(conn, context["run_key"])["cost_usd"] if row is not None else 0.0
-        except sqlite3.OperationalError:  # a database from before reservations (0012)
-            held = 0.0
-    finally:
-        conn.close()
+    row = conn.execute("SELECT commands, cost_usd FROM budget_runs WHERE run_key = ?",  # type: ignore[attr-defined]
+                       (context["run_key"],)).fetchone()
     if row is None:
         return None
+    try:
+        held = reserved(conn, context["run_key"])["cost_usd"]
+    except sqlite3.OperationalError:  # a database from before reservations (0012)
+        held = 0.0
     parts = []
     for label, used, key in (("cmds ", row[0], "maxCommands"), ("", float(row[1]), "maxCostUsd")):
         limit = limits.get(key)
         text = f"{label}{_number(used)}"
         if key == "maxCostUsd" and held > 0:
             text += f"+{held:.2f} res"
-        parts.append(text + (f"/{_number(limit)}" if limit else ""))
-    return " ".join(parts)
+            used += held  # what the gate weighs against the limit: spent and held
+        text += f"/{_number(limit)}" if limit else ""
+        parts.append(_mark(text, used, limit if isinstance(limit, (int, float)) else None,
+                           env))
+    return "budget " + " ".join(parts)
 
 
-def _windows(root: str, payload: dict, context: dict) -> str | None:
+def _questions(conn: object) -> str | None:
+    """`2 questions wait`: nodes of active graphs waiting for a person's answer."""
+    if conn is None:
+        return None
+    count = conn.execute(  # type: ignore[attr-defined]
+        "SELECT COUNT(*) FROM nodes JOIN graphs ON graphs.id = nodes.graph_id "
+        "WHERE nodes.status = 'needs_human' AND graphs.status = 'active'").fetchone()[0]
+    if not count:
+        return None
+    return f"{WARN}{count} question{'s' if count != 1 else ''} wait{'s' if count == 1 else ''}"
+
+
+def _run(root: str, now: float) -> str | None:
+    """The latest headless run (`clavain run`): `run 2 at work`, `run waiting` (running with no
+    runner at this moment: a back-off, a rate limit, other runs), `run blocked: nothing can
+    run`, `run stopped: budget`; nothing once it completed or ended RUN_SHOWN_SECONDS ago. Only
+    `supervisor.json` (small) is read, metrics.json only for a blocked run's reason."""
+    from clavain.fsutil import read_state_json
+
+    runs = os.path.join(root, "runs")
+    latest, latest_at = None, 0.0
+    try:
+        entries = os.scandir(runs)
+    except OSError:
+        return None
+    with entries:
+        for entry in entries:
+            try:
+                at = os.stat(os.path.join(entry.path, "supervisor.json")).st_mtime
+            except OSError:
+                continue
+            if at > latest_at:
+                latest, latest_at = entry.path, at
+    if latest is None:
+        return None
+    record = read_state_json(os.path.join(latest, "supervisor.json"))
+    if not isinstance(record, dict):
+        return None
+    status = record.get("status")
+    if status == "running":
+        runners = record.get("runners")
+        busy = len(runners) if isinstance(runners, dict) else 0
+        return f"run {busy} at work" if busy else "run waiting"
+    if status not in RUN_ENDINGS or now - latest_at > RUN_SHOWN_SECONDS:
+        return None  # complete, or long enough ago to be history
+    text = f"{WARN}run {RUN_ENDINGS[status]}"
+    if status == "blocked":
+        try:
+            metrics = read_state_json(os.path.join(latest, "metrics.json"))
+        except (OSError, ValueError):  # too big or damaged: the ending alone
+            metrics = None
+        reason = metrics.get("reason") if isinstance(metrics, dict) else None
+        if isinstance(reason, str) and reason:
+            text += f": {RUN_REASONS.get(reason, reason.replace('_', ' '))}"
+    return text
+
+
+def _windows(root: str, payload: dict, context: dict, env: dict | os._Environ[str]
+             ) -> str | None:
     """`5h 95% (over 80%) 7d 41%`: the subscription's live windows, recorded first (cheaply:
     the file is rewritten only when a figure changed)."""
     import time
@@ -140,9 +222,13 @@ def _windows(root: str, payload: dict, context: dict) -> str | None:
     shown = []
     for name in sorted(live, key=lambda n: (n != "five_hour", n != "seven_day", n)):
         used = live[name]["used_percent"]
-        over = f" (over {window.percent(share)})" if share is not None and used >= share \
-            else ""
-        shown.append(f"{window.SHORT.get(name, name)} {window.percent(used)}{over}")
+        over = ""
+        if share is not None:
+            over = f" (over {window.percent(share)})" if used >= share else \
+                f" (near {window.percent(share)})" if used >= WARN_SHARE * share else ""
+        # The limit is the run's share of the window where one is set, else the window.
+        text = _mark(window.percent(used), used, share if share is not None else 100.0, env)
+        shown.append(f"{window.SHORT.get(name, name)} {text}{over}")
     return " ".join(shown) or None
 
 
@@ -165,7 +251,7 @@ def _host_cost(payload: dict) -> str | None:
     cost = payload.get("cost")
     total = cost.get("total_cost_usd") if isinstance(cost, dict) else None
     if isinstance(total, (int, float)) and not isinstance(total, bool) and total >= 0:
-        return f"session ${total:.2f}"
+        return f"Claude Code ${total:.2f}"  # the host's figure, not Clavain's budget
     return None
 
 
@@ -187,61 +273,104 @@ def line(payload: dict, env: dict | os._Environ[str] | None = None) -> str:
             found["context"] = run_context(root, session_id, env=env)
         return found["context"]
 
-    for part in (lambda: _authority(root), lambda: _budget(root, context(), env),
-                 lambda: _windows(root, payload, context()),
-                 lambda: _host_cost(payload), lambda: _loop(root, session_id)):
-        try:
-            text = part()
-        except Exception:  # one unreadable part leaves the rest of the line standing
-            text = None
-        if text:
-            parts.append(text)
+    def database() -> object:
+        """One read-only connection for the parts that read the database, opened once."""
+        if "conn" not in found:
+            found["conn"] = None
+            from clavain import locate
+
+            path = locate.db_file(root, env)
+            if os.path.isfile(path):
+                from clavain.store.db import connect_readonly
+
+                found["conn"] = connect_readonly(path, timeout_ms=DB_TIMEOUT_MS)
+        return found["conn"]
+
+    import time
+
+    try:
+        for part in (lambda: _authority(root), lambda: _budget(database(), context(), env),
+                     lambda: _windows(root, payload, context(), env),
+                     lambda: _host_cost(payload), lambda: _loop(root, session_id),
+                     lambda: _run(root, time.time()), lambda: _questions(database())):
+            try:
+                text = part()
+            except Exception:  # one unreadable part leaves the rest of the line standing
+                text = None
+            if text:
+                parts.append(text)
+    finally:
+        if found.get("conn") is not None:
+            found["conn"].close()
     return SEPARATOR.join(parts)
 
 
-def main(stdin: object = None) -> int:
-    """Read the payload from stdin, print the line; exit 0 whatever happens."""
+OWN_TIMEOUT_SECONDS = 2.0  # a person's own status line that hangs costs the bar this, no more
+BETWEEN = " │ "  # a person's line, then Clavain's
+
+
+def main(stdin: object = None, argv: list[str] | None = None) -> int:
+    """Read the payload from stdin, print the line; exit 0 whatever happens. `argv` ["--with",
+    CMD]: a person's own status line command, run (by the shell, the payload on its stdin, at
+    the same time as Clavain's line is made) and printed first; Clavain's follows on its last
+    line, or alone outside a Clavain project."""
+    own = argv[1] if argv and len(argv) == 2 and argv[0] == "--with" and argv[1] else None
+    theirs, text = "", ""
     try:
-        from clavain import fastjson
         from clavain.fsutil import read_up_to
 
         stream = sys.stdin if stdin is None else stdin
         raw = read_up_to(stream.fileno(), PAYLOAD_MAX_BYTES)  # type: ignore[attr-defined]
+    except Exception:
+        return 0
+    started = _start_own(own) if own else None
+    try:
+        from clavain import fastjson
+
         payload = fastjson.loads(raw.decode("utf-8", "replace")) if raw.strip() else {}
         text = line(payload if isinstance(payload, dict) else {})
     except Exception:
-        return 0
-    if text:
+        text = ""
+    if started is not None:
+        theirs = _finish_own(started, raw)
+    shown = combined(theirs, text)
+    if shown:
         try:
-            sys.stdout.write(text + "\n")
+            sys.stdout.write(shown + "\n")
             sys.stdout.flush()
         except OSError:
             pass
     return 0
 
 
-def install(project: str, command: str, *, force: bool = False) -> dict:
-    """Put `{"type": "command", "command": command}` in the project's settings.local.json,
-    keeping every other key. A different status line already there is a person's own: refused
-    (ClavainError naming it) unless `force`. {"settings", "changed", "replaced"}."""
-    from pathlib import Path
+def combined(theirs: str, ours: str) -> str:
+    """A person's status line output, then Clavain's: on its last line after BETWEEN, or alone
+    when one of the two is empty."""
+    theirs = theirs.rstrip("\n")
+    if not theirs or not ours:
+        return theirs or ours
+    return theirs + BETWEEN + ours
 
-    from clavain import hard_mode, sandbox
-    from clavain.errors import ClavainError
-    from clavain.fsutil import write_json_atomic
 
-    path = sandbox.settings_file(Path(project))
-    settings = sandbox.read_settings(path)
-    wanted = {"type": "command", "command": command}
-    current = settings.get("statusLine")
-    if isinstance(current, dict) and current.get("type") == "command" \
-            and current.get("command") == command:  # ours already (with its own padding, say)
-        return {"settings": str(path), "changed": False, "replaced": None}
-    if current is not None and not force:
-        shown = current.get("command") if isinstance(current, dict) else current
-        raise ClavainError(f"{path} already has a status line of its own ({shown!r}); "
-                           "`clavain init --statusline --force` replaces it")
-    write_json_atomic(path, {**settings, "statusLine": wanted})
-    # It names this machine's paths, as hard mode's settings do: kept out of git.
-    return {"settings": str(path), "changed": True, "replaced": current,
-            "git_excluded": hard_mode.exclude_from_git(path)}
+def _start_own(command: str) -> object:
+    import subprocess
+
+    try:
+        return subprocess.Popen(command, shell=True, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
+def _finish_own(proc: object, raw: bytes) -> str:
+    """What the person's command printed; nothing when it fails to start or outlasts
+    OWN_TIMEOUT_SECONDS (then it is killed): the bar never waits on it longer."""
+    import subprocess
+
+    try:
+        out, _ = proc.communicate(raw, timeout=OWN_TIMEOUT_SECONDS)  # type: ignore[attr-defined]
+    except (subprocess.TimeoutExpired, OSError):
+        proc.kill()  # type: ignore[attr-defined]
+        proc.wait()  # type: ignore[attr-defined]
+        return ""
+    return out.decode("utf-8", "replace")

@@ -53,10 +53,12 @@ def test_init_creates_state_and_gitignore_once(run_cli, project: Path) -> None:
     assert report["created"] is True and report["gitignore_updated"] is True
     for folder in ("verdicts", "artifacts", "runs", "scratch", "logs"):
         assert (project / ".clavain" / folder).is_dir()
+    assert report["gitignore"] == str(project / ".git" / "info" / "exclude")
     second = json.loads(run_cli("init", "--json").stdout)
     assert second["created"] is False and second["gitignore_updated"] is False
-    text = (project / ".gitignore").read_text()
-    assert text.startswith("node_modules/\n")
+    # The person's .gitignore is left as it was: the ignores are this clone's own.
+    assert (project / ".gitignore").read_text() == "node_modules/"
+    text = (project / ".git" / "info" / "exclude").read_text()
     assert text.splitlines().count("/.clavain/state.sqlite") == 1
     # git really ignores the volatile parts but would still see a user's config.json.
     (project / ".clavain" / "state.sqlite").write_text("x")
@@ -74,8 +76,9 @@ def test_init_adds_the_lines_an_older_init_did_not_write(run_cli, project: Path)
     (project / ".gitignore").write_text(f"{GITIGNORE_MARKER}\n/.clavain/state.sqlite\n")
     report = json.loads(run_cli("init", "--json").stdout)
     assert report["gitignore_updated"] is True
-    lines = (project / ".gitignore").read_text().splitlines()
-    assert lines.count("/.clavain/state.sqlite") == 1 and "/.clavain-worktrees/" in lines
+    assert (project / ".gitignore").read_text() == f"{GITIGNORE_MARKER}\n/.clavain/state.sqlite\n"
+    lines = (project / ".git" / "info" / "exclude").read_text().splitlines()
+    assert "/.clavain/state.sqlite" not in lines and "/.clavain-worktrees/" in lines
     assert json.loads(run_cli("init", "--json").stdout)["gitignore_updated"] is False
 
 

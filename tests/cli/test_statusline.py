@@ -48,7 +48,7 @@ def test_the_sprint_step_budget_host_cost_and_loop(run_cli, project: Path) -> No
     (project / "lib").mkdir()
     done = statusline(payload, cwd=Path("/"))
     assert done.returncode == 0 and done.stderr == ""
-    assert done.stdout == f"clavain: {step} 1/{len(route)} · best effort · session $1.23\n"
+    assert done.stdout == f"clavain: {step} 1/{len(route)} · best effort · Claude Code $1.23\n"
 
     count_a_command(project, "s-1")
     count_a_command(project, "s-1")
@@ -58,8 +58,8 @@ def test_the_sprint_step_budget_host_cost_and_loop(run_cli, project: Path) -> No
     (loops / "s-1.json").write_text(json.dumps({"iteration": 3, "max_iterations": 10}))
     line = statusline({**payload, "cost": {}}, cwd=Path("/")).stdout
     # Its own calls only.
-    assert line.startswith(f"clavain: {step} 1/{len(route)}{BEST} · cmds 2/")
-    assert "$0.00/$" in line and line.endswith(" · loop 3/10\n") and "session" not in line
+    assert line.startswith(f"clavain: {step} 1/{len(route)}{BEST} · budget cmds 2/")
+    assert "$0.00/$" in line and line.endswith(" · loop 3/10\n") and "Claude Code" not in line
     other = statusline({**payload, "session_id": "s-2"}, cwd=Path("/")).stdout
     assert "cmds" not in other and "loop" not in other  # another session: no row, no loop
 
@@ -182,3 +182,99 @@ def test_init_statusline_keeps_a_persons_own(run_cli, project: Path) -> None:
     person = run_cli("init", "--statusline", "--force", person=True)
     assert person.returncode == 0, person.stdout
     assert settings(project)["statusLine"]["command"].endswith("/clavain statusline")
+
+
+def set_spend(project: Path, session: str, commands: int, cost_usd: float) -> None:
+    """The session's budget row (made by a real PreToolUse call) at these figures."""
+    from clavain.store.db import connect
+
+    conn = connect(project / ".clavain" / "state.sqlite")
+    with conn:
+        conn.execute("UPDATE budget_runs SET commands = ?, cost_usd = ? "
+                     "WHERE run_key = ?", (commands, cost_usd, f"session:{session}"))
+    conn.close()
+
+
+def test_a_figure_at_80_percent_of_its_limit_is_marked(run_cli, project: Path) -> None:
+    """79 % of a limit reads plain, 80 % carries `⚠` (text, colour only beside it); Clavain's
+    budget dollars and Claude Code's session dollars are labelled apart."""
+    run_cli("init")
+    (project / ".clavain" / "config.json").write_text(json.dumps(
+        {"budgets": {"maxCommands": 100, "maxCostUsd": 10.0}}))
+    count_a_command(project, "s-1")
+    payload = {"session_id": "s-1", "cwd": str(project), "cost": {"total_cost_usd": 1.234}}
+    set_spend(project, "s-1", 79, 7.9)
+    plain = statusline(payload, cwd=project, NO_COLOR="1").stdout
+    assert " · budget cmds 79/100 $7.90/$10.00 · Claude Code $1.23" in plain
+    assert "⚠" not in plain
+    set_spend(project, "s-1", 80, 8.0)
+    marked = statusline(payload, cwd=project, NO_COLOR="1").stdout
+    assert " · budget ⚠cmds 80/100 ⚠$8.00/$10.00 · Claude Code $1.23" in marked
+    set_spend(project, "s-1", 100, 8.5)
+    coloured = statusline(payload, cwd=project).stdout  # colour added: red past, yellow near
+    assert "\033[31m⚠cmds 100/100\033[0m \033[33m⚠$8.50/$10.00\033[0m" in coloured
+
+
+def test_a_blocked_run_and_the_questions_waiting(tmp_path: Path) -> None:
+    """A real headless run that ends blocked on a question: the line says so and counts it;
+    a run at work says how many runners it has."""
+    from clavain.store.graph_db import open_graph_db
+    from clavain.supervisor.run_record import RunRecord
+    from clavain.workgraph.graphs import Graph
+    from clavain.workgraph.results import apply_result
+    from tests.supervisor import kit
+
+    state = kit.make_project(tmp_path / "p")
+    kit.add(state, [{"id": q, "type": "task", "title": q, "verify": ["true"]}
+                    for q in ("q1", "q2")], scaffold=False)
+    conn = open_graph_db(state)
+    for q in ("q1", "q2"):
+        apply_result(Graph(conn, "default", state), q,
+                     {"status": "checkpoint", "summary": "which?", "question": "red or blue?"})
+    conn.close()
+    done = subprocess.run([str(kit.REPO / "bin" / "clavain"), "run", "--runner", "shell"],
+                          cwd=state.project, env=kit.cli_env(state), capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1, done.stderr
+    line = statusline({"cwd": str(state.project)}, cwd=state.project, NO_COLOR="1").stdout
+    assert line.endswith(" · ⚠run blocked: waits for an answer · ⚠2 questions wait\n"), line
+    record = RunRecord(state, "run-later", "default")
+    record.start()
+    record.runner_started("q1", 1, worker=1)
+    record.runner_started("q2", 2, worker=2)
+    line = statusline({"cwd": str(state.project)}, cwd=state.project, NO_COLOR="1").stdout
+    assert " · run 2 at work · " in line
+    record.runner_ended("q1")
+    record.runner_ended("q2")
+    line = statusline({"cwd": str(state.project)}, cwd=state.project, NO_COLOR="1").stdout
+    assert " · run waiting · " in line
+
+
+def test_combine_keeps_a_persons_own_status_line_and_prints_both(run_cli,
+                                                                  project: Path) -> None:
+    """`init --statusline --combine`: one command runs the person's line (given the payload)
+    and then Clavain's; outside a Clavain project theirs still shows."""
+    (project / ".claude").mkdir()
+    mine = project / "mine.sh"
+    mine.write_text("#!/bin/sh\nprintf 'mine: %s' \"$(cat | wc -c | tr -d ' ')\"\n")
+    mine.chmod(0o755)
+    path = project / ".claude" / "settings.local.json"
+    path.write_text(json.dumps({"statusLine": {"type": "command", "command": f"{mine} --x",
+                                               "padding": 1}}))
+    refused = run_cli("init", "--statusline")
+    assert refused.returncode != 0 and "--combine" in refused.stderr
+    done = run_cli("init", "--statusline", "--combine", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["statusline"]["combined"] == f"{mine} --x"
+    written = settings(project)["statusLine"]
+    assert written["padding"] == 1 and written["command"].endswith(f" --with '{mine} --x'")
+    again = run_cli("init", "--statusline", "--combine", "--json")
+    assert json.loads(again.stdout)["statusline"]["changed"] is False
+    payload = json.dumps({"cwd": str(project)})
+    shown = subprocess.run(written["command"], shell=True, input=payload, capture_output=True,
+                           text=True, env=subprocess_env(**OUTSIDE), timeout=30, cwd=project)
+    assert shown.stdout == f"mine: {len(payload)} │ clavain: no sprint{BEST}\n"
+    outside = json.dumps({"cwd": "/"})
+    alone = subprocess.run(written["command"], shell=True, input=outside, capture_output=True,
+                           text=True, env=subprocess_env(**OUTSIDE), timeout=30, cwd="/")
+    assert alone.stdout == f"mine: {len(outside)}\n"

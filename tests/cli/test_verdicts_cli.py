@@ -157,7 +157,9 @@ def test_tokens_missing_transcript(run_cli, project: Path) -> None:
 def test_init_creates_and_ignores_the_verdicts_folder(run_cli, project: Path) -> None:
     assert run_cli("init").returncode == 0
     assert (project / ".clavain" / "verdicts").is_dir()
-    assert "/.clavain/verdicts/" in (project / ".gitignore").read_text().splitlines()
+    assert "/.clavain/verdicts/" in \
+        (project / ".git" / "info" / "exclude").read_text().splitlines()
+    assert not (project / ".gitignore").exists()
 
 
 @pytest.mark.parametrize("args", [("verdicts", "--json", "ls"), ("verdicts", "--json", "summary"),

@@ -70,8 +70,8 @@ def test_a_broken_checkpoint_or_a_bad_session_id_never_blocks(run_hook, tmp_path
 
 
 def test_a_sprint_started_by_the_cli_is_not_uncommitted_work(run_hook, tmp_path: Path) -> None:
-    """`clavain sprint start` writes Clavain's block into .gitignore; that alone is not work
-    to hand off, so the one ask is kept for when there is some."""
+    """`clavain sprint start` keeps Clavain's state out of git (the clone's exclude list);
+    that alone is not work to hand off, so the one ask is kept for when there is some."""
     import os
     import sys
 
@@ -83,7 +83,7 @@ def test_a_sprint_started_by_the_cli_is_not_uncommitted_work(run_hook, tmp_path:
                               "CLAVAIN_PROJECT_DIR": str(project),
                               "CLAUDE_CODE_SESSION_ID": "sess-1"})
     assert cli.returncode == 0, cli.stderr
-    assert (project / ".gitignore").exists()
+    assert "/.clavain/verdicts/" in (project / ".git" / "info" / "exclude").read_text()
     assert _stop(run_hook, project) is None
     (project / "app.py").write_text("x = 1\n")
     assert _stop(run_hook, project)["decision"] == "block"

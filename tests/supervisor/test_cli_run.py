@@ -111,3 +111,88 @@ def test_microcall_without_json_in_the_reply_fails_clearly(tmp_path: Path) -> No
     done = _cli(state, "microcall", "--prompt", "hi", CLAVAIN_CLAUDE_BIN=str(fake),
                 FAKE_CLAUDE_RESULT="not json at all")
     assert done.returncode == 1 and "holds no JSON" in done.stderr
+
+
+def test_a_retry_line_says_when_the_node_runs_again(tmp_path: Path) -> None:
+    """A task failing once: its line names the back-off's end (the node's retry time, from
+    metrics.json), not only how long the failed attempt took."""
+    state = kit.make_project(tmp_path / "p", {"defaults": {"retryBackoffSeconds": 1}})
+    marker = tmp_path / "failed-once"
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"],
+                     "commands": [f"test -f {marker} || {{ touch {marker}; exit 3; }}"]}])
+    done = _cli(state, "run", "--runner", "shell")
+    assert done.returncode == 0, done.stderr
+    metrics = json.loads(next(state.runs.glob("*/metrics.json")).read_text())
+    retries = [e for e in metrics["timeline"] if e["outcome"] == "retry"]
+    assert len(retries) == 1 and retries[0]["retry_at"]
+    line = next(x for x in done.stderr.splitlines() if x.startswith("✖ task-a"))
+    assert f"failed attempt 1 after {retries[0]['seconds']:.1f}s, retries at " \
+           f"{retries[0]['retry_at'][11:19]}Z (in " in line
+    assert "retry in" not in line
+
+
+def test_the_final_line_names_a_few_left_nodes_and_counts_the_rest(tmp_path: Path) -> None:
+    state = kit.make_project(tmp_path / "p", {"defaults": {"maxAttempts": 1}})
+    kit.add(state, [{"id": "task-root", "type": "task", "title": "root", "verify": ["true"],
+                     "commands": ["exit 3"]}]
+            + [{"id": f"task-{n}", "type": "task", "title": str(n), "verify": ["true"],
+                "commands": ["true"], "dependsOn": ["task-root"]} for n in range(12)])
+    done = _cli(state, "run", "--runner", "shell")
+    assert done.returncode == 1, done.stderr
+    final = next(x for x in done.stdout.splitlines() if x.startswith("Done: "))
+    left = len([n for n in kit.nodes(state).values() if n["status"] != "done"])
+    assert left > 20  # the tasks, their verify nodes, integrate, final verify
+    assert "; left: task-root (failed), " in final
+    assert final.count(" (open)") + final.count(" (failed)") == 5
+    assert f" and {left - 5} more ({left - 5} open); `clavain graph ls` lists them" in final
+
+
+def test_left_summary_orders_what_needs_a_person_first() -> None:
+    from clavain.supervisor.progress import left_summary
+
+    left = [{"id": f"n{i}", "status": "open"} for i in range(8)] + [
+        {"id": "q", "status": "needs_human"}, {"id": "f", "status": "failed"}]
+    assert left_summary(left, named=3) == (
+        "f (failed), q (needs_human), n0 (open) and 7 more (7 open); `clavain graph ls` lists "
+        "them")
+    assert left_summary(left[:2]) == "n0 (open), n1 (open)"
+    assert left_summary([]) == "nothing"
+
+
+def _fresh_repo(root: Path):
+    """A git repository with one commit and nothing of Clavain's yet."""
+    from clavain import locate
+    from clavain.paths import StatePaths
+
+    root.mkdir(parents=True)
+    kit.git(root, "init", "-q", "-b", "main")
+    (root / "README.md").write_text("project\n")
+    kit.git(root, "add", "-A")
+    kit.git(root, "commit", "-qm", "start")
+    return StatePaths(root / ".clavain", project=root, store_url=locate.store_url())
+
+
+def test_init_then_a_parallel_run_starts_at_once(tmp_path: Path) -> None:
+    """`clavain init` leaves nothing in the work tree that `clavain run --workers 2` refuses
+    (its ignores go to .git/info/exclude), and git still ignores the state's volatile parts."""
+    state = _fresh_repo(tmp_path / "p")
+    done = _cli(state, "init")
+    assert done.returncode == 0, done.stderr
+    assert kit.git(state.project, "status", "--porcelain", "--untracked-files=all") == ""
+    kit.add(state, [{"id": f"task-{n}", "type": "task", "title": n, "verify": ["true"],
+                     "commands": ["true"]} for n in ("a", "b")])
+    done = _cli(state, "run", "--workers", "2", "--runner", "shell")
+    assert done.returncode == 0, done.stderr
+    assert "untracked" not in done.stderr and "complete" in done.stdout
+
+
+def test_a_persons_untracked_file_still_stops_a_parallel_run(tmp_path: Path) -> None:
+    state = _fresh_repo(tmp_path / "p")
+    assert _cli(state, "init").returncode == 0
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"],
+                     "commands": ["true"]}])
+    (state.project / "notes.txt").write_text("my own work\n")
+    done = _cli(state, "run", "--workers", "2", "--runner", "shell")
+    assert done.returncode != 0
+    assert "has untracked files (notes.txt)" in done.stderr
+    assert kit.node(state, "task-a")["status"] == "open"

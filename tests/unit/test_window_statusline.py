@@ -12,7 +12,8 @@ from pathlib import Path
 
 from tests.conftest import BIN, subprocess_env
 
-OUTSIDE = {"CLAVAIN_PROJECT_DIR": "", "CLAUDE_PROJECT_DIR": ""}
+# NO_COLOR: the marks as text; the colour added beside them is tests/cli/test_statusline.py's.
+OUTSIDE = {"CLAVAIN_PROJECT_DIR": "", "CLAUDE_PROJECT_DIR": "", "NO_COLOR": "1"}
 SESSION = "s-window"
 
 
@@ -62,21 +63,26 @@ def agent_call(project: Path) -> dict:
 def test_the_status_line_records_and_shows_the_windows(tmp_path: Path) -> None:
     project = make_project(tmp_path, 80)
     line = statusline(payload(project, 95), Path("/"))
-    assert " · 5h 95% (over 80%) 7d 41% · " in line
+    assert " · 5h ⚠95% (over 80%) 7d 41% · " in line
     stored = json.loads((project / ".clavain" / "window.json").read_text())["windows"]
     assert stored["five_hour"]["used_percent"] == 95 and stored["five_hour"]["source"] == \
         "statusline"
     assert stored["seven_day"]["used_percent"] == 41
     # An older figure of the same window (an idle session's line) does not lower it.
-    assert " 5h 95% (over 80%)" in statusline(payload(project, 79), Path("/"))
+    assert " 5h ⚠95% (over 80%)" in statusline(payload(project, 79), Path("/"))
 
 
 def test_under_the_share_and_without_one(tmp_path: Path) -> None:
     project = make_project(tmp_path, 80)
-    assert " · 5h 79% 7d 41% · " in statusline(payload(project, 79), Path("/"))
+    # 80 % of the share (64 % of the window) and more is marked; under it, plain.
+    assert " · 5h ⚠64% (near 80%) 7d 41% · " in statusline(payload(project, 64), Path("/"))
+    low = make_project(tmp_path / "low", 80)
+    assert " · 5h 63% 7d 41% · " in statusline(payload(low, 63), Path("/"))
     bare = make_project(tmp_path / "bare", None)
     line = statusline(payload(bare, 99), Path("/"))
-    assert " · 5h 99% 7d 41% · " in line and "over" not in line
+    assert " · 5h ⚠99% 7d 41% · " in line and "over" not in line
+    plain = make_project(tmp_path / "plain", None)  # a window's figure is never lowered
+    assert " · 5h 79% 7d 41% · " in statusline(payload(plain, 79), Path("/"))
     # No rate_limits (an API-key session): no window part, no file.
     quiet = make_project(tmp_path / "quiet", 80)
     body = payload(quiet, 0)
@@ -90,7 +96,7 @@ def test_bad_rate_limits_leave_the_rest_of_the_line(tmp_path: Path) -> None:
     for bad in ("x", [1], {"five_hour": "95"}, {"five_hour": {"used_percentage": 950,
                                                               "resets_at": 1}}):
         line = statusline({**payload(project, 0), "rate_limits": bad}, Path("/"))
-        assert line.startswith("clavain: no sprint") and "session $0.50" in line
+        assert line.startswith("clavain: no sprint") and "Claude Code $0.50" in line
         assert "5h" not in line
 
 

@@ -27,8 +27,12 @@ def register(commands: argparse._SubParsersAction) -> None:
     init.add_argument("--statusline", action="store_true",
                       help="show Clavain's line in Claude Code's status bar (this project's "
                            ".claude/settings.local.json; a status line of your own is kept)")
-    init.add_argument("--force", action="store_true",
-                      help="with --statusline: replace a status line already set")
+    own = init.add_mutually_exclusive_group()
+    own.add_argument("--combine", action="store_true",
+                     help="with --statusline: keep the status line already set and show "
+                          "Clavain's after it (one command runs both)")
+    own.add_argument("--force", action="store_true",
+                     help="with --statusline: replace a status line already set")
     add_json_flag(init)
     doctor = add_command(commands, "doctor",
                          "check python, venv, dependencies, claude, plugin root and state", _doctor)
@@ -48,19 +52,21 @@ def _init(args: argparse.Namespace) -> int:
     # After init_state: the folders hard mode denies exist before any session starts.
     result["sandbox"] = _hard_mode(state, asker, args)
     if args.statusline:
-        result["statusline"] = _install_statusline(state.project, args.force)
+        result["statusline"] = _install_statusline(state.project, args.force, args.combine)
     if args.json:
         emit_json(result)
         return 0
     verb = "created" if result["created"] else "already present:"
     print(f"{verb} {result['state_dir']}")
     if result["gitignore_updated"]:
-        print(f"added Clavain's volatile paths to {result['gitignore']}")
+        print(f"git now ignores Clavain's volatile paths (in {result['gitignore']})")
     _print_sandbox(result["sandbox"])
     if args.statusline:
         done = result["statusline"]
         print(f"status line {'set' if done['changed'] else 'already set'}: {done['settings']}"
-              + (" (replaced the one there)" if done["replaced"] is not None else ""))
+              + (" (replaced the one there)" if done["replaced"] is not None else "")
+              + (f" (yours first, then Clavain's: {done['combined']!r} runs as before)"
+                 if done.get("combined") else ""))
     return 0
 
 
@@ -89,7 +95,7 @@ def _hard_mode(state: StatePaths, asker: Asker, args: argparse.Namespace) -> dic
     return {**done, **hard_mode.status(project, root, probe=False), "action": "turned_on"}
 
 
-def _install_statusline(project: object, force: bool) -> dict:
+def _install_statusline(project: object, force: bool, combine: bool = False) -> dict:
     """bin/clavain by its absolute path: the status line runs outside the plugin's hooks, where
     ${CLAUDE_PLUGIN_ROOT} is not substituted."""
     import os
@@ -97,7 +103,7 @@ def _install_statusline(project: object, force: bool) -> dict:
 
     from clavain.authority import who_asks
     from clavain.errors import ClavainError
-    from clavain.statusline import install
+    from clavain.statusline_setup import install
     from clavain.workgraph.runner_env import clavain_bin
 
     asker = who_asks()
@@ -106,7 +112,7 @@ def _install_statusline(project: object, force: bool) -> dict:
                            "the user runs `clavain init --statusline --force` in a terminal")
     launcher = clavain_bin()  # the plugin's bin/clavain, else a package's console script
     return install(os.fspath(project), f"{shlex.quote(os.path.abspath(launcher))} statusline",
-                   force=force)
+                   force=force, combine=combine)
 
 
 def _refuse_sandbox_change(detail: str, flag: str) -> None:

@@ -10,13 +10,16 @@ from clavain.cli._output import add_command
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    add_command(commands, "statusline",
-                "one line for Claude Code's status bar from its JSON on stdin: sprint step, "
-                "budget, session cost, loop iteration (`clavain init --statusline` sets it up)",
-                _statusline)
+    p = add_command(commands, "statusline",
+                    "one line for Claude Code's status bar from its JSON on stdin: sprint step, "
+                    "budget, session cost, loop iteration, a headless run, questions waiting "
+                    "(`clavain init --statusline` sets it up)", _statusline)
+    p.add_argument("--with", dest="own", metavar="CMD",
+                   help="a status line command of your own, run first (`clavain init "
+                        "--statusline --combine` writes it)")
 
 
 def _statusline(args: argparse.Namespace) -> int:
     from clavain.statusline import main
 
-    return main()
+    return main(argv=["--with", args.own] if args.own else [])

@@ -16,6 +16,36 @@ def _clock(seconds: float) -> str:
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
+def _outcome(event: dict[str, Any], now: float | None = None) -> str:
+    """`done in 3.2s`; a failed attempt sent back for another says when that one starts (its
+    back-off's end), which is what a person waits for, beside how long the failed one took:
+    `failed attempt 1 after 0.6s, retries at 14:52:10Z (in 49s)`."""
+    took = f"{event.get('seconds') or 0:.1f}s"
+    retry_at = event.get("retry_at")
+    if event.get("outcome") != "retry" or not isinstance(retry_at, str):
+        return f"{event.get('outcome')} in {took}"
+    from datetime import datetime
+
+    attempt = f" attempt {event['attempts']}" if isinstance(event.get("attempts"), int) else ""
+    try:
+        moment = datetime.fromisoformat(retry_at.replace("Z", "+00:00"))
+    except ValueError:
+        return f"failed{attempt} after {took}, retries after {retry_at}"
+    left = moment.timestamp() - (time.time() if now is None else now)
+    return (f"failed{attempt} after {took}, retries at {moment.strftime('%H:%M:%S')}Z "
+            f"(in {_span(left)})")
+
+
+def _span(seconds: float) -> str:
+    """`49s`, `3m 05s`, `1h 02m`: a wait as a person reads it."""
+    seconds = max(0, int(seconds + 0.999))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m {seconds % 60:02d}s"
+    return f"{seconds // 3600}h {seconds % 3600 // 60:02d}m"
+
+
 class LinePrinter:
     """Event lines on a stream; a countdown (`waiting` events) rewrites one terminal line, and
     elsewhere (a log) appears at most every WAIT_LINE_SECONDS. Subclasses say what each event
@@ -95,8 +125,8 @@ class Printer(LinePrinter):
             cost = f", {event['tokens']:,} tokens, ${event['cost_usd']:.4f}" \
                 if event.get("tokens") else ""
             return (f"{_MARKS.get(event.get('outcome'), '✖')} {event['node']} "
-                    f"[{who}] worker {event.get('worker')}: {event.get('outcome')} in "
-                    f"{event.get('seconds', 0):.1f}s{cost} — {str(event.get('summary'))[:160]}")
+                    f"[{who}] worker {event.get('worker')}: {_outcome(event)}{cost} — "
+                    f"{str(event.get('summary'))[:160]}")
         if kind == "stopping":
             return ("stopping: runners get SIGTERM and 5 s to finish; their nodes go back "
                     "unspent (Ctrl-C again to kill them now)")
@@ -174,8 +204,31 @@ def print_final(report: dict[str, Any]) -> None:
               + (f" (${spend['charged']['cost_usd']:.4f} charged for "
                  f"{spend['charged']['count']} runner(s) that ended unmeasured)"
                  if spend["charged"]["count"] else ""))
-    print(f"Done: {len(report['done'])} node(s); left: "
-          + (", ".join(f"{n['id']} ({n['status']})" for n in report["left"]) or "nothing"))
+    print(f"Done: {len(report['done'])} node(s); left: {left_summary(report['left'])}")
     if metrics.get("crashes"):
         print("Crashes (given back, no attempt spent): "
               + ", ".join(f"{node} {n}" for node, n in metrics["crashes"].items()))
+
+
+LEFT_NAMED = 5
+# The left nodes a person acts on first: a failure or a question before work not yet reached.
+_LEFT_ORDER = {"failed": 0, "needs_human": 1, "running": 2}
+
+
+def left_summary(left: list[dict[str, Any]], named: int = LEFT_NAMED) -> str:
+    """`task-7 (failed), task-11 (needs_human), … and 125 more (120 open, 5 blocked)`: at most
+    `named` nodes, failed and waiting ones first, then the count of the rest by status (a
+    200-node run's leftovers on one line are unreadable)."""
+    if not left:
+        return "nothing"
+    ordered = sorted(left, key=lambda n: _LEFT_ORDER.get(n["status"], 3))  # stable: plan order
+    shown = ", ".join(f"{n['id']} ({n['status']})" for n in ordered[:named])
+    rest = ordered[named:]
+    if not rest:
+        return shown
+    counts: dict[str, int] = {}
+    for n in rest:
+        counts[n["status"]] = counts.get(n["status"], 0) + 1
+    by_status = ", ".join(f"{count} {status}" for status, count in
+                          sorted(counts.items(), key=lambda item: (-item[1], item[0])))
+    return f"{shown} and {len(rest)} more ({by_status}); `clavain graph ls` lists them"

@@ -196,7 +196,7 @@ def run_node(ctx: RunContext, node: dict[str, Any], worker: int, share: Share | 
     event["seconds"] = round(event["end_epoch"] - started_epoch, 3)
     ctx.metrics.record({key: event.get(key) for key in (
         "node", "role", "runner", "model", "worker", "start", "end", "start_epoch", "end_epoch",
-        "seconds", "outcome", "llm", "tokens", "cost_usd", "charged_usd", "summary")})
+        "seconds", "outcome", "llm", "tokens", "cost_usd", "charged_usd", "summary", "retry_at")})
     return event
 
 

@@ -68,7 +68,15 @@ def record(ctx: RunContext, g: Graph, node: dict[str, Any], result: dict[str, An
         result = failure(f"result refused: {exc}")
     return {"outcome": OUTCOME_BY_STATUS.get(applied["to"], applied["to"]),
             "summary": result.get("summary", ""), "added": applied.get("added") or [],
-            "escalation": applied.get("escalation")}
+            "escalation": applied.get("escalation"), **retry_fields(applied)}
+
+
+def retry_fields(applied: dict[str, Any]) -> dict[str, Any]:
+    """When a node sent back to open runs again (its back-off's end) and its attempt count:
+    the run's line says when it retries, not how long the failed attempt took."""
+    if applied.get("to") != "open" or not applied.get("blocked_until"):
+        return {}
+    return {"retry_at": applied["blocked_until"], "attempts": applied.get("attempts")}
 
 
 def settle_verify(ctx: RunContext, g: Graph, node: dict[str, Any],
@@ -86,7 +94,7 @@ def settle_verify(ctx: RunContext, g: Graph, node: dict[str, Any],
     if isinstance(report, dict) and report.get("applied"):
         to = report["apply"]["to"]
         return {**free, "outcome": OUTCOME_BY_STATUS.get(to, to),
-                "summary": report["result"]["summary"]}
+                "summary": report["result"]["summary"], **retry_fields(report["apply"])}
     why = (report.get("error") if isinstance(report, dict) else None) or (
         f"the shell verifier exited {process.exit_code} without a report"
         + (" (timed out)" if process.timed_out else "") + f"; see {process.stderr_path}")
@@ -106,7 +114,7 @@ def settle_verify(ctx: RunContext, g: Graph, node: dict[str, Any],
             raise
         return {**free, "outcome": "not_recorded", "summary": f"{why}; {exc}"}
     return {**free, "outcome": OUTCOME_BY_STATUS.get(applied["to"], applied["to"]),
-            "summary": crashed["summary"]}
+            "summary": crashed["summary"], **retry_fields(applied)}
 
 
 def claim_lost(ctx: RunContext, g: Graph, node: dict[str, Any]) -> str | None:
