@@ -66,8 +66,8 @@ def test_the_demo_runs_page_shows_two_workers_side_by_side(run_cli, project: Pat
                                 ".map(r => r.cells[0].textContent)")
         assert budgets == ["Bash commands", "Test runs", "Web requests", "Tokens", "Dollars"]
         # The picture is laid out: every node box has a real size on the screen.
-        sizes = page.evaluate("[...document.querySelectorAll('svg [data-node-id] rect, "
-                              "svg [data-node-id] path, svg [data-node-id] polygon')]"
+        sizes = page.evaluate("[...document.querySelectorAll('svg [data-node-id] > rect, "
+                              "svg [data-node-id] > path, svg [data-node-id] > polygon')]"
                               ".map(e => e.getBoundingClientRect().width)")
         assert sizes and min(sizes) > 20
         _check_offline(page, target, "demo-run")

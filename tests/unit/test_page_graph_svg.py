@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from clavain.page import graph_place
 from clavain.page.graph_layout import MIN_BOXES, order_rows
-from clavain.page.graph_place import LANES_PER_BOX, MARGIN, WRAP, W
-from clavain.page.graph_svg import critical_path, draw
+from clavain.page.graph_place import LANES_PER_BOX, MARGIN, WRAP, W, boxes_per_line
+from clavain.page.graph_svg import MAX_WIDTH, critical_path, draw
 from clavain.workgraph.status_colors import colors
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -300,12 +300,31 @@ def test_a_deep_graph_folds_several_layers_per_row() -> None:
 
 
 def test_a_wide_layer_wraps_instead_of_growing_without_end() -> None:
+    """Without a width to fit (max_width=None) a layer wraps at WRAP boxes a line."""
     nodes = [_node(f"n{i}", []) for i in range(200)]
-    root = parse(draw(nodes, fold_above=1000).svg)
+    root = parse(draw(nodes, fold_above=1000, max_width=None).svg)
     assert len(node_groups(root)) == 200
     assert float(root.get("width")) <= WRAP * (W + 40)
     rows = {g.find(NS + "text").get("y") for g in node_groups(root).values()}
     assert len(rows) == math.ceil(200 / WRAP)
+
+
+def test_a_wide_layer_folds_to_the_width_but_keeps_its_failures_single() -> None:
+    """200 nodes in one layer, 30 of them failed: the 170 done fold into one box, the failed
+    stay single on lines of as many boxes as fit the width."""
+    nodes = [_node(f"n{i:03}", [], status="failed" if i % 7 == 0 and i < 210 else "done")
+             for i in range(200)]
+    failed = {n["id"] for n in nodes if n["status"] == "failed"}
+    picture = draw(nodes, fold_above=1000)
+    root = parse(picture.svg)
+    assert float(root.get("width")) <= MAX_WIDTH and picture.width <= MAX_WIDTH
+    assert set(node_groups(root)) == failed
+    assert [g.get("data-count") for g in group_boxes(root)] == [str(200 - len(failed))]
+    per_line = boxes_per_line(MAX_WIDTH)
+    tops: dict[str, int] = {}
+    for g in node_groups(root).values():
+        tops[g[1].get("y")] = tops.get(g[1].get("y"), 0) + 1
+    assert max(tops.values()) == per_line < WRAP
 
 
 def test_no_nodes_draws_an_empty_picture() -> None:
@@ -371,7 +390,9 @@ def test_folding_counts_every_node_once_even_with_cycles(graph) -> None:
     for g in group_boxes(root):  # with at most 9 nodes a group's tooltip names every member
         seen += g.find(NS + "title").text.split("\n")[1:]
     assert sorted(seen) == sorted(n["id"] for n in nodes)
-    assert picture.folded == (len(nodes) > 3)
+    # Folded into at most MIN_BOXES boxes, groups opened again while they fit: only a graph
+    # of more nodes than that keeps a group.
+    assert picture.folded == (len(nodes) > MIN_BOXES)
     assert picture.shown_nodes + len(group_boxes(root)) <= MIN_BOXES
     assert is_chain(picture.critical_path, nodes)
     assert len(set(picture.critical_path)) == len(picture.critical_path)
@@ -478,7 +499,7 @@ def test_long_edges_of_the_demo_go_around_the_boxes_between() -> None:
 
 def test_edges_between_the_lines_of_a_wrapped_layer_go_around_its_other_lines() -> None:
     """A layer wider than WRAP boxes wraps; an edge from its first line passes the others."""
-    roots = [_node(f"r{i:02}", []) for i in range(3 * WRAP - 2)]
+    roots = [_node(f"r{i:02}", [], status="failed") for i in range(3 * WRAP - 2)]
     nodes = [*roots, _node("sink", [n["id"] for n in roots]), _node("late", ["r00", "sink"]),
              _node("deep", ["late", "r05"])]
     picture = draw(nodes)
@@ -487,7 +508,9 @@ def test_edges_between_the_lines_of_a_wrapped_layer_go_around_its_other_lines() 
     for g in node_groups(root).values():
         top = g[1].get("y")
         tops[top] = tops.get(top, 0) + 1
-    assert max(tops.values()) == WRAP and len(tops) == 6  # 3 lines of roots: lines hold boxes
+    # The failed roots stay single, in lines of as many boxes as fit: lines hold boxes.
+    per_line = boxes_per_line(MAX_WIDTH)
+    assert max(tops.values()) == per_line and len(tops) == math.ceil(len(roots) / per_line) + 3
     assert edges_behind_boxes(picture.svg) == []
     assert picture.lanes > 0
 
@@ -521,7 +544,8 @@ def test_a_dense_graph_sends_the_edges_beyond_its_lanes_down_the_side() -> None:
     assert (picture.lanes, picture.aside) == (sum(range(1, 28)), 11)
     assert edges_behind_boxes(picture.svg) == []
     root = parse(picture.svg)
-    sides = (MARGIN, float(root.get("width")) - MARGIN)
+    layout = next(g for g in root.iter(NS + "g") if g.get("class") == "layout")
+    sides = (MARGIN, float(layout.get("data-width")) - MARGIN)
     aside = sorted(edge_ends(e)[1] for e in edges(root)
                    if {float(x) for x in re.findall(r"L(-?[\d.]+),", e.get("d"))} & set(sides))
     assert aside == [f"n:n{i}" for i in range(29, 40)]

@@ -195,13 +195,30 @@ def group_status(status: object) -> str:
     return status if isinstance(status, str) and status in STATUS_COLORS else OTHER_STATUS
 
 
-def fold(dag: Dag, chain: list[str], fold_above: int) -> Folding:
+def needs_folding(dag: Dag, fold_above: int, row_cap: int | None = None) -> bool:
+    """Whether the picture folds: more nodes than `fold_above`, or a layer with more nodes
+    than `row_cap` (the boxes a row may hold and still fit the picture's width in a few lines)."""
+    if len(dag.order) > fold_above:
+        return True
+    if row_cap is None:
+        return False
+    per_layer: dict[int, int] = {}
+    for node_id in dag.order:
+        per_layer[dag.layer[node_id]] = per_layer.get(dag.layer[node_id], 0) + 1
+    return max(per_layer.values(), default=0) > row_cap
+
+
+def fold(dag: Dag, chain: list[str], fold_above: int, row_cap: int | None = None) -> Folding:
     """Which nodes stay individual and how the rest group, within max(fold_above, MIN_BOXES)
     boxes. Up to two thirds of the boxes show nodes: those needing a person (ATTENTION order),
     and the critical path from its source (at least a third of those boxes when it is that long,
     so a graph full of failures still shows where the time goes); the rest fold per (layer,
     status). When that makes too many groups, a row holds several layers (band 2, 4, 8, …);
-    when even one row of groups does not fit beside the shown nodes, fewer nodes are shown."""
+    when even one row of groups does not fit beside the shown nodes, fewer nodes are shown.
+    Then groups open again, the smallest first, while their row keeps at most `row_cap` boxes
+    and the picture the budget: a row narrow enough is drawn node by node, a wide one keeps
+    its few open nodes single beside the group of its many done ones. A group of one is never
+    drawn: it opens whatever the cap (it takes no more room as a node)."""
     budget = max(fold_above, MIN_BOXES)
     status = {node_id: dag.nodes[node_id].get("status") for node_id in dag.order}
     attention: list[str] = []
@@ -234,4 +251,26 @@ def fold(dag: Dag, chain: list[str], fold_above: int) -> Folding:
     for node_id in rest:
         key = (dag.layer[node_id] // band, group_status(status[node_id]))
         groups.setdefault(key, []).append(node_id)
+    _open_groups(dag, shown, band, groups, budget, row_cap)
     return Folding(shown, band, groups)
+
+
+def _open_groups(dag: Dag, shown: list[str], band: int, groups: dict[tuple[int, str], list[str]],
+                 budget: int, row_cap: int | None) -> None:
+    """Turn groups back into nodes shown one by one (in place), smallest first, while the row
+    stays within `row_cap` boxes and the picture within `budget`; a group of one always."""
+    boxes = len(shown) + len(groups)
+    in_row: dict[int, int] = {}
+    for node_id in shown:
+        in_row[dag.layer[node_id] // band] = in_row.get(dag.layer[node_id] // band, 0) + 1
+    for row, _ in groups:
+        in_row[row] = in_row.get(row, 0) + 1
+    statuses = [*STATUS_COLORS, OTHER_STATUS]
+    for key in sorted(groups, key=lambda k: (len(groups[k]), k[0], statuses.index(k[1]))):
+        more = len(groups[key]) - 1
+        fits = row_cap is None or in_row[key[0]] + more <= row_cap
+        if more and not (fits and boxes + more <= budget):
+            continue
+        shown += groups.pop(key)
+        boxes += more
+        in_row[key[0]] += more

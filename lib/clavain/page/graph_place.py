@@ -22,13 +22,14 @@ from clavain.page.graph_layout import order_rows
 
 W, H = 172, 44  # a node's box
 GAP_X, GAP_Y, MARGIN = 20, 64, 16  # GAP_Y leaves room for the edges' bends
-WRAP = 12  # boxes per line: a wider row continues on the next line
+WRAP = 12  # the most boxes a line holds however wide the picture may be
 # A long edge passing a line runs in a lane LANE from the next lane, and LANE_CLEAR from a box's
 # side (clear of a group's stacked back, drawn 4 px to the right). A lane widens its line by that
-# much, not by a box: boxes alone decide where a row wraps (at most WRAP a line), and LINE_LANES
-# lanes add at most ~1k px to the ~2.3k of a full line.
+# much, not by a box. Boxes decide where a row wraps (`boxes_per_line`); the lanes a line may
+# hold are what is left of the picture's width (`lane_room`), at most LINE_LANES.
 LANE, LANE_CLEAR = 8, 14
 LANES_PER_BOX, LINE_LANES = 10, 10 * WRAP  # a sprint's folded 10,000 nodes use ~7 and ~100
+MIN_LANES = 8  # lanes a full line keeps room for: boxes_per_line leaves this much spare
 BEND = GAP_Y / 2  # a curve across a gap leaves and enters vertically, this far out
 POINT = "v:"  # a virtual point's key: "v:<edge index>:<line>"
 
@@ -68,17 +69,56 @@ def _extent(keys: list[str]) -> float:
             + _half(keys[-1]))
 
 
+def _inner(max_width: int) -> float:
+    """The widest a line may be packed in a picture `max_width` wide: the margins and both
+    side channels (`place`) kept free."""
+    return max_width - 2 * MARGIN - 2 * LANE_CLEAR
+
+
+def _boxes_extent(count: int) -> float:
+    return count * W + max(0, count - 1) * GAP_X
+
+
+def boxes_per_line(max_width: int | None) -> int:
+    """How many boxes a line holds so that it fits `max_width` with room for MIN_LANES lanes
+    (at least 1, at most WRAP)."""
+    if max_width is None:
+        return WRAP
+    fits = int((_inner(max_width) - _lane_cost(MIN_LANES) + GAP_X) // (W + GAP_X))
+    return min(WRAP, max(1, fits))
+
+
+def _lane_cost(lanes: int) -> float:
+    """The most `lanes` points can widen a line of boxes: a point LANE from the next, the first
+    in a gap between boxes LANE more than the gap (LANE_CLEAR on both sides instead of GAP_X),
+    one at either end LANE_CLEAR - LANE more than that again."""
+    return LANE * lanes + 2 * (LANE_CLEAR - LANE) if lanes else 0.0
+
+
+def lane_room(boxes: int, max_width: int | None) -> int:
+    """The lanes a line of `boxes` boxes may hold and still fit `max_width`."""
+    if max_width is None:
+        return LINE_LANES
+    spare = _inner(max_width) - _boxes_extent(boxes) - 2 * (LANE_CLEAR - LANE)
+    return max(0, min(LINE_LANES, int(spare // LANE)))
+
+
 def place(rows: list[list[str]], edges: Sequence[Edge], tier: Mapping[str, int],
-          priority: Sequence[int] | None = None) -> Placed:
-    """Wrap the ordered `rows` of box keys into lines of at most WRAP boxes (a line counts as a
-    layer from here on: an edge between two lines of one wrapped row passes the lines between),
-    add a point per line an edge passes, order each line again with its points (`order_rows`,
-    starting from the rows' order), and set the coordinates. An edge to a line above (a broken
-    cycle, a folded band) passes the same lines from its source upwards."""
-    lines = [row[i:i + WRAP] for row in rows for i in range(0, len(row), WRAP)]
+          priority: Sequence[int] | None = None, *, max_width: int | None = None) -> Placed:
+    """Wrap the ordered `rows` of box keys into lines of at most `boxes_per_line(max_width)`
+    boxes (a line counts as a layer from here on: an edge between two lines of one wrapped row
+    passes the lines between), add a point per line an edge passes while the line has room
+    for its lane, order each line again with its points (`order_rows`, starting from the rows'
+    order), and set the coordinates. An edge to a line above (a broken cycle, a folded band)
+    passes the same lines from its source upwards. With `max_width`, the picture is at most
+    that wide (unless a single box is wider): every line's boxes and lanes fit it, with room
+    for the side channels."""
+    wrap = boxes_per_line(max_width)
+    lines = [row[i:i + wrap] for row in rows for i in range(0, len(row), wrap)]
     line = {key: index for index, keys in enumerate(lines) for key in keys}
     ends = [(line[source], line[to]) for source, to in edges]
-    lanes = _lanes(lines, ends, priority or [0] * len(edges), LANES_PER_BOX * len(line))
+    room = [lane_room(len(keys), max_width) for keys in lines]
+    lanes = _lanes(lines, ends, priority or [0] * len(edges), LANES_PER_BOX * len(line), room)
     ups: dict[str, list[str]] = {}
     downs: dict[str, list[str]] = {}
     for index, (source, to) in enumerate(edges):
@@ -131,13 +171,13 @@ def place(rows: list[list[str]], edges: Sequence[Edge], tier: Mapping[str, int],
 
 
 def _lanes(lines: list[list[str]], ends: list[tuple[int, int]], priority: Sequence[int],
-           budget: int) -> dict[int, list[str]]:
+           budget: int, room: Sequence[int]) -> dict[int, list[str]]:
     """The points of each edge given lanes, from its source on, added to `lines`: to the
     edges of lowest `priority` first, then to the shortest (they cost the fewest lanes, and the
     side channel would be the longest detour for their length), while `budget` lasts and the
-    lines they pass hold fewer than LINE_LANES."""
+    lines they pass hold fewer lanes than their `room`."""
     used = [0] * len(lines)
-    full = bytearray(len(lines))
+    full = bytearray(int(r <= 0) for r in room)
     lanes: dict[int, list[str]] = {}
     for index in sorted(range(len(ends)),
                         key=lambda i: (priority[i], abs(ends[i][1] - ends[i][0]), i)):
@@ -153,7 +193,7 @@ def _lanes(lines: list[list[str]], ends: list[tuple[int, int]], priority: Sequen
             lines[passed].append(key)
             lanes[index].append(key)
             used[passed] += 1
-            full[passed] = used[passed] >= LINE_LANES
+            full[passed] = used[passed] >= room[passed]
     return lanes
 
 

@@ -2,11 +2,15 @@
 (`.clavain/workgraph.json`), no JavaScript, no external reference, no stylesheet (presentation
 attributes only, so nothing leaks into the page that embeds it), well-formed XML.
 
-Top to bottom by layer (`graph_layout`); a layer wider than WRAP boxes wraps onto more lines,
-and an edge passing lines runs through lanes between their boxes (`graph_place`). Above
-`fold_above` nodes the picture folds (`graph_layout.fold`): the nodes needing a person and the
-critical path stay individual, the rest become one box per (layer, status), and edges between
-boxes are aggregated with a count. Status colours come from `status_colors`.
+The picture fits `max_width` (the page's content width at a 1,440 px screen): a layer wraps
+onto lines of as many boxes as fit, and an edge passing lines runs through lanes between their
+boxes while the line has room, else down a channel at the side (`graph_place`). A layer wider
+than LINES_PER_ROW lines, or a graph of more than `fold_above` nodes, folds
+(`graph_layout.fold`): the nodes needing a person (failed, waiting, running) and the critical
+path stay single, the rest become one box per (layer, status) where a row is too wide, and
+edges between boxes are aggregated with a count. Status colours come from `status_colors`; a
+glyph per status, an outline per type and a legend (`graph_marks`) tell them apart without
+colour. The critical path is drawn once something has run (before, every chain is a guess).
 """
 
 from __future__ import annotations
@@ -25,20 +29,30 @@ from clavain.page.graph_layout import (
     fold,
     group_status,
     heaviest_chain,
+    needs_folding,
     order_rows,
     read_dag,
 )
-from clavain.page.graph_place import H, Placed, W, path, place, ports
+from clavain.page.graph_marks import CRITICAL, CYCLE, EDGE, GLYPH_AT, KINDS, glyph, legend, shape
+from clavain.page.graph_place import H, Placed, W, boxes_per_line, path, place, ports
 from clavain.textio import clip
 from clavain.workgraph.status_colors import STATUS_COLORS, colors
 
-__all__ = ["GraphPicture", "critical_path", "draw"]
+__all__ = ["MAX_WIDTH", "GraphPicture", "critical_path", "draw"]
 
-ID_CHARS, SUB_CHARS = 21, 28  # what fits in W at 12 px monospace / 11 px sans
+# What fits in W beside the status glyph at 12 px monospace, and below it at 11 px sans.
+ID_CHARS, SUB_CHARS = 18, 28
 GROUP_LIST = 20  # ids named in a group's tooltip
 FONT = "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif"
 MONO = "ui-monospace, SFMono-Regular, Menlo, Consolas, 'Liberation Mono', monospace"
-EDGE, CRITICAL = "#6b7280", "#b91c1c"
+# What a section of the page holds on a 1,440 px screen: 1,358 px inside main's and the
+# section's padding and border (`html.CSS`), 1,343 beside a classic 15 px scroll bar. The
+# picture is never wider, so no node is off to the right and nothing scrolls sideways.
+MAX_WIDTH = 1340
+LINES_PER_ROW = 2  # lines a layer may wrap onto before its many alike nodes fold
+LEGEND_FLOW = 640  # px: a small picture's legend may be this wide before it wraps
+# A node has run (or is running) when it has one of these statuses or an attempt counted.
+RAN = frozenset({"in_progress", "done", "failed", "needs_human"})
 # Characters XML 1.0 forbids (a damaged file may hold them): replaced, never emitted.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _SVG_ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
@@ -55,6 +69,8 @@ class GraphPicture:
     layers: int
     lanes: int = 0  # virtual points: lines passed by edges that do not end there
     aside: int = 0  # edges of a dense graph run down the side channel (`graph_place`)
+    width: int = 0  # px, legend included: at most the `max_width` drawn for
+    critical_drawn: bool = False  # the critical path is marked (something has run)
 
 
 def critical_path(nodes: Iterable[Mapping[str, Any]],
@@ -72,10 +88,23 @@ def _text(value: object, limit: int | None = None) -> str:
     return html.escape(text, quote=True)
 
 
+def _has_run(dag: Dag, weights: Mapping[str, float] | None) -> bool:
+    if weights:
+        return True
+    for node in dag.nodes.values():
+        attempts = node.get("attempts")
+        counted = isinstance(attempts, int) and not isinstance(attempts, bool) and attempts > 0
+        if node.get("status") in RAN or counted:
+            return True
+    return False
+
+
 def draw(nodes: Iterable[Mapping[str, Any]], *, weights: Mapping[str, float] | None = None,
-         fold_above: int = 300, svg_id: str = "workgraph") -> GraphPicture:
-    """The picture of `nodes` (snapshot node dicts of one graph). `svg_id` prefixes the ids
-    inside the SVG (arrowheads), so two pictures can share a page."""
+         fold_above: int = 300, svg_id: str = "workgraph",
+         max_width: int | None = MAX_WIDTH) -> GraphPicture:
+    """The picture of `nodes` (snapshot node dicts of one graph), at most `max_width` px wide
+    (None: as wide as a line of WRAP boxes makes it). `svg_id` prefixes the ids inside the SVG
+    (arrowheads), so two pictures can share a page."""
     if not _SVG_ID.fullmatch(svg_id):
         raise ValueError(f"svg_id {svg_id!r} must be a letter then letters, digits, - or _")
     dag = read_dag(nodes)
@@ -84,16 +113,18 @@ def draw(nodes: Iterable[Mapping[str, Any]], *, weights: Mapping[str, float] | N
         svg = (f'<svg xmlns="http://www.w3.org/2000/svg" class="workgraph" viewBox="0 0 240 40" '
                f'width="240" height="40" role="img"><title>Workgraph: no nodes</title>'
                f'<text x="12" y="24" font-family="{FONT}" font-size="13">No nodes.</text></svg>')
-        return GraphPicture(svg, [], False, 0, 0, 0)
-    folded = len(dag.order) > fold_above
-    if folded:
-        folding = fold(dag, chain, fold_above)
+        return GraphPicture(svg, [], False, 0, 0, 0, width=240)
+    row_cap = boxes_per_line(max_width) * LINES_PER_ROW if max_width else None
+    if needs_folding(dag, fold_above, row_cap):
+        folding = fold(dag, chain, fold_above, row_cap)
         shown, band, groups = folding.shown, folding.band, folding.groups
     else:
         shown, band, groups = list(dag.order), 1, {}
+    folded = bool(groups)
     shown_set = set(shown)
-    on_path = set(chain)
-    path_steps = set(itertools.pairwise(chain))
+    marked = _has_run(dag, weights)
+    on_path = set(chain) if marked else set()
+    path_steps = set(itertools.pairwise(chain)) if marked else set()
 
     def box_of(node_id: str) -> str:
         if node_id in shown_set:
@@ -133,8 +164,15 @@ def draw(nodes: Iterable[Mapping[str, Any]], *, weights: Mapping[str, float] | N
     drawn += [("n:" + dep, "n:" + node_id) for dep, node_id in cycle_edges]
     priority = [0 if _critical(pair, path_steps) else 1 if pair[0][0] == pair[1][0] == "n" else 2
                 for pair in drawn]
-    placed = place(order_rows(rows, ups, downs, tier), drawn, tier, priority)
-    width, height = placed.width, placed.height
+    placed = place(order_rows(rows, ups, downs, tier), drawn, tier, priority,
+                   max_width=max_width)
+    kinds = {str(dag.nodes[n].get("type")) for n in shown}
+    key, key_height, key_width = legend(
+        {group_status(dag.nodes[n].get("status")) for n in shown} | {s for _, s in groups},
+        {kind if kind in KINDS else "other" for kind in kinds}, grouped=bool(groups),
+        critical=bool(path_steps or on_path), cycle=bool(cycle_edges), svg_id=svg_id,
+        max_width=min(max_width or placed.width, max(placed.width, LEGEND_FLOW)))
+    width, height = max(placed.width, key_width), placed.height + key_height
 
     total = len(dag.order)
     summary = f"Workgraph: {total} node{'s' if total != 1 else ''}, {dag.layers} layers"
@@ -143,7 +181,10 @@ def draw(nodes: Iterable[Mapping[str, Any]], *, weights: Mapping[str, float] | N
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="workgraph" '
            f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
            f'data-nodes="{total}" data-layers-per-row="{band}" font-family="{FONT}">'
-           f"<title>{_text(summary)}</title>", _defs(svg_id)]
+           f"<title>{_text(summary)}</title>", _defs(svg_id, bool(on_path), bool(cycle_edges)), key,
+           # The picture below its legend (its own coordinates: the lines' x from its left).
+           f'<g class="layout" data-width="{placed.width}" '
+           f'transform="translate(0,{key_height})">']
     at = ports(placed, drawn)
     for index, pair in enumerate(drawn):
         d = path(placed, pair, placed.runs[index], at[index])
@@ -159,9 +200,9 @@ def draw(nodes: Iterable[Mapping[str, Any]], *, weights: Mapping[str, float] | N
             row, status = key[2:].split(":", 1)
             out.append(_group(dag, placed, key, int(row), band, status,
                               groups[int(row), status]))
-    out.append("</svg>")
+    out.append("</g></svg>")
     return GraphPicture("".join(out), chain, folded, len(shown), len(groups), dag.layers,
-                        placed.points, placed.aside)
+                        placed.points, placed.aside, width, bool(on_path))
 
 
 def _critical(pair: tuple[str, str], path_steps: set[tuple[str, str]]) -> bool:
@@ -169,13 +210,15 @@ def _critical(pair: tuple[str, str], path_steps: set[tuple[str, str]]) -> bool:
     return source.startswith("n:") and to.startswith("n:") and (source[2:], to[2:]) in path_steps
 
 
-def _defs(svg_id: str) -> str:
+def _defs(svg_id: str, critical: bool, cycle: bool) -> str:
     def marker(name: str, fill: str) -> str:
         return (f'<marker id="{svg_id}-{name}" viewBox="0 0 10 10" refX="9" refY="5" '
                 f'markerUnits="userSpaceOnUse" markerWidth="9" markerHeight="9" orient="auto">'
                 f'<path d="M0,0 L10,5 L0,10 z" fill="{fill}"/></marker>')
 
-    return f"<defs>{marker('arrow', EDGE)}{marker('arrow-critical', CRITICAL)}</defs>"
+    return (f"<defs>{marker('arrow', EDGE)}"
+            + (marker("arrow-critical", CRITICAL) if critical else "")
+            + (marker("arrow-cycle", CYCLE) if cycle else "") + "</defs>")
 
 
 def _edge(pair: tuple[str, str], d: str, count: int, svg_id: str, *, critical: bool = False,
@@ -187,44 +230,16 @@ def _edge(pair: tuple[str, str], d: str, count: int, svg_id: str, *, critical: b
         kind = "" if key.startswith("n:") else "-group"
         ends.append(f'data-{side}{kind}="{_text(key[2:])}"')
     width = 2.75 if critical else 1.25 + min(1.75, math.log2(count) / 3)
-    colour = CRITICAL if critical or cycle else EDGE
+    colour = CRITICAL if critical else CYCLE if cycle else EDGE
     dash = ' stroke-dasharray="4 3"' if cycle else ""
     # Edges to or from a group are the bulk of a folded picture: lighter, so the nodes shown
     # one by one and their own edges stand out.
     if not (pair[0].startswith("n:") and pair[1].startswith("n:")):
         dash += ' stroke-opacity="0.4"'
-    arrow = "arrow-critical" if critical or cycle else "arrow"
+    arrow = "arrow-critical" if critical else "arrow-cycle" if cycle else "arrow"
     return (f'<path class="{classes}" {" ".join(ends)} data-count="{count}" d="{d}" fill="none" '
             f'stroke="{colour}" stroke-width="{width:.2f}"{dash} '
             f'marker-end="url(#{svg_id}-{arrow})"/>')
-
-
-def _shape(kind: str, x: float, y: float, fill: str, stroke: str, width: float) -> str:
-    """One outline per type, told apart without colour: task a rounded box, verify dashed,
-    final_verify a dashed pill, integrate a double border, plan notched corners, epic a
-    hexagon; anything else a square box."""
-    paint = f'fill="{fill}" stroke="{stroke}" stroke-width="{width}"'
-    rect = f'<rect x="{x:.1f}" y="{y:.1f}" width="{W}" height="{H}"'
-    if kind == "task":
-        return f'{rect} rx="6" {paint}/>'
-    if kind == "verify":
-        return f'{rect} rx="6" {paint} stroke-dasharray="6 3"/>'
-    if kind == "final_verify":
-        return f'{rect} rx="{H / 2}" {paint} stroke-dasharray="6 3"/>'
-    if kind == "integrate":
-        inner = (f'<rect x="{x + 3.5:.1f}" y="{y + 3.5:.1f}" width="{W - 7}" height="{H - 7}" '
-                 f'rx="3" fill="none" stroke="{stroke}" stroke-width="1"/>')
-        return f'{rect} rx="5" {paint}/>{inner}'
-    if kind in ("plan", "epic"):
-        cut = 10 if kind == "plan" else 14
-        if kind == "plan":
-            corners = [(cut, 0), (W - cut, 0), (W, cut), (W, H - cut), (W - cut, H), (cut, H),
-                       (0, H - cut), (0, cut)]
-        else:
-            corners = [(cut, 0), (W - cut, 0), (W, H / 2), (W - cut, H), (cut, H), (0, H / 2)]
-        points = " ".join(f"{x + px:.1f},{y + py:.1f}" for px, py in corners)
-        return f'<polygon points="{points}" {paint}/>'
-    return f'{rect} {paint}/>'
 
 
 def _labels(x: float, y: float, first: str, second: str, *, mono: bool) -> str:
@@ -250,7 +265,8 @@ def _node(dag: Dag, node_id: str, placed: Placed, key: str, *, critical: bool) -
     return (f'<g class="{classes}" data-node-id="{_text(node_id)}" data-status="{status_text}" '
             f'data-type="{kind_text}" data-layer="{dag.layer[node_id]}">'
             f"<title>{tooltip}</title>"
-            + _shape(str(kind), x, y, fill, stroke, 3.0 if critical else 1.5)
+            + shape(str(kind), x, y, fill, stroke, 3.0 if critical else 1.5)
+            + glyph(group_status(status), x + GLYPH_AT[0], y + GLYPH_AT[1])
             + _labels(x, y, _text(node_id, ID_CHARS), _text(f"{kind} · {status}", SUB_CHARS),
                       mono=True)
             + "</g>")
@@ -274,6 +290,7 @@ def _group(dag: Dag, placed: Placed, key: str, row: int, band: int, status: str,
     return (f'<g class="group status-{status}" data-group-id="{row}:{status}" '
             f'data-layer="{first}" data-layer-last="{last}" data-status="{status}" '
             f'data-count="{len(members)}"><title>{tooltip}</title>{back}{front}'
+            + glyph(status, x + GLYPH_AT[0], y + GLYPH_AT[1])
             + _labels(x, y, f"{len(members)} {_text(status.replace('_', ' '))}", layers,
                       mono=False)
             + "</g>")
