@@ -219,7 +219,8 @@ def _run(state: StatePaths, run_id: str, problems: list[str]) -> dict[str, Any]:
                         for node, runner in sorted(_dict(record.get("runners")).items())
                         if isinstance(runner, dict)] if record.get("status") == "running"
             else [],
-            "timeline": timeline}
+            "timeline": timeline,
+            "waits": [dict(w) for w in _list(measured.get("waits")) if _timed(w)]}
 
 
 def _spend(state: StatePaths, run_id: str, measured: dict[str, Any], problems: list[str]

@@ -215,53 +215,9 @@ def workgraph(page: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- the timeline
 
 def timeline(page: dict[str, Any]) -> str:
-    from clavain.clock import parse_iso
-    from clavain.page import timeline_svg
+    from clavain.page import timeline_section  # the section lives beside its picture
 
-    several = len(page["runs"]) > 1
-    now = parse_iso(page["generated_at"]).timestamp()
-    bars = []
-    for run in page["runs"]:
-        prefix = f"{run['run_id']} · " if several else ""
-        bars += timeline_svg.bars_of_run(run, prefix=prefix)
-        bars += timeline_svg.bars_of_running(run, now=now, prefix=prefix)
-    bars += [bar for loop in page["loops"] for bar in timeline_svg.bars_of_loop(loop)]
-    if not bars:
-        return _section("timeline", "Timeline",
-                        '<p class="empty">No runner calls recorded yet: a headless '
-                        "<code>clavain run</code> or <code>clavain loop</code> records each "
-                        "one.</p>")
-    picture = timeline_svg.draw(bars)
-    span = picture.span_seconds
-    lanes = [{"lane": lane, "busy s": round(busy, 1),
-              "busy": f"{100 * busy / span:.0f}%" if span else "",
-              "idle s": round(max(span - busy, 0), 1)}
-             for lane, busy in picture.busy_by_lane.items()]
-    calls = [{"lane": bar.lane, "node": bar.label, "outcome": bar.outcome,
-              "seconds": round(bar.end - bar.start, 2), "detail": bar.detail}
-             for bar in sorted(bars, key=lambda b: b.start)]
-    return _section(
-        "timeline", "Timeline",
-        _cards([("most bars at once", picture.peak_concurrency), ("lanes", len(picture.lanes)),
-                ("span", f"{span:.1f} s"), ("idle (nothing running)",
-                                            f"{picture.idle_seconds:.1f} s")]),
-        f'<div class="scroll">{picture.svg}</div>',
-        _legend(),
-        _table(lanes, ["lane", "busy s", "busy", "idle s"], numeric=("busy s", "idle s"),
-               css="lanes"),
-        f"<details><summary>Every runner call ({len(calls)})</summary>",
-        _table(calls, ["lane", "node", "outcome", "seconds", "detail"], numeric=("seconds",)),
-        "</details>")
-
-
-def _legend() -> str:
-    from clavain.workgraph.status_colors import colors
-
-    keys = (("done", "done / progress"), ("failed", "failed / error"),
-            ("needs_human", "no progress"), ("in_progress", "still running"))
-    return '<p class="legend">' + " ".join(
-        f'<span class="swatch" style="background:{colors(status)[0]};border-color:'
-        f'{colors(status)[1]}"></span>{escape(label)}' for status, label in keys) + "</p>"
+    return timeline_section.section(page)
 
 
 # ---------------------------------------------------------------- verdicts

@@ -9,6 +9,10 @@ The run's tokens and dollars are its ledger's (`ledger`: `run_reserve.ledger_of`
 budget measured plus what it charged for runners that died unmeasured), so `clavain run`, its
 page, `clavain budget status` and this file say one figure; the timeline's own sum is kept
 beside it (`timeline_tokens`, `timeline_cost_usd`).
+
+`waits` are the spans the run waited with nothing running (`pacing.Pacing.wait`: a rate
+limit's reset, a subscription window, every open node in back-off, a budget, other runs, a
+restarting store): the page draws them, so time nothing ran is explained, not blank.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from clavain.fsutil import read_json_object, write_json_atomic
 from clavain.supervisor.routes import CHECK_ROLES
 
 METRICS_NAME = "metrics.json"
+# Waits of one kind this close together are one span (the supervisor looks again each turn).
+WAIT_JOIN_SECONDS = 2.5
+MAX_WAITS = 2000  # a bound on the file; the newest are dropped past it
 
 
 def peak_concurrency(timeline: list[dict[str, Any]]) -> int:
@@ -47,6 +54,7 @@ class RunMetrics:
         self._started = time.monotonic()
         earlier = read_json_object(path) or {}
         self.timeline: list[dict[str, Any]] = list(earlier.get("timeline") or [])
+        self.waits: list[dict[str, Any]] = list(earlier.get("waits") or [])
         self.earlier_wall = float(earlier.get("wall_seconds") or 0)
         self.ledger: Callable[[], dict[str, Any]] | None = None
         self.data: dict[str, Any] = {"run_id": run_id, "graph_id": graph_id,
@@ -59,6 +67,21 @@ class RunMetrics:
         with self._lock:
             self.timeline.append(entry)
             self._write_locked()
+
+    def waited(self, why: str, start: float, end: float, message: Any = None) -> None:
+        """A wait with nothing running, from `start` to `end` (epochs); one just before of the
+        same kind is extended. Kept in memory: the next write saves it."""
+        if end <= start:
+            return
+        with self._lock:
+            last = self.waits[-1] if self.waits else None
+            if last is not None and last.get("why") == why and \
+                    start - float(last.get("end_epoch") or 0) <= WAIT_JOIN_SECONDS:
+                last["end_epoch"] = round(max(end, float(last["end_epoch"])), 3)
+            elif len(self.waits) < MAX_WAITS:
+                self.waits.append({"why": why, "start_epoch": round(start, 3),
+                                   "end_epoch": round(end, 3),
+                                   "message": None if message is None else str(message)[:300]})
 
     def write(self, **extra: Any) -> dict[str, Any]:
         with self._lock:
@@ -94,6 +117,7 @@ class RunMetrics:
             "wall_seconds": round(self.earlier_wall + time.monotonic() - self._started, 3),
             "peak_concurrency": peak_concurrency(self.timeline),
             "timeline": self.timeline,
+            "waits": self.waits,
         }
 
 

@@ -209,7 +209,11 @@ class Supervisor:
                 ending = self._fill(ctx, budget)
             if not self.active:
                 if ending is None or ending.get("wait"):
+                    waited_from = time.time()
                     self.pacing.wait(ending, self.conn, self.g.id)
+                    if ending is not None:  # the page draws it (metrics.RunMetrics.waited)
+                        ctx.metrics.waited(ending["wait"], waited_from, time.time(),
+                                           ending.get("message"))
                     ending = None
                     if not self.stop.is_set():
                         continue
