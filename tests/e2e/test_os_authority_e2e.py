@@ -335,8 +335,9 @@ def test_everyday_work_and_reading_the_state_run(claude_runner: ClaudeRunner, tm
         "import unittest\n\nclass One(unittest.TestCase):\n"
         "    def test_one(self):\n        self.assertEqual(1 + 1, 2)\n")
     _wheel(project / WHEEL)
-    (project / ".gitignore").write_text(
-        (project / ".gitignore").read_text() + ".venv/\n*.egg-info/\nbuild/\n")
+    ignore = project / ".gitignore"
+    ignore.write_text((ignore.read_text() if ignore.exists() else "")
+                      + ".venv/\n*.egg-info/\nbuild/\n")
     everyday = _everyday(project)
     assert len(everyday) == EVERYDAY_NAMES
     env_git = {"GIT_AUTHOR_NAME": "agent", "GIT_AUTHOR_EMAIL": "agent@example.invalid",
