@@ -97,6 +97,18 @@ def test_a_blocked_run_says_why_which_nodes_and_what_to_run(run_cli, project: Pa
         dollars = [spent for _, spent in costliest]
         assert 5 <= len(costliest) <= 10 and dollars == sorted(dollars, reverse=True)
         assert FAILING in [node for node, _ in costliest]
+        # No node of the plan lies outside the picture's visible width; the legend is drawn;
+        # the timeline has its retry bars and its wait spans.
+        rights = page.evaluate("[...document.querySelectorAll('svg.workgraph [data-node-id]"
+                               ", svg.workgraph [data-group-id]')]"
+                               ".map(n => n.getBoundingClientRect().right)")
+        assert rights and max(rights) <= WIDTH
+        assert page.evaluate("document.querySelector('#graph .scroll').scrollWidth <= "
+                             "document.querySelector('#graph .scroll').clientWidth")
+        assert page.evaluate("document.querySelectorAll('svg.workgraph .legend-entry')"
+                             ".length") >= 3
+        assert page.evaluate("document.querySelector('svg.timeline .bar.look-retry') !== null")
+        assert page.evaluate("document.querySelectorAll('svg.timeline .wait').length") >= 2
         _keep_first_screen(page, "blocked")
 
 

@@ -99,7 +99,7 @@ def overview(page: dict[str, Any]) -> str:
     if budget is not None:
         cards += [(_against("tokens", budget, "Tokens"), budget.get("tokens", 0)),
                   (_against("cost", budget, "Dollars"),
-                   f"${float(budget.get('cost_usd') or 0):.4f}")]
+                   f"${float(budget.get('cost_usd') or 0):.2f}")]
     return _section("overview", "Overview", _cards(cards)) if cards else ""
 
 
