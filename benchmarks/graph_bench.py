@@ -31,14 +31,16 @@ sys.path.insert(0, str(LIB))
 
 from clavain.paths import StatePaths  # noqa: E402
 from clavain.store.graph_db import open_graph_db  # noqa: E402
-from clavain.workgraph import edits, export, leases, results  # noqa: E402
+from clavain.store.placeholders import to_psycopg  # noqa: E402
+from clavain.workgraph import edits, export, results  # noqa: E402
+from clavain.workgraph.claims import claim_next  # noqa: E402
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph  # noqa: E402
 
 _WORKER = """
 import json, os, sys, time
 from pathlib import Path
 from clavain.paths import StatePaths
-from clavain.workgraph import leases
+from clavain.workgraph.claims import claim_next
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 from clavain.store.graph_db import open_graph_db
 state = StatePaths(Path(sys.argv[1]), store_url=sys.argv[4] or None)
@@ -48,7 +50,7 @@ while not go.exists():
     time.sleep(0.001)
 n = 0
 for _ in range(int(sys.argv[2])):
-    if leases.claim_next(g, run_id=f"w{os.getpid()}", pid=os.getpid(), lease_seconds=3600) is None:
+    if claim_next(g, run_id=f"w{os.getpid()}", pid=os.getpid(), lease_seconds=3600) is None:
         break
     n += 1
 print(json.dumps({"claims": n, "end": time.time()}))
@@ -114,12 +116,15 @@ def claim_latency(g: Graph, samples: int) -> list[float]:
     times = []
     for _ in range(samples):
         start = time.perf_counter()
-        node = leases.claim_next(g, run_id="bench", pid=os.getpid(), lease_seconds=3600)
+        node = claim_next(g, run_id="bench", pid=os.getpid(), lease_seconds=3600)
         times.append(time.perf_counter() - start)
         if node is None:
             break
-        g.conn.execute("UPDATE nodes SET status = 'done', lock_run_id = NULL "
-                       "WHERE graph_id = ? AND id = ?", (g.id, node["id"]))
+        done = ("UPDATE nodes SET status = 'done', lock_run_id = NULL "
+                "WHERE graph_id = ? AND id = ?")
+        if g.conn.dialect != "sqlite":  # the benchmark's own statement, in psycopg's form
+            done = to_psycopg(done)
+        g.conn.execute(done, (g.id, node["id"]))
     return times
 
 
@@ -130,7 +135,7 @@ def apply_latency(folder: Path, count: int, samples: int, lag: float) -> list[fl
     g.state.config.write_text(json.dumps({"defaults": {"snapshotMaxLagSeconds": lag}}))
     times = []
     for _ in range(samples):
-        node = leases.claim_next(g, run_id="bench", lease_seconds=3600)
+        node = claim_next(g, run_id="bench", lease_seconds=3600)
         if node is None:
             break
         start = time.perf_counter()

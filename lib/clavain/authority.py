@@ -209,12 +209,15 @@ def started_at(pid: int) -> float:
     be told: a record compared with it is then never before it."""
     import time
 
+    from clavain.processes import proc_stat
+
+    stat = proc_stat(pid)
+    if stat is None:
+        return 0.0
     try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
-            ticks = int(handle.read().rsplit(")", 1)[1].split()[19])
         booted = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
-        return booted + ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):
+        return booted + stat.start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, AttributeError):
         return 0.0
 
 
@@ -226,11 +229,12 @@ def _is_host(name: str) -> bool:
 def _process(pid: int) -> tuple[int, list[str]]:
     """(parent pid, the names it goes by: comm, exe, argv[0], argv[1])."""
     if os.path.isdir("/proc/self"):
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
-            stat = handle.read()
-        comm = stat[stat.index("(") + 1:stat.rindex(")")]
-        parent = int(stat[stat.rindex(")") + 2:].split()[1])
-        names = [comm]
+        from clavain.processes import proc_stat
+
+        stat = proc_stat(pid)
+        if stat is None:  # gone on the way up, or not ours to read: the caller cannot tell
+            raise ProcessLookupError(f"/proc/{pid}/stat cannot be read")
+        parent, names = stat.ppid, [stat.comm]
         with contextlib.suppress(OSError):  # another user's process: its name is enough
             names.append(os.readlink(f"/proc/{pid}/exe"))
         with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as handle:

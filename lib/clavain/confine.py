@@ -103,7 +103,7 @@ def wrap(argv: list[str], workdir: Path, protected: list[Path], *,
     for folder in writable:
         args += ["--bind", str(folder), str(folder)]
     for path in protected:
-        if path.exists():  # bubblewrap binds only what exists (see `sandbox.confine`)
+        if path.exists():  # bubblewrap binds only what exists (see `confine` below)
             real = str(path.resolve())
             args += ["--ro-bind", real, real]
     return [*args, "--", *argv]

@@ -251,18 +251,14 @@ def _hook_cost(state: StatePaths) -> dict[str, Any]:
 
 def _sprint(state: StatePaths) -> dict[str, Any]:
     """The sprint checkpoint: readable, damaged (with the fix), and damaged ones set aside."""
-    from clavain.errors import ClavainError
     from clavain.sprint import checkpoint
 
     kept = checkpoint.set_aside_files(state)
     aside = f"; {len(kept)} damaged checkpoint(s) set aside ({kept[-1]})" if kept else ""
     try:
         active = checkpoint.read(state)
-    except ClavainError as exc:
+    except checkpoint.DamagedCheckpoint as exc:
         return _row("sprint", FAIL, f"{exc}", set_aside=kept)
-    except OSError as exc:
-        return _row("sprint", FAIL, f"{state.sprint_checkpoint} unreadable: {exc}",
-                    set_aside=kept)
     if active is None:
         return _row("sprint", OK, f"no active sprint{aside}", set_aside=kept)
     return _row("sprint", OK, f"{active['sprint_id']} at step {active['current_step']}{aside}",

@@ -211,27 +211,33 @@ def json_files(folder: str | Path, suffix: str,
     return found
 
 
-def read_state_json(path: str | os.PathLike[str], max_bytes: int = STATE_FILE_MAX_BYTES) -> Any:
-    """The JSON a small state file holds (`read_state_file`'s guards), None when it is missing;
-    raises OSError (not a regular file, unreadable) or ValueError (not JSON). `fastjson`, not
-    `json`: the hooks and the status line read it on every call."""
-    from clavain import fastjson
+def read_json_object(path: str | os.PathLike[str], max_bytes: int = STATE_FILE_MAX_BYTES,
+                     problems: list[str] | None = None) -> dict[str, Any] | None:
+    """The one reader of a small JSON file (a state file, a record, a settings file), with one
+    failure policy: it never raises. It returns the JSON object the file holds, or None: when
+    the file is missing, and when it is there but is not one Clavain reads - a symlink, a FIFO
+    or a device (never opened: `read_state_file`), over `max_bytes`, unreadable, not UTF-8 JSON
+    (`textio`'s one decoding rule), or JSON that is not an object. Why, for a file that is
+    there, is appended to `problems` when the caller wants to name it (a missing file is no
+    problem). `fastjson`, not `json`: the hooks and the status line read with it on every call.
+    """
+    from clavain.textio import decode, load_json
 
-    raw = read_state_file(path, max_bytes)
-    return None if raw is None else fastjson.loads(raw.decode("utf-8"))
-
-
-def read_json_object(path: str | Path, max_bytes: int = 1 << 20) -> dict[str, Any] | None:
-    """The JSON object a small regular file holds (`read_regular`'s guards: no FIFO, no
-    symlink, a size cap), or None when it is missing, unreadable or not an object."""
-    import json
-
-    raw = read_regular(path, max_bytes)
+    where = os.fspath(path)
     try:
-        value = json.loads(raw) if raw is not None else None
-    except (ValueError, RecursionError):
+        raw = read_state_file(path, max_bytes)
+        value = None if raw is None else load_json(decode(raw, where), where)
+    except (OSError, ValueError) as exc:  # UnsafePathError, an I/O error; BadText
+        if problems is not None:
+            why = str(exc).removeprefix(f"{where}: ")
+            problems.append(why if isinstance(exc, OSError) and where in why
+                            else f"{where} is unreadable ({why})")
         return None
-    return value if isinstance(value, dict) else None
+    if raw is not None and not isinstance(value, dict):
+        if problems is not None:
+            problems.append(f"{where} is not a JSON object")
+        return None
+    return value
 
 
 def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None,

@@ -62,10 +62,11 @@ def enable(state_root: Path, project: Path, by: dict[str, Any] | None = None) ->
     """Turn hard mode on for `project`: check the host, merge the block into the settings file
     (written atomically), record what was added, keep that file out of git (it holds this
     machine's paths). Returns what was done, for printing."""
+    from clavain.confine import host_problem  # subprocess, shutil: only for this answer
     from clavain.errors import ClavainError
     from clavain.fsutil import write_json_atomic
 
-    problem = sandbox.host_problem()
+    problem = host_problem()
     if problem is not None:
         raise ClavainError(f"hard mode is not available: {problem}", exit_code=1)
     path = sandbox.settings_file(project)
@@ -134,7 +135,9 @@ def status(project: Path, state_root: Path, *, probe: bool = True) -> dict[str, 
         return {"mode": HARD, "why": "on", "detail": "the sandbox enforces it (.clavain/, "
                 "Clavain's code and Claude Code's settings are read-only to the agent); "
                 + TURN_OFF}
-    problem = sandbox.host_problem() if probe else None
+    from clavain.confine import host_problem
+
+    problem = host_problem() if probe else None
     if problem is not None:
         why, detail = "host", f"hard mode cannot run here. {problem}"
     elif turned_off_by_person(state_root):

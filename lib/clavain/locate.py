@@ -39,6 +39,20 @@ def _walk_up(start: str, marker: str, *, folder_only: bool = False) -> str | Non
         folder = parent
 
 
+def payload_cwd(payload: object) -> str:
+    """The folder a hook works from. The payload's `cwd` only if it is text naming an existing
+    folder (a number, a list, a 5,000-character or missing path must neither lose the verdict
+    and the log line nor make a hook create folders there); else CLAUDE_PROJECT_DIR if it is
+    one; else this process's own cwd."""
+    cwd = payload.get("cwd") if isinstance(payload, dict) else None
+    if isinstance(cwd, str) and cwd and os.path.isdir(cwd):  # isdir: False on any OSError
+        return cwd
+    project = os.environ.get("CLAUDE_PROJECT_DIR")
+    if project and os.path.isdir(project):
+        return project
+    return os.getcwd()
+
+
 def project_dir(cwd: str | os.PathLike[str] | None = None,
                 env: os._Environ[str] | dict[str, str] | None = None) -> str:
     env = os.environ if env is None else env

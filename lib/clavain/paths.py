@@ -41,6 +41,17 @@ VOLATILE_PARTS = (
 )
 
 
+# What an id may keep in a folder name: the rest becomes `_` (ASCII letters and digits only).
+_SAFE_PATH_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")
+
+
+def safe_path_part(name: str) -> str:
+    """A node or run id as one folder or file name (runs, worktrees, logs, checks): ids come
+    from agents, so no `/` or `..` escapes, and nothing hidden."""
+    cleaned = "".join(c if c in _SAFE_PATH_CHARS else "_" for c in name).lstrip(".")
+    return cleaned or "_"
+
+
 def project_root(cwd: str | os.PathLike[str] | None = None,
                  env: Mapping[str, str] | None = None) -> Path:
     """The project a command or hook works on (the rules: `clavain.locate`)."""

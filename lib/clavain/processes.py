@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import time
+from typing import NamedTuple
 
 TERM_GRACE_SECONDS = 5.0
 # How long a group's members may take to die after SIGKILL.
@@ -77,19 +78,50 @@ def boot_id() -> str:
         return ""
 
 
+class ProcStat(NamedTuple):
+    """What `/proc/<pid>/stat` says, the fields Clavain uses."""
+
+    comm: str  # the command's name as the kernel keeps it (may hold spaces and parentheses)
+    state: str  # R, S, D, Z (zombie), X (dead), ...
+    ppid: int
+    pgrp: int
+    start_ticks: int  # when it started, in clock ticks since the boot
+
+
+def proc_stat(pid: int | str) -> ProcStat | None:
+    """`/proc/<pid>/stat`, read and parsed once for every question about a process (Linux);
+    None where it cannot be read (no `/proc`, the process is gone) or is not what the kernel
+    writes."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return parse_stat(raw.decode("utf-8", "replace"))
+
+
+def parse_stat(text: str) -> ProcStat | None:
+    """The line of `/proc/<pid>/stat`: `pid (comm) state ppid pgrp ...`. The name may hold
+    spaces and parentheses, so it runs to the last `)` and the fields are counted from there."""
+    opened, closed = text.find("("), text.rfind(")")
+    fields = text[closed + 2:].split()
+    if opened < 0 or closed < opened or len(fields) < 20:
+        return None
+    try:
+        return ProcStat(text[opened + 1:closed], fields[0], int(fields[1]), int(fields[2]),
+                        int(fields[19]))
+    except ValueError:
+        return None
+
+
 def process_identity(pid: int) -> str | None:
     """Which process `pid` is: boot id and start time (Linux `/proc`), so a pid the system
     gave to another process since it was recorded is never taken for it. None elsewhere."""
     boot = boot_id()
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            stat = handle.read()
-    except OSError:
+    stat = proc_stat(pid)
+    if not boot or stat is None:
         return None
-    if not boot:
-        return None
-    fields = stat[stat.rfind(")") + 2:].split()  # the name may hold spaces and parentheses
-    return f"{boot}:{fields[19]}" if len(fields) > 19 else None
+    return f"{boot}:{stat.start_ticks}"
 
 
 def same_process(pid: int, identity: object) -> bool:
@@ -110,13 +142,8 @@ def group_running(pgid: int) -> bool:
     except OSError:
         return True
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-                stat = handle.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
+        stat = proc_stat(pid)
+        if stat is not None and stat.pgrp == pgid and stat.state not in ("Z", "X"):
             return True
     return False
 

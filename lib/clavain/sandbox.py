@@ -313,26 +313,16 @@ def read_settings(path: Path) -> dict[str, Any]:
     return _object(value, str(path))
 
 
-def host_problem() -> str | None:
-    """Why this machine cannot sandbox, or None (`confine.host_problem`)."""
-    from clavain.confine import host_problem as problem
-
-    return problem()
-
-
 def settings_block(project: str | os.PathLike[str], state_root: str | os.PathLike[str]
                    ) -> dict[str, Any] | None:
     """The project's `sandbox` block when it holds hard mode for `state_root` (sandbox on, the
     folder denied), else None: read on each call, so turning the sandbox off in the settings
     turns hard mode off too. A file that cannot be read holds no hard mode."""
-    from clavain.fsutil import read_state_json
+    from clavain.fsutil import read_json_object
 
-    try:
-        settings = read_state_json(os.path.join(os.fspath(project), SETTINGS_FILE),
-                                   SETTINGS_MAX_BYTES)
-    except (OSError, ValueError, RecursionError):
-        return None
-    sandbox = settings.get("sandbox") if isinstance(settings, dict) else None
+    settings = read_json_object(os.path.join(os.fspath(project), SETTINGS_FILE),
+                                SETTINGS_MAX_BYTES)
+    sandbox = settings.get("sandbox") if settings is not None else None
     if not isinstance(sandbox, dict) or sandbox.get("enabled") is not True:
         return None
     filesystem = sandbox.get("filesystem")
@@ -344,13 +334,6 @@ def settings_block(project: str | os.PathLike[str], state_root: str | os.PathLik
 
 def hard_mode(project: Path, state_root: Path) -> bool:
     return settings_block(project, state_root) is not None
-
-
-def confine(argv: list[str], project: Path, state_root: Path) -> list[str]:
-    """`argv` as it must run for the agent in folder `project` (`confine.confine`)."""
-    from clavain.confine import confine as confined
-
-    return confined(argv, project, state_root)
 
 
 def runner_settings(project: Path, state_root: Path, runner: str = "") -> str | None:

@@ -7,10 +7,12 @@ JSON path of the problem and what is allowed there, in one line.
 
 from __future__ import annotations
 
-import json
 import math
 import os
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` and `json` cost more than a hook's whole check of the checkpoint
+    from typing import Any
 
 SCHEMAS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas")
 
@@ -20,8 +22,10 @@ _loaded: dict[str, dict[str, Any]] = {}
 def schema(name: str) -> dict[str, Any]:
     """A schema shipped in the package (`clavain/schemas/<name>`), read once per process."""
     if name not in _loaded:
+        from clavain import fastjson
+
         with open(os.path.join(SCHEMAS_DIR, name), encoding="utf-8") as handle:
-            _loaded[name] = json.load(handle)
+            _loaded[name] = fastjson.loads(handle.read())
     return _loaded[name]
 
 

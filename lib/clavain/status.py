@@ -9,12 +9,15 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
+from clavain.store import queries
 from clavain.textio import clip
-from clavain.workgraph import deadlock, leases, schedule
+from clavain.workgraph import deadlock, schedule
+from clavain.workgraph.claim_pick import select_next
+from clavain.workgraph.claims import lease_of
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.leases import lease_of
 from clavain.workgraph.nodes import get_node
 from clavain.workgraph.stale import stale_locks
+from clavain.workgraph.statuses import NodeStatus
 
 # `replaced`: failed, then replaced by what its escalation added (it blocks nothing).
 STATUS_ORDER = ("done", "in_progress", "open", "needs_human", "failed", "replaced", "cancelled")
@@ -24,27 +27,18 @@ SHOWN = 5
 def _workgraph(g: Graph, cfg: dict[str, Any]) -> dict[str, Any]:
     at = now_iso()
     conn = g.conn
-    counts = dict(conn.execute(
-        "SELECT CASE WHEN superseded_by IS NOT NULL THEN 'replaced' ELSE status END, count(*) "
-        "FROM nodes WHERE graph_id = ? GROUP BY 1", (g.id,)).fetchall())
+    counts = dict(queries.run(conn, "status.counts", (g.id,)).fetchall())
     stale = {node_id: reason for node_id, _run, reason in
              stale_locks(g, lease_seconds=lease_of(cfg))}
     running = [{"id": r["id"], "run_id": r["lock_run_id"], "since": r["lock_started_at"],
                 "stale": stale.get(r["id"])}
-               for r in conn.execute("SELECT id, lock_run_id, lock_started_at FROM nodes "
-                                     "WHERE graph_id = ? AND status = 'in_progress' "
-                                     "ORDER BY lock_started_at, id", (g.id,))]
+               for r in queries.run(conn, "status.running", (g.id,))]
     waiting = [{"id": r["id"], "until": r["blocked_until"], "attempts": r["attempts"]}
-               for r in conn.execute("SELECT id, blocked_until, attempts FROM nodes "
-                                     "WHERE graph_id = ? AND status = 'open' "
-                                     "AND blocked_until > ? ORDER BY blocked_until, id",
-                                     (g.id, at))]
+               for r in queries.run(conn, "status.waiting", (g.id, at))]
     humans = [{"id": r["id"], "question": r["question"]}
-              for r in conn.execute("SELECT id, json_extract(human_question_json, '$.question') "
-                                    "AS question FROM nodes WHERE graph_id = ? "
-                                    "AND status = 'needs_human' ORDER BY id", (g.id,))]
+              for r in queries.run(conn, "status.needs_human", (g.id,))]
     blocked = sorted(deadlock.blockers(g, cfg).values(), key=lambda b: b["id"])
-    ready = get_node(g, leases.select_next(g) or "")
+    ready = get_node(g, select_next(g) or "")
     upcoming = ({"node": ready["id"], "title": ready["title"], "attempts": ready["attempts"],
                  "last_error": _last_error(g, ready["id"]) if ready["attempts"] else None}
                 if ready else {"node": None, **schedule.idle_reason(g, cfg=cfg)})
@@ -55,8 +49,7 @@ def _workgraph(g: Graph, cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def _last_error(g: Graph, node_id: str) -> str | None:
-    row = g.conn.execute("SELECT value_text FROM kv_latest WHERE graph_id = ? AND node_id = ? "
-                         "AND key = 'err.summary'", (g.id, node_id)).fetchone()
+    row = queries.run(g.conn, "status.last_error", (g.id, node_id)).fetchone()
     return row["value_text"] if row else None
 
 
@@ -137,7 +130,7 @@ def next_steps(report: dict[str, Any]) -> list[dict[str, Any]]:
              for item in graph["needs_human"][:SHOWN]]
     steps += [{"label": "Blocked", "node": item["id"], "text": item["reason"],
                "error": item["error"], "command": item["fix"]}
-              for item in graph["blocked"][:SHOWN] if item["status"] == "failed"]
+              for item in graph["blocked"][:SHOWN] if item["status"] == NodeStatus.FAILED]
     upcoming = graph["next"]
     if upcoming["node"]:
         steps.append({"label": "Next", "node": upcoming["node"], "text": upcoming["title"],

@@ -68,12 +68,12 @@ def state_root(payload: dict, env: dict | os._Environ[str] | None = None) -> str
 def _sprint(root: str) -> str:
     """`execute 5/9, gate pending` (a step whose gate must open before it is recorded done),
     `plan 3/9`; `done 9/9` when every step is recorded; `no sprint`; `checkpoint damaged`."""
-    from clavain.fsutil import read_state_json
+    from clavain.sprint import checkpoint as sprint_checkpoint
     from clavain.sprint.route import GATED_STEPS
 
     try:
-        checkpoint = read_state_json(os.path.join(root, "checkpoint.json"))
-    except (OSError, ValueError, RecursionError):
+        checkpoint = sprint_checkpoint.read_in(root)
+    except sprint_checkpoint.DamagedCheckpoint:
         return "checkpoint damaged"
     if checkpoint is None:
         return "no sprint"
@@ -148,9 +148,9 @@ def _questions(conn: object) -> str | None:
     """`2 questions wait`: nodes of active graphs waiting for a person's answer."""
     if conn is None:
         return None
-    count = conn.execute(  # type: ignore[attr-defined]
-        "SELECT COUNT(*) FROM nodes JOIN graphs ON graphs.id = nodes.graph_id "
-        "WHERE nodes.status = 'needs_human' AND graphs.status = 'active'").fetchone()[0]
+    from clavain.store import queries
+
+    count = queries.run(conn, "status.questions_waiting").fetchone()[0]
     if not count:
         return None
     return f"{WARN}{count} question{'s' if count != 1 else ''} wait{'s' if count == 1 else ''}"
@@ -161,7 +161,7 @@ def _run(root: str, now: float) -> str | None:
     runner at this moment: a back-off, a rate limit, other runs), `run blocked: nothing can
     run`, `run stopped: budget`; nothing once it completed or ended RUN_SHOWN_SECONDS ago. Only
     `supervisor.json` (small) is read, metrics.json only for a blocked run's reason."""
-    from clavain.fsutil import read_state_json
+    from clavain.fsutil import read_json_object
 
     runs = os.path.join(root, "runs")
     latest, latest_at = None, 0.0
@@ -179,8 +179,8 @@ def _run(root: str, now: float) -> str | None:
                 latest, latest_at = entry.path, at
     if latest is None:
         return None
-    record = read_state_json(os.path.join(latest, "supervisor.json"))
-    if not isinstance(record, dict):
+    record = read_json_object(os.path.join(latest, "supervisor.json"))
+    if record is None:
         return None
     status = record.get("status")
     if status == "running":
@@ -191,11 +191,9 @@ def _run(root: str, now: float) -> str | None:
         return None  # complete, or long enough ago to be history
     text = f"{WARN}run {RUN_ENDINGS[status]}"
     if status == "blocked":
-        try:
-            metrics = read_state_json(os.path.join(latest, "metrics.json"))
-        except (OSError, ValueError):  # too big or damaged: the ending alone
-            metrics = None
-        reason = metrics.get("reason") if isinstance(metrics, dict) else None
+        # Too big or damaged: the ending alone.
+        metrics = read_json_object(os.path.join(latest, "metrics.json"))
+        reason = metrics.get("reason") if metrics is not None else None
         if isinstance(reason, str) and reason:
             text += f": {RUN_REASONS.get(reason, reason.replace('_', ' '))}"
     return text
@@ -234,14 +232,14 @@ def _windows(root: str, payload: dict, context: dict, env: dict | os._Environ[st
 
 def _loop(root: str, session_id: str | None) -> str | None:
     """`loop 3/10` while this session runs `/clavain:loop`."""
-    from clavain.fsutil import read_state_json
+    from clavain.fsutil import read_json_object
     from clavain.loop.session_state import state_file
 
     path = state_file(root, session_id)
     if path is None:
         return None
-    state = read_state_json(path)
-    if not isinstance(state, dict) or not isinstance(state.get("iteration"), int):
+    state = read_json_object(path)
+    if state is None or not isinstance(state.get("iteration"), int):
         return None
     cap = state.get("max_iterations")
     return f"loop {state['iteration']}" + (f"/{cap}" if isinstance(cap, int) else "")

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import open_project_graph
+from tests.sql import run_sql
 
 # Every test here on both workgraph backends (tests/conftest.py `backend`).
 pytestmark = pytest.mark.usefixtures("backend")
@@ -23,7 +24,7 @@ def graph(run_cli, project: Path) -> Path:
 def _kv_rows(project: Path) -> int:
     conn = open_project_graph(project)
     try:
-        return conn.execute("SELECT COUNT(*) FROM kv_history").fetchone()[0]
+        return run_sql(conn, "SELECT COUNT(*) FROM kv_history").fetchone()[0]
     finally:
         conn.close()
 
@@ -167,7 +168,7 @@ def test_get_refuses_a_row_pointing_at_any_file(graph, run_cli, project: Path) -
     assert run_cli("kv", "put", "--node", "task-a", "--key", "out.log",
                    "--value", "v" * 50).returncode == 0
     conn = open_project_graph(graph)
-    conn.execute("UPDATE kv_latest SET artifact_path = '/etc/passwd', artifact_sha256 = ?",
+    run_sql(conn, "UPDATE kv_latest SET artifact_path = '/etc/passwd', artifact_sha256 = ?",
                  (hashlib.sha256(Path("/etc/passwd").read_bytes()).hexdigest(),))
     conn.close()
     result = run_cli("kv", "get", "--node", "task-a", "--key", "out.log")

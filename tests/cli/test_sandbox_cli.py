@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from clavain import sandbox
+from clavain import confine
 from tests.conftest import BIN, REPO, subprocess_env
 
-HOST_PROBLEM = sandbox.host_problem()
+HOST_PROBLEM = confine.host_problem()
 needs_bwrap = pytest.mark.skipif(HOST_PROBLEM is not None,
                                  reason=f"hard mode cannot run here: {HOST_PROBLEM}")
 

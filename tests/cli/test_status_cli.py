@@ -19,7 +19,7 @@ def test_status_shows_running_waiting_needs_you_blocked_next_and_verdicts(
     from clavain.paths import StatePaths
     from clavain.store import db
     from clavain.verdicts import files
-    from clavain.workgraph import edits, leases, results
+    from clavain.workgraph import claims, edits, results
     from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 
     state = StatePaths(project / ".clavain")
@@ -32,8 +32,8 @@ def test_status_shows_running_waiting_needs_you_blocked_next_and_verdicts(
         {"id": "after-broken", "type": "task", "dependsOn": ["broken"]},
         {"id": "ready", "type": "task", "title": "the next one"}])
     state.config.write_text(json.dumps({"defaults": {"maxEscalations": 0}}))
-    leases.claim_node(g, "run-me", run_id="r1")
-    leases.claim_node(g, "crashed", run_id="r2", pid=_dead_pid())
+    claims.claim_node(g, "run-me", run_id="r1")
+    claims.claim_node(g, "crashed", run_id="r2", pid=_dead_pid())
     results.apply_result(g, "retry-me", {"status": "fail", "summary": "red"})
     results.apply_result(g, "ask-me", {"status": "checkpoint", "summary": "?",
                                        "question": "Which port?"})

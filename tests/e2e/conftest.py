@@ -134,9 +134,9 @@ def require_claude() -> Path:
 
 def require_sandbox() -> None:
     """Claude Code's sandbox can run here, or skip (fail under CI=true) with the reason."""
-    from clavain import sandbox
+    from clavain.confine import host_problem
 
-    problem = sandbox.host_problem()
+    problem = host_problem()
     if problem is None:
         return
     reason = f"Claude Code's sandbox cannot run on this machine: {problem}"

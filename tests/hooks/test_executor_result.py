@@ -8,7 +8,7 @@ from pathlib import Path
 
 from clavain.paths import StatePaths
 from clavain.store import db
-from clavain.workgraph import edits, leases, nodes, packets
+from clavain.workgraph import claims, edits, nodes, packets
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 
 from .test_subagent_stop import payload, transcript_lines
@@ -29,7 +29,7 @@ def _claimed_task(project: Path, run_id: str = "r-exec") -> tuple[StatePaths, st
     conn = db.connect(state.db)
     g = Graph(conn, DEFAULT_GRAPH, state)
     edits.add_nodes(g, [{"id": "task-a", "type": "task", "verify": ["true"]}])
-    leases.claim_node(g, "task-a", run_id=run_id)
+    claims.claim_node(g, "task-a", run_id=run_id)
     packet = packets.render_packet(g, "task-a", thin=True)["packet"]
     conn.close()
     return state, packet
@@ -97,7 +97,7 @@ def test_the_result_is_recorded_on_the_graph_the_packet_names(run_hook, tmp_path
     try:
         g = Graph(conn, "run-side", state)
         edits.add_nodes(g, [{"id": "task-a", "type": "task", "verify": ["true"]}])
-        leases.claim_node(g, "task-a", run_id="r-exec")
+        claims.claim_node(g, "task-a", run_id="r-exec")
         packet = packets.render_packet(g, "task-a", thin=True)["packet"]
     finally:
         conn.close()

@@ -313,8 +313,8 @@ def test_work_left_in_the_graph_is_never_done(tmp_path) -> None:
     kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}],
             scaffold=False)
     from clavain.store.graph_db import open_graph_db
+    from clavain.workgraph.claims import claim_node
     from clavain.workgraph.graphs import Graph
-    from clavain.workgraph.leases import claim_node
 
     conn = open_graph_db(state)  # another run holds the only node
     claim_node(Graph(conn, "default", state), "task-a", run_id="someone-else")

@@ -137,6 +137,53 @@ def test_a_bug_in_every_worker_stops_the_run_with_every_claim_given_back(
     assert all(n["attempts"] == 0 for n in kit.nodes(state).values())
 
 
+def test_no_worker_starts_once_a_worker_that_ended_meanwhile_reached_the_error_limit(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timing a loaded machine makes: every running worker fails while the supervisor
+    claims the next node (after its look at what workers said). The limit (3 in a row) is
+    reached before that node's worker would start, so it never starts: exactly 3 errors."""
+    import threading
+
+    from clavain.supervisor import supervise, worker
+
+    state = kit.make_project(tmp_path / "p")
+    specs, _ = kit.flock_tasks(tmp_path, {"task-a": 0.1, "task-b": 0.1})
+    kit.add(state, specs, scaffold=False)
+    events: list[dict] = []
+    go = threading.Semaphore(0)  # lets one waiting worker fail
+    reported = threading.Condition()
+    put: list[str] = []  # the events workers put in, in order
+    real_work = supervise.Supervisor._work
+
+    def work(self, ctx, node, number, share):
+        real_work(self, ctx, node, number, share)
+        with reported:
+            put.append(node["id"])
+            reported.notify_all()
+
+    def in_worker(point: str) -> None:
+        if point == "worker_start":
+            go.acquire(timeout=2)  # the worker a fixed supervisor never starts waits in vain
+            raise fault_injection.InjectedFault("fault injected at worker_start")
+
+    def in_supervisor(point: str) -> None:
+        started = sum(e["event"] == "started" for e in events)
+        if point == "after_claim" and started > len(put):  # a worker is running: it fails now
+            go.release()
+            with reported:
+                assert reported.wait_for(lambda: len(put) == started, timeout=30)
+
+    monkeypatch.setattr(supervise.Supervisor, "_work", work)
+    monkeypatch.setattr(worker, "inject", in_worker)
+    monkeypatch.setattr(supervise, "inject", in_supervisor)
+    report = kit.run(state, events, runner="shell", workers=2)
+    assert report["status"] == "blocked" and report["reason"] == "worker_errors"
+    assert "3 worker errors in a row" in report["message"], report["message"]
+    assert sum(e["event"] == "started" for e in events) == 3
+    assert _held(state) == {}
+    assert all(n["attempts"] == 0 for n in kit.nodes(state).values())
+
+
 def test_a_fault_in_the_supervisor_after_its_claim_gives_the_claim_back(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     state = kit.make_project(tmp_path / "p")

@@ -26,9 +26,8 @@ from hypothesis.stateful import (
 
 from clavain.paths import StatePaths
 from clavain.store import db
-from clavain.workgraph import edits, leases, results, schedule
+from clavain.workgraph import claim_pick, claims, edits, results, schedule
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.nodes import release_claim
 from clavain.workgraph.ownership import ownership_overlaps
 
 LIB = Path(__file__).resolve().parents[2] / "lib"
@@ -42,29 +41,29 @@ def test_an_overlapping_node_waits_until_the_owner_finishes(g) -> None:
     edits.add_nodes(g, [{"id": "t-a", "type": "task", "ownership": ["src/**"]},
                         {"id": "t-b", "type": "task", "ownership": ["src/a/*.py"]},
                         {"id": "t-c", "type": "task", "ownership": ["docs/**"]}])
-    assert leases.claim_next(g, run_id="r1")["id"] == "t-a"
-    assert leases.select_next(g) == "t-c"  # t-b waits for t-a; t-c owns other files
-    assert leases.claim_node(g, "t-b", run_id="r2") is None
-    assert leases.claim_next(g, run_id="r2")["id"] == "t-c"
-    assert leases.select_next(g) is None
-    assert leases.claim_next(g, run_id="r3") is None
+    assert claims.claim_next(g, run_id="r1")["id"] == "t-a"
+    assert claim_pick.select_next(g) == "t-c"  # t-b waits for t-a; t-c owns other files
+    assert claims.claim_node(g, "t-b", run_id="r2") is None
+    assert claims.claim_next(g, run_id="r2")["id"] == "t-c"
+    assert claim_pick.select_next(g) is None
+    assert claims.claim_next(g, run_id="r3") is None
     idle = schedule.next_node(g, claim=True, run_id="r3")
     assert idle["node"] is None and idle["reason"] == "running"
     assert idle["waiting_on_ownership"] == ["t-b"]
     assert "t-b waits for t-a (src/a/*.py overlaps src/**)" in idle["message"]
     _success(g, "t-c", "r2")
-    assert leases.claim_node(g, "t-b", run_id="r2") is None  # t-a still runs
+    assert claims.claim_node(g, "t-b", run_id="r2") is None  # t-a still runs
     _success(g, "t-a", "r1")
-    assert leases.select_next(g) == "t-b"
-    assert leases.claim_node(g, "t-b", run_id="r2")["lock_run_id"] == "r2"
+    assert claim_pick.select_next(g) == "t-b"
+    assert claims.claim_node(g, "t-b", run_id="r2")["lock_run_id"] == "r2"
 
 
 def test_the_same_glob_is_named_once_and_unowned_nodes_run_beside_anything(g) -> None:
     edits.add_nodes(g, [{"id": "a", "type": "task", "ownership": ["src/**"]},
                         {"id": "b", "type": "task", "ownership": ["src/**"]},
                         {"id": "c", "type": "task"}])
-    assert leases.claim_node(g, "a", run_id="r1") is not None
-    assert leases.claim_next(g, run_id="r2")["id"] == "c"
+    assert claims.claim_node(g, "a", run_id="r1") is not None
+    assert claims.claim_next(g, run_id="r2")["id"] == "c"
     reason = schedule.idle_reason(g)
     assert reason["waiting_on_ownership"] == ["b"]
     assert reason["message"].endswith("; b waits for a (both own src/**)")
@@ -73,7 +72,7 @@ def test_the_same_glob_is_named_once_and_unowned_nodes_run_beside_anything(g) ->
 
 def test_no_waiting_key_when_nothing_waits_on_ownership(g) -> None:
     edits.add_nodes(g, [{"id": "a", "type": "task", "ownership": ["src/**"]}])
-    leases.claim_next(g, run_id="r1")
+    claims.claim_next(g, run_id="r1")
     assert "waiting_on_ownership" not in schedule.idle_reason(g)
 
 
@@ -152,8 +151,8 @@ class ThreeClaimers(RuleBasedStateMachine):
     @rule(who=st.integers(0, CLAIMERS - 1))
     def claim_next(self, who: int) -> None:
         g = self.graphs[who]
-        expected, before = leases.select_next(g), _running(self.conns[who])
-        node = leases.claim_next(g, run_id=f"w{who}")
+        expected, before = claim_pick.select_next(g), _running(self.conns[who])
+        node = claims.claim_next(g, run_id=f"w{who}")
         assert (node["id"] if node else None) == expected
         self._took(who, node, before)
 
@@ -161,7 +160,7 @@ class ThreeClaimers(RuleBasedStateMachine):
     def claim_node(self, who: int, ids, data) -> None:
         node_id = data.draw(ids)
         before = _running(self.conns[who])
-        self._took(who, leases.claim_node(self.graphs[who], node_id, run_id=f"w{who}"), before)
+        self._took(who, claims.claim_node(self.graphs[who], node_id, run_id=f"w{who}"), before)
 
     def _mine(self, who: int, data) -> str | None:
         mine = sorted(node_id for node_id, holder in self.held.items() if holder == who)
@@ -183,8 +182,9 @@ class ThreeClaimers(RuleBasedStateMachine):
         if node_id is None:
             return
         with db.transaction(self.conns[who]):
-            assert release_claim(self.graphs[who], node_id, f"w{who}", at="2026-01-01T00:00:00Z",
-                                 why="test release")
+            assert claims.release(self.graphs[who], node_id, f"w{who}",
+                                  reason=claims.Reason.GIVEN_BACK, at="2026-01-01T00:00:00Z",
+                                  why="test release")
         del self.held[node_id]
 
     @invariant()
@@ -207,7 +207,7 @@ import json, os, random, sys, time
 from pathlib import Path
 from clavain.paths import StatePaths
 from clavain.store import db
-from clavain.workgraph import leases, results
+from clavain.workgraph import claim_pick, claims, results
 from clavain.workgraph.graphs import Graph
 root, worker, go = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
 state = StatePaths(root)
@@ -216,7 +216,7 @@ rng, done, deadline = random.Random(worker), [], time.monotonic() + 120
 while not go.exists():
     time.sleep(0.002)
 while time.monotonic() < deadline:
-    node = leases.claim_next(g, run_id=worker, pid=os.getpid())
+    node = claims.claim_next(g, run_id=worker, pid=os.getpid())
     if node is None:
         if g.conn.execute("SELECT count(*) FROM nodes WHERE status = 'open'").fetchone()[0] == 0:
             break

@@ -166,7 +166,7 @@ def test_a_version_3_database_moves_into_the_default_graph(tmp_path: Path) -> No
     nodes, edges, kv values and history and events all land in the `default` graph unchanged,
     ids and counters included, and the rebuilt triggers and indexes work on them."""
     from clavain.paths import StatePaths
-    from clavain.workgraph import kv, leases, nodes
+    from clavain.workgraph import claim_pick, kv, nodes
     from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 
     path = tmp_path / "v3.sqlite"
@@ -257,7 +257,7 @@ def test_a_version_3_database_moves_into_the_default_graph(tmp_path: Path) -> No
     assert [e["value"] for e in kv.history(g, "t", "out.summary")] == ["v3", "v2", "v1"]
     assert [(e["node_id"], e["key"]) for e in kv.ls(g)] == [
         ("__run__", "ctx.big"), ("t", "out.summary")]
-    assert leases.select_next(g) == "u"  # the ready index: u's edges are satisfied, v waits
+    assert claim_pick.select_next(g) == "u"  # the ready index: u's edges are satisfied, v waits
     # The rebuilt triggers keep counting on the migrated rows.
     conn.execute("UPDATE nodes SET status = 'done' WHERE graph_id = 'default' AND id = 'u'")
     assert nodes.get_node(g, "v")["unmet_deps"] == 0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from clavain.paths import StatePaths
 from clavain.store import db
-from clavain.workgraph import edits, export, leases, stale
+from clavain.workgraph import claims, edits, export, stale
 from clavain.workgraph.graphs import Graph
 
 LIB = Path(__file__).resolve().parents[2] / "lib"
@@ -23,7 +23,7 @@ WORKERS, CLAIMS = 16, 500
 _CLAIMER = """
 import json, os, sys, time
 from pathlib import Path
-from clavain.workgraph import leases
+from clavain.workgraph.claims import claim_next
 from clavain.workgraph.graphs import Graph
 from clavain.paths import StatePaths
 from clavain.store import db
@@ -34,7 +34,7 @@ while not go.exists():
     time.sleep(0.005)
 got = []
 for _ in range(claims):
-    node = leases.claim_next(g, run_id=worker, pid=os.getpid())
+    node = claim_next(g, run_id=worker, pid=os.getpid())
     got.append(node["id"] if node else None)
 print(json.dumps(got))
 """
@@ -42,7 +42,7 @@ print(json.dumps(got))
 _APPLIER = """
 import os, sys
 from pathlib import Path
-from clavain.workgraph import leases, results
+from clavain.workgraph import claims, results
 from clavain.workgraph.graphs import Graph
 from clavain.paths import StatePaths
 from clavain.store import db
@@ -51,7 +51,7 @@ conn = db.connect(state.db)
 g = Graph(conn, "default", state)
 i = 0
 while True:
-    node = leases.claim_next(g, run_id="killme", pid=os.getpid())
+    node = claims.claim_next(g, run_id="killme", pid=os.getpid())
     if node is None:
         break
     results.apply_result(g, node["id"], {
@@ -96,7 +96,7 @@ def test_claim_storm_never_claims_a_node_twice(tmp_path: Path) -> None:
     assert rows == claimed
     events = conn.execute("SELECT count(*) FROM events WHERE note = 'claimed'").fetchone()[0]
     assert events == total
-    assert leases.claim_next(g, run_id="late") is None
+    assert claims.claim_next(g, run_id="late") is None
 
 
 def test_sigkill_mid_apply_leaves_a_sound_db_and_snapshot(tmp_path: Path) -> None:

@@ -10,25 +10,26 @@ import pytest
 
 from clavain import clock
 from clavain.errors import ClavainError
-from clavain.workgraph import deadlock, edits, leases, nodes, results, schedule
+from clavain.workgraph import claim_pick, claims, deadlock, edits, nodes, results, schedule
 from clavain.workgraph.scaffold import ensure_scaffolding
 from clavain.workgraph.verifier import run_verify
+from tests.sql import run_sql
 
 OK = {"status": "success", "summary": "ok"}
 FAIL = {"status": "fail", "summary": "broken"}
 
 
 def _fingerprint(g) -> list:
-    return [tuple(r) for r in g.conn.execute(
+    return [tuple(r) for r in run_sql(g.conn,
         "SELECT id, status, attempts, lock_run_id FROM nodes ORDER BY id")] + [
-        g.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        run_sql(g.conn, f"SELECT count(*) FROM {t}").fetchone()[0]
         for t in ("deps", "events", "kv_latest")]
 
 
 def _fail_for_good(g, node_id: str) -> dict:
     out: dict = {}
     while nodes.get_node(g, node_id)["status"] != "failed":
-        g.conn.execute("UPDATE nodes SET blocked_until = NULL WHERE id = ?", (node_id,))
+        run_sql(g.conn, "UPDATE nodes SET blocked_until = NULL WHERE id = ?", (node_id,))
         out = results.apply_result(g, node_id, FAIL)
     return out
 
@@ -57,7 +58,7 @@ def test_a_dependency_reopened_after_the_claim_blocks_the_result(g) -> None:
     edits.add_nodes(g, [{"id": "a", "type": "task"},
                         {"id": "b", "type": "task", "dependsOn": ["a"]}])
     results.apply_result(g, "a", OK)
-    leases.claim_node(g, "b", run_id="r1")
+    claims.claim_node(g, "b", run_id="r1")
     edits.reset(g, "a")
     with pytest.raises(ClavainError, match="waits on a"):
         results.apply_result(g, "b", OK, run_id="r1")
@@ -66,7 +67,7 @@ def test_a_dependency_reopened_after_the_claim_blocks_the_result(g) -> None:
 def test_apply_never_borrows_the_holders_run_id(g, monkeypatch) -> None:
     monkeypatch.delenv("CLAVAIN_RUN_ID", raising=False)
     edits.add_nodes(g, [{"id": "a", "type": "task"}])
-    leases.claim_node(g, "a", run_id="r1")
+    claims.claim_node(g, "a", run_id="r1")
     with pytest.raises(ClavainError, match="claimed by run 'r1', not 'run-"):
         results.apply_result(g, "a", OK)
     monkeypatch.setenv("CLAVAIN_RUN_ID", "r1")  # the runner's own environment
@@ -87,7 +88,7 @@ def test_verify_claims_the_node_and_requires_its_dependencies(g) -> None:
     seen = ('python3 -c "import os, sqlite3; print(sqlite3.connect(os.environ[\'CLAVAIN_DB\'])'
             '.execute(\'SELECT status, lock_run_id, lock_pid FROM nodes WHERE id = ?\', '
             '(os.environ[\'CLAVAIN_NODE_ID\'],)).fetchone())" > seen.txt')
-    g.conn.execute("UPDATE nodes SET verify_json = json_array(?) WHERE id = 'v'", (seen,))
+    run_sql(g.conn, "UPDATE nodes SET verify_json = json_array(?) WHERE id = 'v'", (seen,))
     report = run_verify(g, "v", run_id="r-v")
     assert report["result"]["status"] == "success"
     import os
@@ -101,7 +102,7 @@ def test_verify_claims_the_node_and_requires_its_dependencies(g) -> None:
 def test_verify_never_borrows_the_holders_run_id(g, monkeypatch) -> None:
     monkeypatch.delenv("CLAVAIN_RUN_ID", raising=False)
     edits.add_nodes(g, [{"id": "v", "type": "verify", "verify": ["touch ran"]}])
-    leases.claim_node(g, "v", run_id="supervisor-1")
+    claims.claim_node(g, "v", run_id="supervisor-1")
     with pytest.raises(ClavainError, match="claimed by run 'supervisor-1', not 'verify-"):
         run_verify(g, "v")
     assert not (g.state.project / "ran").exists()
@@ -145,7 +146,7 @@ def test_a_task_added_by_hand_after_scaffolding_gets_its_verify_node(g) -> None:
 def test_final_verify_that_already_passed_runs_again_for_added_work(g) -> None:
     edits.add_nodes(g, [{"id": "t1", "type": "task"}, {"id": "p", "type": "plan"}])
     ensure_scaffolding(g)
-    g.conn.execute("UPDATE nodes SET status = 'done' WHERE id IN "
+    run_sql(g.conn, "UPDATE nodes SET status = 'done' WHERE id IN "
                    "('t1', 'verify-t1', 'integrate', 'final-verify')")
     results.apply_result(g, "p", {
         "status": "success", "summary": "s",
@@ -194,7 +195,7 @@ def test_the_planners_add_a_fix_task_remedy_converges(g) -> None:
                                    "repointed": ["task-b", "verify-task-a"]}
     assert nodes.get_node(g, "task-a")["superseded_by"] == "plan-escalate-task-a"
     assert nodes.get_node(g, "task-b")["depends_on"] == ["task-a-fix"]
-    notes = [r[0] for r in g.conn.execute("SELECT note FROM events WHERE node_id = 'task-b'")]
+    notes = [r[0] for r in run_sql(g.conn, "SELECT note FROM events WHERE node_id = 'task-b'")]
     assert any("instead of task-a" in note for note in notes)
     _every_task_is_verified_before_integration(g)
 
@@ -211,7 +212,7 @@ def test_the_planners_add_a_fix_task_remedy_converges(g) -> None:
 def test_a_failed_check_runs_again_after_the_escalations_fix(g) -> None:
     edits.add_nodes(g, [{"id": "t", "type": "task", "verify": ["test -f fixed"]}])
     ensure_scaffolding(g)
-    g.conn.execute("UPDATE nodes SET retry_policy_json = '{\"max_attempts\": 1}'")
+    run_sql(g.conn, "UPDATE nodes SET retry_policy_json = '{\"max_attempts\": 1}'")
     results.apply_result(g, "t", OK)
     assert run_verify(g, "verify-t", run_id="v")["apply"]["to"] == "failed"
     applied = results.apply_result(g, "plan-escalate-verify-t", {
@@ -292,7 +293,7 @@ def test_next_node_says_why_nothing_is_runnable(g) -> None:
     assert schedule.idle_reason(g, now=at)["reason"] == "empty"
     edits.add_nodes(g, [{"id": "a", "type": "task"},
                         {"id": "b", "type": "task", "dependsOn": ["a"]}])
-    leases.claim_node(g, "a", run_id="r1", now=at)
+    claims.claim_node(g, "a", run_id="r1", now=at)
     busy = schedule.next_node(g, now=at)
     assert busy["reason"] == "running" and "a (run r1)" in busy["message"]
     results.apply_result(g, "a", FAIL, run_id="r1", now=at)
@@ -300,7 +301,7 @@ def test_next_node_says_why_nothing_is_runnable(g) -> None:
     assert waiting["reason"] == "backoff"
     assert waiting["until"] == clock.later_iso(30, at) and "until" in waiting["message"]
     later = at + timedelta(seconds=31)
-    leases.claim_node(g, "a", run_id="r2", now=later)
+    claims.claim_node(g, "a", run_id="r2", now=later)
     results.apply_result(g, "a", {"status": "checkpoint", "summary": "?",
                                   "question": "Which port?"}, run_id="r2", now=later)
     human = schedule.next_node(g, now=later)
@@ -328,7 +329,7 @@ def test_an_escalation_may_follow_its_own_advice_and_reset_the_node(g) -> None:
     X failing again is handed to it again."""
     edits.add_nodes(g, [{"id": "x", "type": "task", "retryPolicy": {"maxAttempts": 1}}])
     _fail_for_good(g, "x")
-    leases.claim_node(g, "plan-escalate-x", run_id="planner")
+    claims.claim_node(g, "plan-escalate-x", run_id="planner")
     edits.reset(g, "x")
     done = results.apply_result(g, "plan-escalate-x",
                                 {"status": "success", "summary": "try x again"},
@@ -395,14 +396,14 @@ def test_what_comes_after_a_plan_waits_for_the_plans_work(g) -> None:
         "addNodes": [{"id": "t1", "type": "task"},
                      {"id": "t2", "type": "task", "dependsOn": ["t1"]}]}})
     assert sorted(nodes.get_node(g, "after")["depends_on"]) == ["p", "t2"]
-    assert leases.select_next(g) == "t1"
+    assert claim_pick.select_next(g) == "t1"
 
 
 def test_a_claimed_node_whose_dependency_reopened_gives_its_claim_back(g) -> None:
     edits.add_nodes(g, [{"id": "t1", "type": "task", "verify": ["true"]}])
     ensure_scaffolding(g)
-    g.conn.execute("UPDATE nodes SET status = 'done' WHERE id IN ('t1', 'verify-t1')")
-    leases.claim_node(g, "integrate", run_id="r1")
+    run_sql(g.conn, "UPDATE nodes SET status = 'done' WHERE id IN ('t1', 'verify-t1')")
+    claims.claim_node(g, "integrate", run_id="r1")
     edits.add_nodes(g, [{"id": "t2", "type": "task", "verify": ["true"]}])
     with pytest.raises(ClavainError, match=r"waits on verify-t2.*the claim was released"):
         results.apply_result(g, "integrate", OK, run_id="r1")

@@ -9,8 +9,9 @@ import pytest
 
 from clavain import clock
 from clavain.errors import ClavainError
+from clavain.store import queries
 from clavain.store.graph_db import dialect
-from clavain.workgraph import edits, leases, nodes
+from clavain.workgraph import edits, nodes
 
 
 def _counts(conn) -> tuple[int, int, int]:
@@ -34,7 +35,8 @@ def test_db_init_creates_graph_tables_triggers_and_ready_index(conn) -> None:
     assert {"graphs", "nodes", "deps", "kv_latest", "kv_history", "events", "meta"} <= names
     assert {"deps_count_insert", "deps_count_delete", "deps_count_status",
             "nodes_delete_edges"} <= names
-    plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + leases._NEXT_ID_SQL,
+    ready = queries.text("claims.first_ready_ownership")
+    plan = " ".join(r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + ready,
                                                {"graph": "default", "now": clock.now_iso()}))
     assert "nodes_ready" in plan and "TEMP B-TREE" not in plan
 

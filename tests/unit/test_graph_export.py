@@ -108,6 +108,26 @@ def test_a_burst_of_changes_is_written_once_the_lag_is_reached(g, state) -> None
         nodes.list_nodes(g), key=lambda n: n["id"])
 
 
+@pytest.mark.parametrize("gone", ["workgraph.json.pending", "workgraph.json.lock",
+                                  "workgraph.json"])
+def test_the_deferred_writer_makes_no_file_in_a_state_folder_being_removed(
+        g, state, gone, monkeypatch) -> None:
+    """`shutil.rmtree` unlinks the folder's files one by one, then the folder: a deferred
+    writer that starts (or wakes) in between creates nothing there (a lock file, the
+    snapshot), or the removal fails ("Directory not empty") and the folder is made again."""
+    started: list[float] = []
+    monkeypatch.setattr(export, "_start_deferred_writer",
+                        lambda _state, *, due: started.append(due))
+    monkeypatch.setenv("CLAVAIN_SNAPSHOT_STORE", state.store_url or "")
+    edits.add_nodes(g, [{"id": "a", "type": "task"}])  # written at once
+    edits.add_nodes(g, [{"id": "b", "type": "task"}])  # deferred: the writer is started
+    assert len(started) == 1
+    (state.root / gone).unlink()  # the removal has gone this far
+    left = sorted(p.name for p in state.root.iterdir())
+    export.deferred_write([str(state.root), str(state.project), str(state.db), "0"])
+    assert sorted(p.name for p in state.root.iterdir()) == left
+
+
 def test_a_snapshot_that_cannot_be_written_is_a_warning_not_a_failure(g, state) -> None:
     from clavain import notices
 

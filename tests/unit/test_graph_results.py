@@ -9,7 +9,8 @@ import pytest
 
 from clavain import clock
 from clavain.errors import ClavainError
-from clavain.workgraph import edits, kv, leases, nodes, results
+from clavain.workgraph import claim_pick, claims, edits, kv, nodes, results, transitions
+from tests.sql import run_sql
 
 NOW = datetime(2030, 1, 1, tzinfo=timezone.utc)
 
@@ -20,9 +21,9 @@ def _kv(g, node_id: str, key: str) -> str | None:
 
 
 def _fingerprint(g) -> list:
-    return [tuple(r) for r in g.conn.execute(
+    return [tuple(r) for r in run_sql(g.conn,
         "SELECT id, status, attempts, lock_run_id, blocked_until FROM nodes ORDER BY id")] + [
-        g.conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+        run_sql(g.conn, f"SELECT count(*) FROM {t}").fetchone()[0]
         for t in ("deps", "events", "kv_latest")]
 
 
@@ -64,7 +65,7 @@ def test_bad_results_are_one_line_errors(raw: str, message: str | None) -> None:
 def test_success_marks_done_clears_lock_writes_kv_and_unblocks(g) -> None:
     edits.add_nodes(g, [{"id": "a", "type": "task"},
                         {"id": "b", "type": "task", "dependsOn": ["a"]}])
-    leases.claim_next(g, run_id="r1")
+    claims.claim_next(g, run_id="r1")
     out = results.apply_result(g, "a", {"status": "success", "summary": "built it"},
                                run_id="r1", stdout_path="/runs/r1/out.log",
                                result_path="/runs/r1/result.json")
@@ -79,21 +80,21 @@ def test_success_marks_done_clears_lock_writes_kv_and_unblocks(g) -> None:
     assert _kv(g, "a", "out.last_result_path") == "/runs/r1/result.json"
     assert _kv(g, "a", "err.summary") is None
     assert kv.get(g, "a", "out.summary")["run_id"] == "r1"
-    assert leases.select_next(g) == "b"
+    assert claim_pick.select_next(g) == "b"
 
 
 def test_checkpoint_asks_a_human_and_answer_reopens(g) -> None:
     edits.add_nodes(g, [{"id": "a", "type": "task"}])
-    leases.claim_next(g, run_id="r1")
+    claims.claim_next(g, run_id="r1")
     out = results.apply_result(g, "a", {"status": "checkpoint", "summary": "unsure",
                                         "question": "SQLite or Postgres?"}, run_id="r1")
     assert out["to"] == "needs_human" and out["question"] == "SQLite or Postgres?"
     assert nodes.get_node(g, "a")["human_question"]["question"] == "SQLite or Postgres?"
     assert _kv(g, "a", "err.summary") == "unsure"
-    assert leases.select_next(g) is None
+    assert claim_pick.select_next(g) is None
     node = edits.answer(g, "a", "SQLite")
     assert node["status"] == "open" and node["human_question"]["answer"] == "SQLite"
-    assert leases.select_next(g) == "a"
+    assert claim_pick.select_next(g) == "a"
 
 
 def test_fail_retries_with_doubling_backoff_then_fails(g) -> None:
@@ -102,8 +103,8 @@ def test_fail_retries_with_doubling_backoff_then_fails(g) -> None:
     first = results.apply_result(g, "a", fail, now=NOW)
     assert (first["to"], first["attempts"]) == ("open", 1)
     assert first["blocked_until"] == clock.later_iso(30, NOW)
-    assert leases.select_next(g, now=NOW) is None
-    assert leases.select_next(g, now=NOW + timedelta(seconds=31)) == "a"
+    assert claim_pick.select_next(g, now=NOW) is None
+    assert claim_pick.select_next(g, now=NOW + timedelta(seconds=31)) == "a"
     assert _kv(g, "a", "err.summary") == "tests red"
     assert _kv(g, "a", "err.errors") == "tests red\nlint red"  # every problem kept
     second = results.apply_result(g, "a", fail, now=NOW)
@@ -131,7 +132,7 @@ def test_a_retry_proposing_the_same_nodes_again_is_recorded(g) -> None:
 
 def test_backoff_is_capped() -> None:
     cfg = {"defaults": {"retryBackoffSeconds": 10, "retryBackoffMaxSeconds": 50}}
-    assert [results.backoff_seconds(cfg, n) for n in (1, 2, 3, 4)] == [10, 20, 40, 50]
+    assert [transitions.backoff_seconds(cfg, n) for n in (1, 2, 3, 4)] == [10, 20, 40, 50]
 
 
 def test_only_open_or_in_progress_nodes_take_results(g) -> None:
@@ -145,7 +146,7 @@ def test_only_open_or_in_progress_nodes_take_results(g) -> None:
 
 def test_a_result_from_another_run_is_refused(g) -> None:
     edits.add_nodes(g, [{"id": "a", "type": "task"}])
-    leases.claim_next(g, run_id="r1")
+    claims.claim_next(g, run_id="r1")
     before = _fingerprint(g)
     with pytest.raises(ClavainError, match="claimed by run 'r1', not 'r2'"):
         results.apply_result(g, "a", {"status": "success", "summary": "x"},
@@ -168,7 +169,7 @@ def test_added_nodes_get_the_current_node_as_parent_and_their_deps(g) -> None:
     t1, t2 = nodes.get_node(g, "t1"), nodes.get_node(g, "t2")
     assert t1["parent_id"] == t2["parent_id"] == "plan"
     assert t1["depends_on"] == ["lib"] and t2["depends_on"] == ["t1"] and t2["unmet_deps"] == 1
-    note = g.conn.execute("SELECT note FROM events WHERE node_id = 't1'").fetchone()[0]
+    note = run_sql(g.conn, "SELECT note FROM events WHERE node_id = 't1'").fetchone()[0]
     assert note == "added by plan"
 
 
@@ -182,7 +183,7 @@ def test_added_nodes_get_the_current_node_as_parent_and_their_deps(g) -> None:
 ])
 def test_bad_added_nodes_reject_the_whole_result(g, add, message) -> None:
     edits.add_nodes(g, [{"id": "plan", "type": "plan"}])
-    leases.claim_next(g, run_id="r1")
+    claims.claim_next(g, run_id="r1")
     before = _fingerprint(g)
     with pytest.raises(ClavainError, match=message):
         results.apply_result(g, "plan", {"status": "success", "summary": "s",
@@ -196,7 +197,7 @@ def test_bad_added_nodes_reject_the_whole_result(g, add, message) -> None:
 def _fail_for_good(g, node_id: str) -> dict:
     out = {}
     for _ in range(nodes.get_node(g, node_id)["retry_policy"]["max_attempts"]):
-        g.conn.execute("UPDATE nodes SET blocked_until = NULL WHERE id = ?", (node_id,))
+        run_sql(g.conn, "UPDATE nodes SET blocked_until = NULL WHERE id = ?", (node_id,))
         out = results.apply_result(g, node_id, {"status": "fail", "summary": "broken"},
                                    stdout_path="/log", result_path="/res")
     return out
@@ -208,7 +209,7 @@ def test_permanent_failure_escalates_exactly_once(g) -> None:
         {"id": "a", "type": "task", "parent": "epic", "retryPolicy": {"maxAttempts": 2}},
         {"id": "after", "type": "task", "dependsOn": ["a"]},
     ])
-    g.conn.execute("UPDATE nodes SET status = 'in_progress' WHERE id = 'epic'")
+    run_sql(g.conn, "UPDATE nodes SET status = 'in_progress' WHERE id = 'epic'")
     out = _fail_for_good(g, "a")
     assert out["to"] == "failed" and out["escalation"] == "plan-escalate-a"
     esc = nodes.get_node(g, "plan-escalate-a")
@@ -217,25 +218,25 @@ def test_permanent_failure_escalates_exactly_once(g) -> None:
         ("a", "err.summary"), ("a", "err.errors"), ("a", "out.last_stdout_path"),
         ("a", "out.last_result_path")}
     # The escalation runs although its dependency failed; ordinary dependents stay blocked.
-    assert leases.select_next(g) == "plan-escalate-a"
+    assert claim_pick.select_next(g) == "plan-escalate-a"
     assert nodes.get_node(g, "after")["unmet_deps"] == 1
     edits.reset(g, "a")
     again = _fail_for_good(g, "a")
     # The reset closed the unclaimed escalation (a ran again first); the new failure reopens
     # the same one: never a second escalation node.
     assert again["to"] == "failed" and again["escalation_action"] == "reopened"
-    count = g.conn.execute("SELECT count(*) FROM nodes WHERE id LIKE 'plan-escalate-%'").fetchone()
+    count = run_sql(g.conn, "SELECT count(*) FROM nodes WHERE id LIKE 'plan-escalate-%'").fetchone()
     assert count[0] == 1
 
 
 def test_a_failed_escalation_is_not_escalated_again(g) -> None:
     edits.add_nodes(g, [{"id": "a", "type": "task", "retryPolicy": {"maxAttempts": 1}}])
     _fail_for_good(g, "a")
-    g.conn.execute("UPDATE nodes SET retry_policy_json = '{\"max_attempts\": 1}' "
+    run_sql(g.conn, "UPDATE nodes SET retry_policy_json = '{\"max_attempts\": 1}' "
                    "WHERE id = 'plan-escalate-a'")
     out = _fail_for_good(g, "plan-escalate-a")
     assert out["to"] == "failed" and out["escalation"] is None
-    assert g.conn.execute("SELECT count(*) FROM nodes").fetchone()[0] == 2
+    assert run_sql(g.conn, "SELECT count(*) FROM nodes").fetchone()[0] == 2
 
 
 def test_apply_rewrites_the_snapshot(g) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from clavain.workgraph import deadlock, edits, leases, nodes, results
+from clavain.workgraph import claims, deadlock, edits, nodes, results
 from clavain.workgraph.scaffold import ensure_scaffolding
 
 
@@ -113,7 +113,7 @@ def test_no_deadlock_while_work_can_progress(g) -> None:
     edits.add_nodes(g, [{"id": "a", "type": "task"},
                                   {"id": "b", "type": "task", "dependsOn": ["a"]}])
     assert deadlock.detect(g) is None  # a is runnable
-    leases.claim_next(g, run_id="r")
+    claims.claim_next(g, run_id="r")
     assert deadlock.detect(g) is None  # a is running
     g.conn.execute("UPDATE nodes SET status = 'open', lock_run_id = NULL, "
                  "blocked_until = '2999-01-01T00:00:00.000Z' WHERE id = 'a'")

@@ -18,8 +18,19 @@ from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store import db
-from clavain.workgraph import edits, export, graphs, kv, leases, nodes, results, schedule
+from clavain.workgraph import (
+    claim_pick,
+    claims,
+    edits,
+    export,
+    graphs,
+    kv,
+    nodes,
+    results,
+    schedule,
+)
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
+from tests.sql import run_sql
 
 
 def _sprint(conn: sqlite3.Connection, state: StatePaths, graph_id: str) -> Graph:
@@ -43,7 +54,7 @@ def _rows(conn: sqlite3.Connection, graph_id: str) -> list[tuple[Any, ...]]:
     found = []
     for table, order in (("nodes", "id"), ("deps", "node_id, depends_on_id"),
                          ("kv_latest", "node_id, key"), ("kv_history", "id"), ("events", "id")):
-        found += [(table, *row) for row in conn.execute(
+        found += [(table, *row) for row in run_sql(conn,
             f"SELECT * FROM {table} WHERE graph_id = ? ORDER BY {order}", (graph_id,))]
     return found
 
@@ -85,15 +96,15 @@ def test_dependencies_never_cross_graphs(g, conn, other) -> None:
     assert nodes.get_node(g, "c")["depends_on"] == ["a"]
     assert nodes.get_node(other, "c")["depends_on"] == ["a", "b"]
     # Finishing `a` in one graph satisfies only that graph's `c` (the triggers are scoped).
-    conn.execute("UPDATE nodes SET status = 'done' WHERE graph_id = 'default' AND id = 'a'")
+    run_sql(conn, "UPDATE nodes SET status = 'done' WHERE graph_id = 'default' AND id = 'a'")
     assert nodes.get_node(g, "c")["unmet_deps"] == 0
     assert nodes.get_node(other, "c")["unmet_deps"] == 2
-    assert leases.select_next(g) == "c"
-    assert leases.select_next(other) == "a"
+    assert claim_pick.select_next(g) == "c"
+    assert claim_pick.select_next(other) == "a"
     # Deleting a node takes only its own graph's edges with it.
-    conn.execute("DELETE FROM nodes WHERE graph_id = 'default' AND id = 'c'")
+    run_sql(conn, "DELETE FROM nodes WHERE graph_id = 'default' AND id = 'c'")
     assert nodes.get_node(other, "c")["depends_on"] == ["a", "b"]
-    assert conn.execute("SELECT count(*) FROM deps WHERE graph_id = 'sprint-b'").fetchone()[0] == 2
+    assert run_sql(conn, "SELECT count(*) FROM deps WHERE graph_id = 'sprint-b'").fetchone()[0] == 2
     assert results.unmet_dependencies(other, "c") == ["a", "b"]
 
 
@@ -110,10 +121,10 @@ def test_next_node_claims_only_from_its_own_graph(g, other) -> None:
     assert schedule.next_node(other, claim=True, run_id="run-b")["node"]["id"] == "t1"
     assert schedule.next_node(other, claim=True, run_id="run-b")["node"]["id"] == "t2"
     # A heartbeat and a claim go to the node of the handle's graph only.
-    leases.heartbeat(other, "t1", run_id="run-b")
+    claims.renew(other, "t1", run_id="run-b")
     with pytest.raises(ClavainError, match=r"not held by run 'run-b' \(run 'run-a' holds it\)"):
-        leases.heartbeat(g, "t1", run_id="run-b")
-    assert leases.claim_node(g, "t2", run_id="run-a") is None
+        claims.renew(g, "t1", run_id="run-b")
+    assert claims.claim_node(g, "t2", run_id="run-a") is None
     empty = schedule.next_node(Graph(g.conn, "nothing-here", g.state))
     assert empty["node"] is None and empty["reason"] == "empty"
 
@@ -124,7 +135,7 @@ def test_a_result_finishes_the_node_of_its_own_graph_only(g, conn, other) -> Non
     edits.add_nodes(other, [{"id": "t1", "type": "task"}, {"id": "t2", "type": "task",
                                                            "dependsOn": ["t1"]}])
     before = _rows(conn, "default")
-    leases.claim_node(other, "t1", run_id="run-b")
+    claims.claim_node(other, "t1", run_id="run-b")
     outcome = results.apply_result(other, "t1", {
         "status": "success", "summary": "sprint work",
         "next": {"addNodes": [{"id": "t3", "type": "task"}]}}, run_id="run-b")
@@ -139,7 +150,7 @@ def test_a_result_finishes_the_node_of_its_own_graph_only(g, conn, other) -> Non
     assert _rows(conn, "default") == before
     assert nodes.get_node(g, "t2")["unmet_deps"] == 1
     # The default graph's t1 was never claimed by run-b: its own claim is still needed.
-    assert leases.claim_node(g, "t1", run_id="run-a")["graph_id"] == "default"
+    assert claims.claim_node(g, "t1", run_id="run-a")["graph_id"] == "default"
     with pytest.raises(ClavainError, match="claimed by run 'run-a', not 'run-b'"):
         results.apply_result(g, "t1", {"status": "success"}, run_id="run-b")
     assert nodes.get_node(g, "t1")["status"] == "in_progress"
@@ -191,14 +202,14 @@ def _every_status(g: Graph) -> None:
     """One node in each status, `running` claimed by a live-looking run."""
     edits.add_nodes(g, [{"id": i, "type": "task"} for i in (
         "done", "failed", "human", "open", "running", "waiting")])
-    g.conn.execute("UPDATE nodes SET status = 'done' WHERE graph_id = ? AND id = 'done'", (g.id,))
-    g.conn.execute("UPDATE nodes SET status = 'failed' WHERE graph_id = ? AND id = 'failed'",
+    run_sql(g.conn, "UPDATE nodes SET status = 'done' WHERE graph_id = ? AND id = 'done'", (g.id,))
+    run_sql(g.conn, "UPDATE nodes SET status = 'failed' WHERE graph_id = ? AND id = 'failed'",
                    (g.id,))
-    g.conn.execute("UPDATE nodes SET status = 'needs_human', human_question_json = "
+    run_sql(g.conn, "UPDATE nodes SET status = 'needs_human', human_question_json = "
                    "'{\"question\": \"?\"}' WHERE graph_id = ? AND id = 'human'", (g.id,))
-    g.conn.execute("INSERT INTO deps (graph_id, node_id, depends_on_id) "
+    run_sql(g.conn, "INSERT INTO deps (graph_id, node_id, depends_on_id) "
                    "VALUES (?, 'waiting', 'failed')", (g.id,))
-    assert leases.claim_node(g, "running", run_id="run-1", pid=os.getpid()) is not None
+    assert claims.claim_node(g, "running", run_id="run-1", pid=os.getpid()) is not None
 
 
 def test_abandoning_a_graph_cancels_its_unfinished_nodes_only(conn, state) -> None:
@@ -214,7 +225,7 @@ def test_abandoning_a_graph_cancels_its_unfinished_nodes_only(conn, state) -> No
     running = nodes.get_node(a, "running")
     assert running["lock_run_id"] is None and running["lock_pid"] is None
     assert running["lock_host"] is None and running["lock_started_at"] is None
-    events = conn.execute("SELECT node_id, from_status, to_status, note FROM events "
+    events = run_sql(conn, "SELECT node_id, from_status, to_status, note FROM events "
                           "WHERE graph_id = 'sprint-a' AND to_status = 'cancelled' "
                           "ORDER BY node_id").fetchall()
     assert [tuple(e) for e in events] == [
@@ -271,9 +282,9 @@ def test_a_closed_graphs_finished_nodes_are_not_reopened(conn, state) -> None:
     a, b = _sprint(conn, state, "sprint-a"), _sprint(conn, state, "sprint-b")
     for handle in (a, b):
         edits.add_nodes(handle, [{"id": "bad", "type": "task"}, {"id": "ok", "type": "task"}])
-        conn.execute("UPDATE nodes SET status = 'failed' WHERE graph_id = ? AND id = 'bad'",
+        run_sql(conn, "UPDATE nodes SET status = 'failed' WHERE graph_id = ? AND id = 'bad'",
                      (handle.id,))
-        conn.execute("UPDATE nodes SET status = 'done' WHERE graph_id = ? AND id = 'ok'",
+        run_sql(conn, "UPDATE nodes SET status = 'done' WHERE graph_id = ? AND id = 'ok'",
                      (handle.id,))
     with db.transaction(conn):
         assert graphs.close(a, "abandoned", at=now_iso(), note="abandoned") == []
@@ -368,7 +379,7 @@ def _step(handles: dict[str, Graph], model: Model, step: tuple[Any, ...]) -> Non
         mine[node_id] = {"status": "open", "deps": deps, "blocked": False, "summary": None}
     elif kind == "claim":
         expected = model.ready(gid)
-        got = leases.claim_next(g, run_id=f"run-{gid}")
+        got = claims.claim_next(g, run_id=f"run-{gid}")
         assert (got["id"] if got else None) == (expected[0] if expected else None)
         if got:
             assert got["graph_id"] == gid
@@ -407,7 +418,7 @@ def _agrees(handles: dict[str, Graph], model: Model) -> None:
         # Every value a graph holds was written by a result in that graph, for its own node.
         values = {e["node_id"]: e["value"] for e in kv.ls(g, prefix="out.summary")}
         assert values == {i: n["summary"] for i, n in mine.items() if n["summary"] is not None}
-        assert leases.select_next(g) == (model.ready(gid) or [None])[0]
+        assert claim_pick.select_next(g) == (model.ready(gid) or [None])[0]
 
 
 @settings(max_examples=80, deadline=None,
@@ -424,7 +435,7 @@ def test_two_graphs_never_leak_into_each_other(tmp_path: Path, steps) -> None:
             _agrees(handles, model)
         # Nothing is stored under a graph that is not one of the two.
         for table in ("nodes", "deps", "kv_latest", "kv_history", "events"):
-            stray = conn.execute(f"SELECT DISTINCT graph_id FROM {table} WHERE graph_id NOT IN "
+            stray = run_sql(conn, f"SELECT DISTINCT graph_id FROM {table} WHERE graph_id NOT IN "
                                  "(?, ?)", GRAPH_IDS).fetchall()
             assert stray == []
     finally:

@@ -12,6 +12,7 @@ from clavain.paths import StatePaths
 from clavain.store.db import connect, transaction
 from clavain.workgraph import edits, kv
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
+from tests.sql import run_sql
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def g(g: Graph) -> Graph:
 
 
 def _count(conn: sqlite3.Connection, table: str) -> int:
-    return conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    return run_sql(conn, f"SELECT COUNT(*) FROM {table}").fetchone()[0]
 
 
 def test_put_then_get_round_trips(g) -> None:
@@ -128,7 +129,7 @@ def test_large_values_go_to_an_artifact_file(g, conn, state) -> None:
     assert written["artifact_path"] == f"artifacts/{digest}"
     assert written["artifact_sha256"] == digest
     assert artifact.read_text() == big
-    row = conn.execute("SELECT value_text, artifact_path, artifact_sha256 FROM kv_latest "
+    row = run_sql(conn, "SELECT value_text, artifact_path, artifact_sha256 FROM kv_latest "
                        "WHERE node_id = 'task-a' AND key = 'out.log'").fetchone()
     assert row["value_text"] is None
     assert row["artifact_sha256"] == digest and row["artifact_path"] == f"artifacts/{digest}"
@@ -162,7 +163,7 @@ def test_writing_a_value_again_repairs_its_tampered_artifact(g, state) -> None:
 
 
 def _point_row_at(conn, path: str | None, sha256: str | None) -> None:
-    conn.execute("UPDATE kv_latest SET artifact_path = ?, artifact_sha256 = ? "
+    run_sql(conn, "UPDATE kv_latest SET artifact_path = ?, artifact_sha256 = ? "
                  "WHERE node_id = 'task-a' AND key = 'out.log'", (path, sha256))
 
 

@@ -15,7 +15,7 @@ import pytest
 from clavain.page import writer
 from clavain.page.collect import Subject
 from clavain.paths import StatePaths
-from clavain.workgraph.leases import this_host
+from clavain.workgraph.claims import this_host
 
 
 @pytest.fixture

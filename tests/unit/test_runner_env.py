@@ -168,13 +168,13 @@ def test_a_runner_applies_and_renews_only_its_own_node(state: StatePaths) -> Non
     """With task-a's environment, task-b (a sibling of the same run) is out of reach: its
     result, its lease. The refusal names the real cause, and task-b's own runner is then
     recorded normally."""
-    from clavain.workgraph import leases
+    from clavain.workgraph import claims
 
     conn = connect(state.db)
     try:
         g = Graph(conn, DEFAULT_GRAPH, state)
         for node_id in ("task-a", "task-b"):
-            leases.claim_node(g, node_id, run_id="run-42")
+            claims.claim_node(g, node_id, run_id="run-42")
     finally:
         conn.close()
     ok = "echo '{\"status\":\"success\",\"summary\":\"done\"}' | "
@@ -196,12 +196,12 @@ def test_a_runner_applies_and_renews_only_its_own_node(state: StatePaths) -> Non
 
 
 def test_a_late_write_names_what_happened_to_the_claim(state: StatePaths) -> None:
-    from clavain.workgraph import leases, results
+    from clavain.workgraph import claims, results
 
     conn = connect(state.db)
     try:
         g = Graph(conn, DEFAULT_GRAPH, state)
-        claim = leases.claim_node(g, "task-a", run_id="run-1")
+        claim = claims.claim_node(g, "task-a", run_id="run-1")
         results.apply_result(g, "task-a", {"status": "success", "summary": "by someone"},
                              run_id="run-1")
         with pytest.raises(nodes.FenceError, match="is done already") as raised:

@@ -20,7 +20,7 @@ from clavain.errors import ClavainError
 from clavain.fsutil import write_json_atomic
 from clavain.workgraph.shell import run_command
 
-HOST_PROBLEM = sandbox.host_problem()
+HOST_PROBLEM = confine_mod.host_problem()
 needs_bwrap = pytest.mark.skipif(HOST_PROBLEM is not None,
                                  reason=f"hard mode cannot run here: {HOST_PROBLEM}")
 
@@ -246,7 +246,7 @@ def test_enable_leaves_a_file_it_cannot_read_as_it_was(project: Path, state: Pat
 def test_enable_refuses_without_bubblewrap_and_writes_nothing(
         project: Path, state: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", _no_bwrap_path(tmp_path))
-    assert "bwrap and socat are not on PATH" in (sandbox.host_problem() or "")
+    assert "bwrap and socat are not on PATH" in (confine_mod.host_problem() or "")
     with pytest.raises(ClavainError, match="apt-get install bubblewrap socat"):
         hard_mode.enable(state, project)
     assert not sandbox.settings_file(project).exists()
@@ -257,7 +257,7 @@ def test_only_the_missing_package_is_named(tmp_path: Path,
     folder = Path(_no_bwrap_path(tmp_path))
     (folder / "bwrap").symlink_to("/bin/true")
     monkeypatch.setenv("PATH", str(folder))
-    problem = sandbox.host_problem() or ""
+    problem = confine_mod.host_problem() or ""
     assert "socat is not on PATH" in problem and "install socat" in problem
     assert "bubblewrap`" not in problem
 
@@ -293,7 +293,7 @@ def test_hard_mode_follows_the_settings(project: Path, state: Path) -> None:
     settings["sandbox"]["enabled"] = False
     path.write_text(json.dumps(settings))
     assert not sandbox.hard_mode(project, state)
-    assert sandbox.confine(["bash", "-c", "true"], project, state) == ["bash", "-c", "true"]
+    assert confine_mod.confine(["bash", "-c", "true"], project, state) == ["bash", "-c", "true"]
 
 
 @needs_bwrap
@@ -308,7 +308,7 @@ def test_a_confined_command_writes_the_project_but_not_clavains_state(
               f"echo x > {outside}; "
               "f=\"${TMPDIR:-/tmp}/clavain-confine-$$\"; "
               "echo t > \"$f\" && echo tmp-ok; rm -f \"$f\"")
-    argv = sandbox.confine(["bash", "-c", script], project, state)
+    argv = confine_mod.confine(["bash", "-c", script], project, state)
     assert argv[0].endswith("bwrap")
     settings_before = sandbox.settings_file(project).read_bytes()
     config_before = (project / ".git" / "config").read_bytes()
@@ -331,7 +331,7 @@ def test_confine_without_bubblewrap_refuses_rather_than_run_free(
     _hard_mode_on(project, state)
     monkeypatch.setenv("PATH", _no_bwrap_path(tmp_path))
     with pytest.raises(ClavainError, match="bubblewrap is not installed"):
-        sandbox.confine(["bash", "-c", "true"], project, state)
+        confine_mod.confine(["bash", "-c", "true"], project, state)
 
 
 @needs_bwrap
@@ -412,9 +412,9 @@ def test_confine_in_a_worktree_follows_the_projects_hard_mode(project: Path,
                                                               state: Path) -> None:
     worktree = project / ".clavain-worktrees" / "run-1" / "task-a"
     worktree.mkdir(parents=True)
-    assert sandbox.confine(["true"], worktree, state) == ["true"]
+    assert confine_mod.confine(["true"], worktree, state) == ["true"]
     _hard_mode_on(project, state)
-    argv = sandbox.confine(["bash", "-c", f"echo ok > here.txt; echo x > {state}/forged"],
+    argv = confine_mod.confine(["bash", "-c", f"echo ok > here.txt; echo x > {state}/forged"],
                            worktree, state)
     done = subprocess.run(argv, cwd=worktree, capture_output=True, text=True, timeout=60)
     assert (worktree / "here.txt").read_text() == "ok\n"

@@ -19,9 +19,11 @@ from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store import graph_db, transfer
 from clavain.store.db import connect
-from clavain.store.postgres import PgConnection, redact, translate
-from clavain.workgraph import edits, kv, leases, nodes, results, stale
+from clavain.store.placeholders import to_psycopg as translate
+from clavain.store.postgres import PgConnection, redact
+from clavain.workgraph import claim_pick, claims, edits, kv, nodes, results, stale
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
+from tests.sql import run_sql
 
 LIB = Path(__file__).resolve().parents[2] / "lib"
 OK = {"status": "success", "summary": "ok"}
@@ -58,12 +60,12 @@ def test_a_password_never_shows_in_messages() -> None:
 def _expire_and_reclaim(g: Graph, run_id: str) -> tuple[dict, dict]:
     """Claim `a` for `run_id`, let its lease run out (given back as a crash), and claim it
     again for the same run: the second claim's generation is one more."""
-    first = leases.claim_next(g, run_id=run_id, host="another-machine")
+    first = claims.claim_next(g, run_id=run_id, host="another-machine")
     later = datetime.now(timezone.utc) + timedelta(hours=2)
     assert stale.release_stale_locks(g, cfg={"defaults": {"lockLeaseSeconds": 60,
                                                           "retryBackoffSeconds": 0}},
                                      now=later) == ["a"]
-    second = leases.claim_next(g, run_id=run_id, now=later + timedelta(minutes=1))
+    second = claims.claim_next(g, run_id=run_id, now=later + timedelta(minutes=1))
     assert second is not None and second["id"] == "a"
     return first, second
 
@@ -77,7 +79,7 @@ def test_a_late_result_from_an_expired_claim_is_refused_by_its_fence(g: Graph) -
     with pytest.raises(nodes.FenceError, match="claimed again"):
         results.apply_result(g, "a", OK, run_id="run-1", fence=first["lock_generation"])
     with pytest.raises(nodes.FenceError):
-        leases.heartbeat(g, "a", run_id="run-1", fence=first["lock_generation"])
+        claims.renew(g, "a", run_id="run-1", fence=first["lock_generation"])
     assert nodes.get_node(g, "a") == before  # nothing written
     done = results.apply_result(g, "a", OK, run_id="run-1", fence=second["lock_generation"])
     assert done["to"] == "done"
@@ -89,21 +91,24 @@ def test_a_fenced_release_gives_back_only_the_current_claim(g: Graph) -> None:
     from clavain.store.db import transaction
 
     with transaction(g.conn):
-        assert not nodes.release_claim(g, "a", "run-1", at="2026-01-01T00:00:00.000Z",
-                                       why="late", fence=first["lock_generation"])
+        assert not claims.release(g, "a", "run-1", reason=claims.Reason.GIVEN_BACK,
+                                  at="2026-01-01T00:00:00.000Z", why="late",
+                                  fence=first["lock_generation"])
     assert nodes.get_node(g, "a")["lock_run_id"] == "run-1"
     with transaction(g.conn):
-        assert nodes.release_claim(g, "a", "run-1", at="2026-01-01T00:00:00.000Z",
-                                   why="stopped", fence=second["lock_generation"])
+        assert claims.release(g, "a", "run-1", reason=claims.Reason.GIVEN_BACK,
+                              at="2026-01-01T00:00:00.000Z", why="stopped",
+                              fence=second["lock_generation"])
 
 
 def test_a_result_for_a_node_no_longer_claimed_is_refused_by_its_fence(g: Graph) -> None:
     edits.add_nodes(g, [{"id": "a", "type": "task"}])
-    claim = leases.claim_next(g, run_id="r")
+    claim = claims.claim_next(g, run_id="r")
     from clavain.store.db import transaction
 
     with transaction(g.conn):
-        nodes.release_claim(g, "a", "r", at="2026-01-01T00:00:00.000Z", why="stopped")
+        claims.release(g, "a", "r", reason=claims.Reason.GIVEN_BACK,
+                       at="2026-01-01T00:00:00.000Z", why="stopped")
     # Open and unclaimed: without a fence anyone may record it; with one it is refused.
     with pytest.raises(nodes.FenceError):
         results.apply_result(g, "a", OK, run_id="r", fence=claim["lock_generation"])
@@ -119,7 +124,7 @@ import json, os, sys, time
 from pathlib import Path
 from clavain.paths import StatePaths
 from clavain.store.graph_db import open_graph_db
-from clavain.workgraph import leases, results
+from clavain.workgraph import claim_pick, claims, results
 from clavain.workgraph.graphs import Graph
 state = StatePaths(Path(sys.argv[1]) / ".clavain", store_url=sys.argv[2])
 g = Graph(open_graph_db(state), "default", state)
@@ -134,7 +139,7 @@ while not go.exists():
 _CLAIMER = _MACHINE + _WAIT_FOR_GO + """
 got = []
 while True:
-    node = leases.claim_next(g, run_id=worker, pid=os.getpid())
+    node = claims.claim_next(g, run_id=worker, pid=os.getpid())
     if node is None:
         break
     got.append([node["id"], node["lock_generation"]])
@@ -164,12 +169,12 @@ def test_sixteen_processes_in_separate_folders_claim_every_node_once(tmp_path: P
         claimed += [node_id for node_id, _ in json.loads(out)]
     assert len(claimed) == total and len(set(claimed)) == total
     assert sum(1 for proc_claims in claimed if proc_claims) == total
-    events = g.conn.execute("SELECT count(*) FROM events WHERE note = 'claimed'").fetchone()[0]
+    events = run_sql(g.conn, "SELECT count(*) FROM events WHERE note = 'claimed'").fetchone()[0]
     assert events == total
 
 
 _RUNNER = _MACHINE + """
-node = leases.claim_next(g, run_id="team-run", pid=os.getpid())
+node = claims.claim_next(g, run_id="team-run", pid=os.getpid())
 print(json.dumps({"id": node["id"], "fence": node["lock_generation"]}), flush=True)
 time.sleep(600)  # the runner at work, until it is killed
 """
@@ -192,13 +197,13 @@ def test_a_killed_runners_node_is_claimed_again_after_its_lease_and_its_late_app
                                pg_url], stdout=subprocess.PIPE, text=True, env=_env())
     claim = json.loads(runner.stdout.readline())
     # Pretend machine A is another host: only the lease (server time) can free the node.
-    machine_b.conn.execute("UPDATE nodes SET lock_host = 'machine-a' WHERE id = 'a'")
+    run_sql(machine_b.conn, "UPDATE nodes SET lock_host = 'machine-a' WHERE id = 'a'")
     runner.kill()
     runner.wait(timeout=10)
     assert stale.release_stale_locks(machine_b) == []  # the lease has not run out yet
     time.sleep(1.3)
     assert stale.release_stale_locks(machine_b) == ["a"]
-    again = leases.claim_next(machine_b, run_id="team-run")
+    again = claims.claim_next(machine_b, run_id="team-run")
     assert again["id"] == "a" and again["lock_generation"] == claim["fence"] + 1
     def late(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -228,7 +233,7 @@ def test_an_idle_supervisor_is_woken_by_the_server_when_work_becomes_ready(
     waiter = _pg_graph(tmp_path, pg_url, "a")
     other = _pg_graph(tmp_path, pg_url, "b")
     edits.add_nodes(other, [{"id": "first", "type": "task"}])
-    claim = leases.claim_next(other, run_id="r")
+    claim = claims.claim_next(other, run_id="r")
     waiter.conn.listen()
     woke: list[float] = []
 
@@ -253,9 +258,9 @@ def test_graphs_move_to_the_server_and_back_unchanged(tmp_path: Path, pg_url: st
                         {"id": "a", "type": "task", "parent": "p", "ownership": ["src/**"]},
                         {"id": "b", "type": "task", "dependsOn": ["a"]},
                         {"id": "c", "type": "task", "dependsOn": ["a", "b"]}])
-    claim = leases.claim_next(g, run_id="r")
+    claim = claims.claim_next(g, run_id="r")
     results.apply_result(g, claim["id"], {**OK, "summary": "planned"}, run_id="r")
-    claim = leases.claim_next(g, run_id="r")
+    claim = claims.claim_next(g, run_id="r")
     kv.put(g, claim["id"], "out.notes", "x" * 40_000)  # an artifact, by reference
     kv.put(g, claim["id"], "out.notes", "second")  # history
     results.apply_result(g, claim["id"], {"status": "fail", "summary": "broke"}, run_id="r")
@@ -276,7 +281,7 @@ def test_graphs_move_to_the_server_and_back_unchanged(tmp_path: Path, pg_url: st
     returned = connect(back)
     assert {gid: transfer.fingerprint(returned, gid) for gid in here} == here
     # The copy works as a graph: the next claim is the same on both sides.
-    assert leases.select_next(Graph(returned, DEFAULT_GRAPH, team)) == leases.select_next(g)
+    assert claim_pick.select_next(Graph(returned, DEFAULT_GRAPH, team)) == claim_pick.select_next(g)
     shared.close()
 
 
@@ -315,9 +320,9 @@ def test_an_interrupted_copy_leaves_the_target_as_it_was(tmp_path: Path, pg_url:
         transfer.migrate(mine, pg_url)
     monkeypatch.setattr(transfer, "_insert", real)
     shared = PgConnection(pg_url)
-    assert shared.execute("SELECT count(*) FROM nodes").fetchone()[0] == 0
+    assert run_sql(shared, "SELECT count(*) FROM nodes").fetchone()[0] == 0
     assert transfer.migrate(mine, pg_url)["graphs"][0]["action"] == "copied"
-    assert shared.execute("SELECT count(*) FROM nodes").fetchone()[0] == 20
+    assert run_sql(shared, "SELECT count(*) FROM nodes").fetchone()[0] == 20
     shared.close()
 
 
@@ -371,24 +376,24 @@ def test_a_connection_lost_inside_a_transaction_applies_none_of_it(tmp_path: Pat
     g = _pg_graph(tmp_path, pg_url)
     edits.add_nodes(g, [{"id": "a", "type": "task"}, {"id": "b", "type": "task"}])
     killer = PgConnection(pg_url)
-    pid = g.conn.execute("SELECT pg_backend_pid()").fetchone()[0]
+    pid = run_sql(g.conn, "SELECT pg_backend_pid()").fetchone()[0]
     attempts = []
 
     def both_titles() -> None:
         attempts.append(1)
         with transaction(g.conn):
-            g.conn.execute("UPDATE nodes SET title = 'one' WHERE id = 'a'")
+            run_sql(g.conn, "UPDATE nodes SET title = 'one' WHERE id = 'a'")
             if len(attempts) == 1:
-                killer.execute("SELECT pg_terminate_backend(?)", (pid,))
-            g.conn.execute("UPDATE nodes SET title = 'two' WHERE id = 'b'")
+                run_sql(killer, "SELECT pg_terminate_backend(?)", (pid,))
+            run_sql(g.conn, "UPDATE nodes SET title = 'two' WHERE id = 'b'")
 
     with pytest.raises(Exception) as lost:
         both_titles()
     assert g.conn.lost(lost.value) and not g.conn.in_transaction
-    titles = dict(killer.execute("SELECT id, title FROM nodes").fetchall())
+    titles = dict(run_sql(killer, "SELECT id, title FROM nodes").fetchall())
     assert titles == {"a": "", "b": ""}  # neither half went in
     graph_db.reconnecting(g.conn, both_titles)
-    assert dict(killer.execute("SELECT id, title FROM nodes").fetchall()) == {"a": "one",
+    assert dict(run_sql(killer, "SELECT id, title FROM nodes").fetchall()) == {"a": "one",
                                                                              "b": "two"}
     killer.close()
 
@@ -403,17 +408,17 @@ def test_a_claim_skips_a_node_another_claimer_is_taking_instead_of_waiting(
                         {"id": "y", "type": "task", "ownership": ["src/a/x.py"]},
                         {"id": "z", "type": "task", "ownership": ["src/b/**"]},
                         {"id": "zz", "type": "task", "ownership": ["src/c/**"]}])
-    assert leases.claim_node(g, "r", run_id="first")["id"] == "r"
+    assert claims.claim_node(g, "r", run_id="first")["id"] == "r"
     other = PgConnection(pg_url)
-    other.execute("BEGIN")
-    other.execute("SELECT id FROM nodes WHERE id = 'z' FOR UPDATE")  # another claimer's row
+    run_sql(other, "BEGIN")
+    run_sql(other, "SELECT id FROM nodes WHERE id = 'z' FOR UPDATE")  # another claimer's row
     got: list = []
-    thread = threading.Thread(target=lambda: got.append(leases.claim_next(g, run_id="second")))
+    thread = threading.Thread(target=lambda: got.append(claims.claim_next(g, run_id="second")))
     thread.start()
     thread.join(10)
     assert not thread.is_alive(), "the claim waited on a row another claimer holds"
     assert got[0]["id"] == "zz"  # y overlaps r, z is being taken: the next clear one
-    other.execute("ROLLBACK")
+    run_sql(other, "ROLLBACK")
     other.close()
 
 
@@ -460,14 +465,14 @@ def test_a_fenced_out_runner_writes_no_kv(g: Graph) -> None:
 _OWNER = _MACHINE + _WAIT_FOR_GO + """
 most, done, idle = 0, 0, 0
 while idle < 200:
-    node = leases.claim_next(g, run_id=worker)
+    node = claims.claim_next(g, run_id=worker)
     if node is None:
         idle += 1
         time.sleep(0.01)
         continue
     idle = 0
     together = g.conn.execute("SELECT count(*) FROM nodes WHERE status = 'in_progress' "
-                              "AND ownership_json = ?", (json.dumps(node["ownership"]),)
+                              "AND ownership_json = %s", (json.dumps(node["ownership"]),)
                               ).fetchone()[0]
     most = max(most, together)
     time.sleep(0.005)

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from clavain.clock import now_iso
 from clavain.paths import StatePaths
 from clavain.store.db import connect
+from tests.sql import run_sql
 
 STATUSES = ("open", "in_progress", "done", "failed", "needs_human", "cancelled")
 # Two graphs holding the same ids: a trigger that forgets the graph moves the other's counts.
@@ -44,7 +45,7 @@ OPERATIONS = st.tuples(STARTING_NODES, st.lists(OPERATION, min_size=20, max_size
 
 
 def _exists(conn: sqlite3.Connection, sql: str, *params: str) -> bool:
-    return conn.execute(sql, params).fetchone() is not None
+    return run_sql(conn, sql, params).fetchone() is not None
 
 
 def _apply(conn: sqlite3.Connection, operation: tuple[str, ...]) -> None:
@@ -54,25 +55,25 @@ def _apply(conn: sqlite3.Connection, operation: tuple[str, ...]) -> None:
         if not _exists(conn, "SELECT 1 FROM nodes WHERE graph_id = ? AND id = ?",
                        graph_id, node_id):
             at = now_iso()
-            conn.execute("INSERT INTO nodes (graph_id, id, type, status, created_at, updated_at) "
+            run_sql(conn, "INSERT INTO nodes (graph_id, id, type, status, created_at, updated_at) "
                          "VALUES (?, ?, 'task', ?, ?, ?)", (graph_id, node_id, status, at, at))
     elif kind == "insert_edge":
         node_id, depends_on, edge_kind = args
-        both_exist = conn.execute("SELECT count(*) FROM nodes WHERE graph_id = ? AND id IN (?, ?)",
+        both_exist = run_sql(conn, "SELECT count(*) FROM nodes WHERE graph_id = ? AND id IN (?, ?)",
                                   (graph_id, node_id, depends_on)).fetchone()[0] == 2
         if node_id != depends_on and both_exist and not _exists(
                 conn, "SELECT 1 FROM deps WHERE graph_id = ? AND node_id = ? "
                 "AND depends_on_id = ?", graph_id, node_id, depends_on):
-            conn.execute("INSERT INTO deps (graph_id, node_id, depends_on_id, kind) "
+            run_sql(conn, "INSERT INTO deps (graph_id, node_id, depends_on_id, kind) "
                          "VALUES (?, ?, ?, ?)", (graph_id, node_id, depends_on, edge_kind))
     elif kind == "delete_edge":
-        conn.execute("DELETE FROM deps WHERE graph_id = ? AND node_id = ? AND depends_on_id = ?",
+        run_sql(conn, "DELETE FROM deps WHERE graph_id = ? AND node_id = ? AND depends_on_id = ?",
                      (graph_id, *args))
     elif kind == "delete_node":
-        conn.execute("DELETE FROM nodes WHERE graph_id = ? AND id = ?", (graph_id, *args))
+        run_sql(conn, "DELETE FROM nodes WHERE graph_id = ? AND id = ?", (graph_id, *args))
     else:
         node_id, status = args
-        conn.execute("UPDATE nodes SET status = ? WHERE graph_id = ? AND id = ?",
+        run_sql(conn, "UPDATE nodes SET status = ? WHERE graph_id = ? AND id = ?",
                      (status, graph_id, node_id))
 
 
@@ -80,9 +81,9 @@ def _recount(conn: sqlite3.Connection) -> dict[tuple[str, str], int]:
     """What unmet_deps must be, from the rows alone: edges whose dependency (in the same graph)
     is not satisfied."""
     status = {(row["graph_id"], row["id"]): row["status"]
-              for row in conn.execute("SELECT graph_id, id, status FROM nodes")}
+              for row in run_sql(conn, "SELECT graph_id, id, status FROM nodes")}
     unmet = dict.fromkeys(status, 0)
-    for edge in conn.execute("SELECT graph_id, node_id, depends_on_id, kind FROM deps"):
+    for edge in run_sql(conn, "SELECT graph_id, node_id, depends_on_id, kind FROM deps"):
         dep_status = status[(edge["graph_id"], edge["depends_on_id"])]
         if not (dep_status == "done" or (edge["kind"] == "settled" and dep_status == "failed")):
             unmet[(edge["graph_id"], edge["node_id"])] += 1
@@ -95,17 +96,17 @@ def _check_every_sequence(conn: sqlite3.Connection, **overrides: object) -> None
     @given(operations=OPERATIONS)
     def holds(operations: list[tuple[str, ...]]) -> None:
         # One transaction per example, rolled back: every sequence starts from empty tables.
-        conn.execute("BEGIN")
+        run_sql(conn, "BEGIN")
         try:
-            conn.execute("INSERT INTO graphs (id, kind, created_at) VALUES ('other', 'run', ?) "
+            run_sql(conn, "INSERT INTO graphs (id, kind, created_at) VALUES ('other', 'run', ?) "
                          "ON CONFLICT (id) DO NOTHING", (now_iso(),))
             for step, operation in enumerate(operations):
                 _apply(conn, operation)
                 stored = {(row["graph_id"], row["id"]): row["unmet_deps"] for row in
-                          conn.execute("SELECT graph_id, id, unmet_deps FROM nodes")}
+                          run_sql(conn, "SELECT graph_id, id, unmet_deps FROM nodes")}
                 assert stored == _recount(conn), f"after step {step}: {operation}"
         finally:
-            conn.execute("ROLLBACK")
+            run_sql(conn, "ROLLBACK")
 
     holds()
 
@@ -137,13 +138,13 @@ def _apply_mutant(conn: sqlite3.Connection, trigger: str,
     """Rebuild `trigger` from the migration's own text with `replacements` applied, or drop it
     (None), so the mutants follow the schema instead of a copy that could drift from it."""
     sql = _trigger_sql(trigger)
-    conn.execute(f"DROP TRIGGER {trigger}")
+    run_sql(conn, f"DROP TRIGGER {trigger}")
     if replacements is None:
         return
     for old, new in replacements.items():
         assert old in sql, f"{trigger} no longer contains {old!r}; update the mutant"
         sql = sql.replace(old, new)
-    conn.execute(sql)
+    run_sql(conn, sql)
 
 
 MUTANTS = {
@@ -192,7 +193,7 @@ def test_the_server_property_catches_a_missing_trigger(pg_url: str) -> None:
 
     server = PgConnection(pg_url)
     migrate_postgresql(server)
-    server.execute("DROP TRIGGER deps_count_status ON nodes")
+    run_sql(server, "DROP TRIGGER deps_count_status ON nodes")
     try:
         with pytest.raises(AssertionError, match="after step"):
             _check_every_sequence(server, max_examples=200, derandomize=True, database=None,

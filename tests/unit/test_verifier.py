@@ -256,6 +256,39 @@ def test_a_signal_while_the_result_is_recorded_waits_for_it(g, state, monkeypatc
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # handlers restored
 
 
+def test_a_signal_while_the_command_starts_still_kills_its_process_group(
+        g, state, tmp_path, monkeypatch) -> None:
+    """The command runs before Popen returns (on a loaded machine, for a while): a signal
+    then must still stop its group, not leave it running with the claim given back."""
+    import signal
+    import subprocess
+
+    from clavain.workgraph.shell import Interrupted
+
+    pid_file = tmp_path / "child.pid"
+    real_popen = subprocess.Popen
+
+    def popen_then_signalled(argv, *args, **kwargs):
+        proc = real_popen(argv, *args, **kwargs)
+        if str(pid_file) not in " ".join(map(str, argv)):
+            return proc  # git, for the tree's fingerprint
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text().strip()):  # the command runs
+            assert time.monotonic() < deadline, "the command never started"
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGTERM)  # handled before Popen's caller goes on
+        return proc
+
+    monkeypatch.setattr(subprocess, "Popen", popen_then_signalled)
+    node = _verify_node(g, [f"sleep 300 & echo $! > {pid_file}; wait"])
+    with pytest.raises(Interrupted) as stopped:
+        run_verify(g, node, run_id="r-start")
+    assert stopped.value.signum == signal.SIGTERM and not stopped.value.recorded
+    assert not _running(_settle(int(pid_file.read_text())))
+    held = nodes.get_node(g, node)
+    assert (held["status"], held["attempts"], held["lock_run_id"]) == ("open", 0, None)
+
+
 def test_a_verify_decides_its_own_graphs_node_only(g, conn, state) -> None:
     """Node ids are unique per graph: verifying a sprint's `verify-a` leaves the default graph's
     `verify-a` alone, and its commands are told which graph they run in."""
@@ -324,8 +357,15 @@ def test_a_test_command_within_the_budget_runs_and_is_counted(
 
 def test_a_test_command_beyond_max_test_runs_is_not_run_and_fails_the_node(
         g, conn, state, fake_pytest, monkeypatch) -> None:
-    # The active sprint is the run, with or without a session.
-    state.sprint_checkpoint.write_text(json.dumps({"sprint_id": "sp-1", "complexity": 3}))
+    # The active sprint is the run, with or without a session. A whole checkpoint: one that
+    # does not match its schema is damaged for every reader, the budget's too (issue 35).
+    state.sprint_checkpoint.write_text(json.dumps({
+        "sprint_id": "sp-1", "description": "d", "complexity": 3, "complexity_label": "moderate",
+        "complexity_overridden": False, "complexity_reasons": [], "route": ["execute"],
+        "skipped": {}, "reviewers": [], "goal_check": "goal", "orchestration_model": None,
+        "completed_steps": [], "current_step": "execute", "plan_path": None, "decisions": [],
+        "git_sha": None, "started_at": "2026-01-01T00:00:00.000Z",
+        "updated_at": "2026-01-01T00:00:00.000Z"}))
     _budgets(state, maxTestRuns=1)
     first = _verify_node(g, ["pytest -q"], "verify-first")
     report = run_verify(g, first, run_id="run-b2")

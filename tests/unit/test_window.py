@@ -13,6 +13,7 @@ import pytest
 
 from clavain.guards import window
 from clavain.guards.policy import resolve
+from clavain.supervisor import claude_output
 
 NOW = 1_800_000_000.0
 HOUR = 3600.0
@@ -219,13 +220,13 @@ def test_a_runner_output_is_recorded_from_its_events_only(root: str) -> None:
         "resetsAt": NOW + HOUR}}
     later = {**event, "rate_limit_info": {**event["rate_limit_info"], "utilization": 0.97}}
     stdout = "\n".join(json.dumps(m) for m in (event, later, {"type": "result", "result": "ok"}))
-    assert window.record_runner_output(root, stdout, NOW)
+    assert claude_output.record_runner_output(root, stdout, NOW)
     assert window.current(root, NOW)["five_hour"] == {
         "used_percent": 97.0, "resets_at": NOW + HOUR, "source": "runner", "seen_at": NOW}
     # The model's own words about limits are not an event.
     said = json.dumps({"type": "result", "result": '{"rate_limit_info": {"utilization": 1}}'})
-    assert not window.record_runner_output(root, said, NOW + 1)
-    assert not window.record_runner_output(root, "rate_limit garbage {", NOW + 1)
+    assert not claude_output.record_runner_output(root, said, NOW + 1)
+    assert not claude_output.record_runner_output(root, "rate_limit garbage {", NOW + 1)
 
 
 def test_a_stop_is_recorded_and_denies_nothing(root: str) -> None:

@@ -15,12 +15,13 @@ from typing import Any
 from clavain.cli._input import read_input
 from clavain.cli._output import add_command, add_json_flag, emit_json, print_table
 from clavain.cli._state import add_graph_flag, existing_graph, graph_for_read, graph_for_write
+from clavain.workgraph.statuses import NodeStatus
 
 GRAPH_SUBPARSERS: argparse._SubParsersAction | None = None
 
 EXIT_NOTHING_RUNNABLE = 3
 LIST_COLUMNS = ["id", "type", "status", "attempts", "runner", "depends_on", "title"]
-STATUSES = ("open", "in_progress", "done", "failed", "needs_human", "cancelled")
+STATUSES = tuple(status.value for status in NodeStatus)  # plain words: argparse shows them
 TYPES = ("plan", "epic", "task", "verify", "integrate", "final_verify")
 RUN_ID_HELP = "the run (default: $CLAVAIN_RUN_ID, else a new id)"
 FENCE_HELP = ("the claim generation the node was claimed under (default: $CLAVAIN_FENCE for "
@@ -264,12 +265,12 @@ def _next(args: argparse.Namespace) -> int:
 
 
 def _claim(args: argparse.Namespace) -> int:
-    from clavain.workgraph.leases import claim_named
+    from clavain.workgraph.claims import claim_named
     from clavain.workgraph.runner_env import current_run_id, refuse_other_node
 
     refuse_other_node(args.id, "claim")
     run_id = current_run_id(args.run_id)
-    node = claim_named(_existing(args.graph), args.id, run_id=run_id)
+    node = claim_named(_existing(args.graph), args.id, run_id=run_id).node
     if args.json:
         emit_json({"node": node, "run_id": run_id})
     else:
@@ -287,11 +288,11 @@ def _fence(args: argparse.Namespace, action: str) -> int | None:
 
 
 def _heartbeat(args: argparse.Namespace) -> int:
-    from clavain.workgraph.leases import heartbeat
+    from clavain.workgraph.claims import renew
     from clavain.workgraph.runner_env import current_run_id
 
-    node = heartbeat(_existing(args.graph), args.id, run_id=current_run_id(args.run_id),
-                     snapshot=True, fence=_fence(args, "renew the lease of"))
+    node = renew(_existing(args.graph), args.id, run_id=current_run_id(args.run_id),
+                 snapshot=True, fence=_fence(args, "renew the lease of"))
     if args.json:
         emit_json(node)
     else:
@@ -381,12 +382,12 @@ def _deadlock(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from clavain.store import queries
     from clavain.workgraph.export import write_snapshot
 
     g = graph_for_write(every=True)
     write_snapshot(g.conn, g.state)
-    count = g.conn.execute("SELECT count(*) FROM nodes n JOIN graphs x ON x.id = n.graph_id "
-                           "WHERE x.status = 'active'").fetchone()[0]
+    count = queries.run(g.conn, "status.active_node_count").fetchone()[0]
     path = str(g.state.workgraph_json)
     emit_json({"path": path, "nodes": count}) if args.json else print(path)
     return 0

@@ -230,12 +230,17 @@ def check(conn, *, run_key: str, session_id: str | None, call: dict, limits: dic
     return {"decision": decision, "reason": reason, "measure": measure}
 
 
+def run_row(conn, run_key: str):
+    """The run's row of `budget_runs` (its counters and measured spend), or None before it
+    counted anything."""
+    return conn.execute("SELECT * FROM budget_runs WHERE run_key = ?", (run_key,)).fetchone()
+
+
 def stamp(seconds: float) -> str:
-    """UTC ISO-8601 to the millisecond, like `clock.now_iso` (without `datetime`: one more
-    import on every tool call)."""
-    whole = int(seconds)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + \
-        f".{int((seconds - whole) * 1000):03d}Z"
+    """UTC ISO-8601 to the millisecond (`clock.iso_at`: no `datetime` on every tool call)."""
+    from clavain.clock import iso_at
+
+    return iso_at(seconds)
 
 
 def standing_refusal(call: dict) -> str | None:

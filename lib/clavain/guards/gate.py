@@ -99,30 +99,26 @@ def run_context(root: str, session_id: object, supervised_run: str | None = None
 
 
 def _active_sprint(root: str) -> tuple[str | None, object]:
-    """(sprint id, complexity) from the checkpoint, read without its schema check (this runs on
-    every tool call; a damaged checkpoint is `clavain sprint`'s to report, not a budget's)."""
-    from clavain.fsutil import read_state_json
+    """(sprint id, complexity) from the checkpoint (`checkpoint.read_in`, the one reader); none
+    when it is damaged: that is `clavain sprint`'s to report, not a budget's."""
+    from clavain.sprint import checkpoint as sprint_checkpoint
 
     try:
-        checkpoint = read_state_json(os.path.join(root, "checkpoint.json"))
-    except (OSError, ValueError, RecursionError):
+        checkpoint = sprint_checkpoint.read_in(root)
+    except sprint_checkpoint.DamagedCheckpoint:
         return None, None
-    if not isinstance(checkpoint, dict) or not isinstance(checkpoint.get("sprint_id"), str):
+    if checkpoint is None:
         return None, None
     return checkpoint["sprint_id"], checkpoint.get("complexity")
 
 
 def _budget_settings(root: str) -> tuple[object, list[str]]:
-    from clavain.fsutil import read_state_json
+    from clavain.fsutil import read_json_object
 
-    path = os.path.join(root, "config.json")
-    try:
-        config = read_state_json(path, CONFIG_MAX_BYTES)
-    except (OSError, ValueError, RecursionError) as exc:
-        named = str(exc) if path in str(exc) else f"{path} is unreadable ({exc})"
-        return None, [f"{named}; defaults used"]
-    if config is not None and not isinstance(config, dict):
-        return None, [f"{path} is not a JSON object; budget defaults used"]
+    problems: list[str] = []
+    config = read_json_object(os.path.join(root, "config.json"), CONFIG_MAX_BYTES, problems)
+    if problems:  # named, with what is done about it
+        return None, [f"{problems[0]}; defaults used"]
     if config is None or "budgets" not in config:
         return None, []
     if not isinstance(config["budgets"], dict):  # `null` too, as the schema says
@@ -133,9 +129,9 @@ def _budget_settings(root: str) -> tuple[object, list[str]]:
 def pre_tool_use(payload: dict) -> dict | None:
     """The hook's output for one tool call: a denial, a warning in context, or None."""
     from clavain.guards import budget
-    from clavain.hooks import launcher_started, payload_cwd
+    from clavain.locate import payload_cwd
 
-    started = launcher_started() or time.perf_counter()
+    started = time.perf_counter()  # `_counted` prefers the launcher's start when it is known
     not_voided = _void_typed_records(payload)
     if not_voided is not None:
         return not_voided
@@ -196,7 +192,7 @@ def _fan_out_facts(payload: dict, call: dict, project: str, root: str, context: 
 
         call["refusal"] = call["refusal"] or share_denial(root, context["limits"], time.time())
     except Exception as exc:  # a bug of ours: the budget's own check still holds
-        from clavain.hooks import log_failure
+        from clavain.hook_log import log_failure
 
         log_failure("PreToolUse", f"window share not checked: {type(exc).__name__}: {exc}",
                     payload)
@@ -211,7 +207,7 @@ def _void_typed_records(payload: dict) -> dict | None:
     if not isinstance(session, str) or not session:
         return None
     from clavain import locate
-    from clavain.hooks import payload_cwd
+    from clavain.locate import payload_cwd
 
     # Where the budget check looks too (if this raises, so does it: the dispatcher logs it),
     # and the session's own project, where the person's slash command recorded it: a call
@@ -241,7 +237,7 @@ def _void_in(root: str, session: str, payload: dict) -> dict | None:
     if listed is not None and not any(name.endswith(locate.typed_record("", session))
                                       for name in listed):
         return None  # the common call: no module imported, no database opened
-    from clavain.hooks import log_failure
+    from clavain.hook_log import log_failure
     from clavain.sprint import typed_once
 
     names = typed_once.pending(root, session, listed)
@@ -266,10 +262,12 @@ def _denies(decided: dict | None) -> bool:
 def _counted(payload: dict, project: str, root: str, database: str, context: dict, call: dict,
              started: float, standing: str | None) -> dict | None:
     """The call counted against the run's budgets and loop guards: its decision."""
+    from clavain.clock import launcher_started  # budget.check imports `clock` anyway
     from clavain.fsutil import UnsafePathError
     from clavain.guards import budget
     from clavain.store.db import sqlite3  # the C driver: no `datetime` on every tool call
 
+    started = launcher_started() or started
     try:
         conn = _open_database(database)  # it refuses a FIFO, a device or a symlink itself
         try:
@@ -316,7 +314,7 @@ def _not_counted(exc: Exception, root: str, payload: dict, database: str, call: 
     """A call the database refused to record. Locked past the bound: denied (the counters are
     unknown). Otherwise (read-only, full disk, I/O, a damaged file): denied if what can still be
     read says a budget is spent; else it runs, and the person is told."""
-    from clavain.hooks import log_failure
+    from clavain.hook_log import log_failure
 
     message = str(exc)
     if "locked" in message or "busy" in message:
@@ -361,7 +359,7 @@ def _counting_here(payload: dict, *, database_needed: bool = False,
     (`database_needed`) nothing counted yet. `locate`, not `paths.StatePaths`: `pathlib` alone
     would cost more than the whole check."""
     from clavain import locate
-    from clavain.hooks import payload_cwd
+    from clavain.locate import payload_cwd
 
     project = locate.project_dir(payload_cwd(payload))
     root = locate.state_dir(project)
@@ -382,7 +380,7 @@ def _start_measuring(project: str, run_key: str, transcript: str, payload: dict)
 
         start_measuring(project, run_key, transcript)
     except Exception as exc:
-        from clavain.hooks import log_failure
+        from clavain.hook_log import log_failure
 
         log_failure("PreToolUse", f"usage measurement not started: {type(exc).__name__}: {exc}",
                     payload)

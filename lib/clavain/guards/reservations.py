@@ -99,6 +99,40 @@ def reserve(conn, run_key: str, holder: str, *, kind: str, tokens: float, cost_u
         (run_key, holder, kind, int(tokens), float(cost_usd), fastjson.dumps(detail or {}), at))
 
 
+def add_spent(conn, run_key: str, *, tokens: int, cost_usd: float, at: str) -> None:
+    """Add measured usage (tokens, cost_usd) to the run's row, creating the row if it has
+    none yet; on the caller's transaction, with the `release` of what it stood for."""
+    conn.execute("INSERT INTO budget_runs (run_key, started_at, updated_at) VALUES (?, ?, ?) "
+                 "ON CONFLICT (run_key) DO NOTHING", (run_key, at, at))
+    conn.execute("UPDATE budget_runs SET tokens = tokens + ?, cost_usd = cost_usd + ?, "
+                 "updated_at = ? WHERE run_key = ?", (int(tokens), float(cost_usd), at, run_key))
+
+
+def holders_named(conn, run_key: str, holder: str) -> set[str]:
+    """Which of `holder` and `holder.N` (its later tries) hold a reservation of the run, live
+    or charged: a new try takes a name none holds, so a charge is never overwritten."""
+    return {row[0] for row in conn.execute(
+        "SELECT holder FROM budget_reservations WHERE run_key = ? AND (holder = ? OR "
+        "holder LIKE ?)", (run_key, holder, holder + ".%"))}
+
+
+def note_transcript(conn, run_key: str, holder: str, path: str) -> bool:
+    """Keep where `holder`'s transcript will be in its reservation's detail, so a holder that
+    dies unmeasured can be measured later; whether it holds one. Call it inside a write
+    transaction (a read-modify-write of the detail)."""
+    from clavain import fastjson
+
+    row = conn.execute("SELECT detail_json FROM budget_reservations WHERE run_key = ? AND "
+                       "holder = ?", (run_key, holder)).fetchone()
+    if row is None:
+        return False
+    detail = fastjson.loads(row[0] or "{}")
+    detail["transcript"] = path
+    conn.execute("UPDATE budget_reservations SET detail_json = ? WHERE run_key = ? AND "
+                 "holder = ?", (fastjson.dumps(detail), run_key, holder))
+    return True
+
+
 def reserve_if_fits(conn, run_key: str, holder: str, limits: dict, *, kind: str,
                     tokens: float, cost_usd: float, at: str,
                     detail: dict | None = None) -> str | None:

@@ -313,6 +313,6 @@ def main(argv: list[str]) -> None:
         finally:
             conn.close()
     except Exception as exc:
-        from clavain.hooks import log_failure
+        from clavain.hook_log import log_failure
 
         log_failure("usage", f"{type(exc).__name__}: {exc}", {"cwd": project})

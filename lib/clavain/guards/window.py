@@ -14,7 +14,7 @@ A window whose reset has passed is no longer used. Two writers at once may lose 
 never tear the file; the next reading (the next refresh, the next runner) puts it back.
 
 Readers never block and never raise on the file: a FIFO, a symlink, a huge or hand-written file
-reads as no windows (`fsutil.read_state_json`). Stdlib only, imported lazily: the PreToolUse
+reads as no windows (`fsutil.read_json_object`). Stdlib only, imported lazily: the PreToolUse
 hook asks `share_denial` on fan-out calls, the status line calls `record` on every refresh.
 """
 
@@ -69,13 +69,9 @@ def load(root: str) -> dict:
     """{"windows": {name: record}, "stop": record | None} as the file holds them; an entry that
     is not a window's figures is dropped, and a file that cannot be read safely (missing, a
     FIFO, a symlink, too big, not JSON) holds nothing."""
-    from clavain.fsutil import read_state_json
+    from clavain.fsutil import read_json_object
 
-    try:
-        data = read_state_json(path(root), 64 << 10)
-    except (OSError, ValueError, RecursionError, UnicodeDecodeError):
-        data = None
-    data = data if isinstance(data, dict) else {}
+    data = read_json_object(path(root), 64 << 10) or {}
     stored = data.get("windows")
     windows: dict = {}
     if isinstance(stored, dict) and len(stored) <= MAX_WINDOWS:
@@ -272,20 +268,6 @@ def from_rate_limit_info(info: object, now: float) -> dict:
         if figures is not None:
             found[name] = figures
     return found
-
-
-def record_runner_output(root: str, stdout: str, now: float | None = None) -> bool:
-    """Record the windows a runner's output reported (its `rate_limit_event`s, the last of
-    each window); whether the file changed. Never raises: a run is not stopped by this."""
-    if not stdout or "rate_limit" not in stdout:
-        return False
-    try:
-        from clavain.supervisor.claude_output import windows
-
-        moment = time.time() if now is None else now
-        return record(root, windows(stdout, moment), RUNNER, moment)
-    except Exception:  # the windows are advice to the next dispatch, never the run's failure
-        return False
 
 
 def status(root: str, now: float, limits: dict | None = None) -> dict:

@@ -34,37 +34,6 @@ def module_name(event: str) -> str:
                    for i, c in enumerate(event))
 
 
-def payload_cwd(payload: object) -> str:
-    """The folder a hook works from. The payload's `cwd` only if it is text naming an existing
-    folder (a number, a list, a 5,000-character or missing path must neither lose the verdict
-    and the log line nor make a hook create folders there); else CLAUDE_PROJECT_DIR if it is
-    one; else this process's own cwd."""
-    cwd = payload.get("cwd") if isinstance(payload, dict) else None
-    if isinstance(cwd, str) and cwd and os.path.isdir(cwd):  # isdir: False on any OSError
-        return cwd
-    project = os.environ.get("CLAUDE_PROJECT_DIR")
-    if project and os.path.isdir(project):
-        return project
-    return os.getcwd()
-
-
-def log_failure(event: str, problem: str, payload: object = None) -> None:
-    """Append one line to the project's hooks.log, never through a symlink planted in the
-    state folder; never raises."""
-    try:
-        from clavain.clock import utc_stamp
-        from clavain.fsutil import open_inside
-        from clavain.paths import StatePaths
-        from clavain.textio import scrub
-
-        state = StatePaths.discover(payload_cwd(payload))
-        line = f"{utc_stamp()} {event or '-'} {problem}".replace("\n", " | ")[:2000]
-        with open_inside(state.root, state.hooks_log, "ab") as handle:
-            handle.write(scrub(line).encode("utf-8") + b"\n")
-    except Exception:  # logging must not become the failure
-        pass
-
-
 def _trace(event: str, started: float) -> None:
     """With CLAVAIN_HOOK_TRACE=<file>: one JSON line per hook run (which python, how long)."""
     target = os.environ.get("CLAVAIN_HOOK_TRACE")
@@ -74,19 +43,6 @@ def _trace(event: str, started: float) -> None:
               "ms": round((time.perf_counter() - started) * 1000, 3)}
     with open(target, "a", encoding="utf-8") as handle:
         handle.write(fastjson.dumps(record) + "\n")
-
-
-def launcher_started() -> float | None:
-    """When bin/clavain-hook started this call, on the `time.perf_counter()` clock: from the
-    CLAVAIN_HOOK_STARTED epoch it exports (bash's EPOCHREALTIME), so a call's recorded cost
-    includes the interpreter start. None when absent or implausible (not within the last
-    minute)."""
-    stamp = os.environ.get("CLAVAIN_HOOK_STARTED", "").replace(",", ".")
-    try:
-        age = time.time() - float(stamp)
-    except ValueError:
-        return None
-    return time.perf_counter() - age if 0 <= age < 60 else None
 
 
 def read_payload(raw: bytes) -> dict[str, object]:
@@ -155,6 +111,8 @@ def run(event: str, raw: bytes) -> tuple[str | None, bool]:
     # BaseException: a handler's SystemExit or a KeyboardInterrupt must not reach the host
     # either (its exit code would become the hook's).
     except BaseException as exc:
+        from clavain.hook_log import log_failure
+
         ok = False
         log_failure(event, f"{type(exc).__name__}: {exc}", payload)
     try:  # noqa: SIM105 - contextlib is one more import on every tool call
@@ -170,9 +128,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         raw = read_stdin()
     except StdinRefused as exc:
+        from clavain.hook_log import log_failure  # only once something failed
+
         log_failure(event, str(exc))
         return 0
     except BaseException as exc:
+        from clavain.hook_log import log_failure
+
         log_failure(event, f"stdin unreadable: {type(exc).__name__}: {exc}")
         return 0
     text, _ = run(event, raw)
@@ -181,5 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.write(text)
             sys.stdout.flush()
         except BaseException as exc:
+            from clavain.hook_log import log_failure
+
             log_failure(event, f"stdout unwritable: {type(exc).__name__}: {exc}")
     return 0

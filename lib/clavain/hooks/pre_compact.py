@@ -6,7 +6,7 @@ from __future__ import annotations
 
 
 def handle(payload: dict) -> None:
-    from clavain.hooks import payload_cwd
+    from clavain.locate import payload_cwd
     from clavain.paths import StatePaths
     from clavain.session import recovery
 

@@ -116,7 +116,6 @@ def recording_problem(state: StatePaths) -> str:
 
 def _sections(state: StatePaths, payload: dict) -> dict[str, str | list[str]]:
     """Each section on its own: one that fails is logged and left out, not the whole context."""
-    from clavain.hooks import log_failure
     from clavain.session import handoff, inflight, recovery
 
     builders = {
@@ -139,6 +138,8 @@ def _sections(state: StatePaths, payload: dict) -> dict[str, str | list[str]]:
         try:
             sections[name] = build()
         except Exception as exc:
+            from clavain.hook_log import log_failure  # only once something failed
+
             log_failure("SessionStart", f"{name} section: {type(exc).__name__}: {exc}", payload)
     if sections.get("recovery"):
         sections.pop("sprint", None)  # the recovery note holds the sprint's lines
@@ -153,7 +154,7 @@ def context_text(state: StatePaths, payload: dict) -> str:
 
 
 def handle(payload: dict) -> dict | None:
-    from clavain.hooks import payload_cwd
+    from clavain.locate import payload_cwd
 
     state = StatePaths.discover(payload_cwd(payload))
     message = _bootstrap_message()

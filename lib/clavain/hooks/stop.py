@@ -3,17 +3,16 @@ the next iteration, or the loop's end) and nothing else. Otherwise, when a sprin
 the tree has uncommitted changes, ask once per session for a handoff note before the session
 ends (`decision: block` continues the turn with the reason), never when the host says this Stop
 already follows a Stop hook's block. Stop runs after every turn: without a loop for this session
-(one `os.path.exists`) and without an active sprint it returns before importing `pathlib`
-(`clavain.locate` and `loop.session_state` are `os.path` only)."""
+(one `os.path.exists`) and without an active sprint (`sprint.checkpoint.read_in`, the one
+reader) it returns before importing `pathlib` (`clavain.locate` and `loop.session_state` are
+`os.path` only)."""
 
 from __future__ import annotations
-
-import os
 
 
 def handle(payload: dict) -> dict | None:
     from clavain import locate
-    from clavain.hooks import payload_cwd
+    from clavain.locate import payload_cwd
     from clavain.loop.session_state import state_file
 
     root = locate.state_dir(locate.project_dir(payload_cwd(payload)))
@@ -23,7 +22,12 @@ def handle(payload: dict) -> dict | None:
         return on_stop(payload)
     if payload.get("stop_hook_active"):
         return None
-    if not os.path.isfile(os.path.join(root, "checkpoint.json")):
+    from clavain.sprint import checkpoint
+
+    try:
+        if checkpoint.read_in(root) is None:
+            return None
+    except checkpoint.DamagedCheckpoint:  # the next sprint command names it, not a Stop
         return None
     from clavain.paths import StatePaths
     from clavain.session.handoff import ask_for_handoff

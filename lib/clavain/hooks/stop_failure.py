@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clavain.hooks import log_failure, payload_cwd
+from clavain.locate import payload_cwd
 
 RECORDED = ("rate_limit",)
 
@@ -30,5 +30,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
             return None
         record_stop(root, error, payload.get("session_id"), time.time())
     except Exception as exc:
+        from clavain.hook_log import log_failure  # only once something failed
+
         log_failure("StopFailure", f"{type(exc).__name__}: {exc}", payload)
     return None

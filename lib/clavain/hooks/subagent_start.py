@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clavain.hooks import log_failure, payload_cwd
+from clavain.locate import payload_cwd
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -26,7 +26,11 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
         notes: list[str] = []
         dispatches.started(state, payload, active_sprint_id(state, notes), f"clavain:{found[0]}")
         if notes:
+            from clavain.hook_log import log_failure  # only once something failed
+
             log_failure("SubagentStart", "; ".join(notes), payload)
     except Exception as exc:
+        from clavain.hook_log import log_failure
+
         log_failure("SubagentStart", f"{type(exc).__name__}: {exc}", payload)
     return None

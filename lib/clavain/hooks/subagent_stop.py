@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clavain.hooks import log_failure, payload_cwd
+from clavain.locate import payload_cwd
 from clavain.paths import StatePaths, plugin_root
 from clavain.project import ensure_state
 from clavain.textio import scrub
@@ -283,5 +283,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     except Exception as exc:  # the reservation stays: the session over-counts, never under
         notes.append(f"subagent budget not settled: {type(exc).__name__}: {exc}")
     if notes:
+        from clavain.hook_log import log_failure  # only once something failed
+
         log_failure("SubagentStop", "; ".join(notes), payload)
     return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from clavain.hooks import log_failure, payload_cwd
+from clavain.locate import payload_cwd
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
@@ -27,5 +27,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
                                      payload.get("prompt_id"))
                 break
     except Exception as exc:
+        from clavain.hook_log import log_failure  # only once something failed
+
         log_failure("UserPromptSubmit", f"{type(exc).__name__}: {exc}", payload)
     return None

@@ -19,9 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from clavain.paths import safe_path_part
 from clavain.processes import kill_group
 from clavain.workgraph.shell import SignalGuard, run_command
-from clavain.workgraph.verifier import log_tail, safe_path_part
+from clavain.workgraph.verifier import log_tail
 
 MAX_PARALLEL = 8
 DEFAULT_TIMEOUT = 120.0

@@ -98,12 +98,12 @@ def release_leftovers(state: StatePaths, run_id: str, graph_id: str | None) -> l
     if graph_id is None:
         return []
     from clavain.store.graph_db import open_graph_db
-    from clavain.supervisor import run_claims
+    from clavain.workgraph.claims import give_back_run
 
     conn = open_graph_db(state)
     try:
-        return run_claims.give_back(state, conn, run_id, graph_id,
-                                    why="its loop iteration ended without a result")
+        return give_back_run(state, conn, run_id, graph_id,
+                             why="its loop iteration ended without a result")
     finally:
         conn.close()
 

@@ -31,7 +31,6 @@ from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
-from clavain.guards.window import record_runner_output
 from clavain.loop import decide, records
 from clavain.loop.decide import EXIT_CODES
 from clavain.loop.iterate import RULES, iterate
@@ -272,7 +271,7 @@ class Loop:
         process = run_process(argv, stdin_text=prompt, cwd=self.state.project, env=env,
                               log_dir=log_dir, timeout=timeout, stop=self.stop)
         # The subscription's windows its output reported: the next iteration is paced by them.
-        record_runner_output(str(self.state.root), process.stdout, self.clock())
+        claude_output.record_runner_output(str(self.state.root), process.stdout, self.clock())
         return self._turn(process, timeout)
 
     def _argv(self) -> tuple[list[str], float]:

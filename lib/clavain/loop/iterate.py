@@ -15,8 +15,8 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.loop.checks import run_checks
 from clavain.paths import StatePaths
+from clavain.store import queries
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.leases import READY_WHERE
 
 EXIT_BEGIN = "---CLAVAIN_ITERATE---"
 EXIT_END = "---END_CLAVAIN_ITERATE---"
@@ -37,9 +37,6 @@ RULES = {
              "and report STATUS: IN_PROGRESS."],
 }
 
-_RUNNABLE = f"SELECT id, type, title, verify_json, ownership_json FROM nodes {READY_WHERE}"
-
-
 def runnable_nodes(g: Graph) -> list[dict[str, Any]]:
     import json
 
@@ -47,7 +44,8 @@ def runnable_nodes(g: Graph) -> list[dict[str, Any]]:
     from clavain.clock import now_iso
     from clavain.store.graph_db import store_now
 
-    for row in g.conn.execute(_RUNNABLE, {"graph": g.id, "now": now_iso(store_now(g.conn))}):
+    for row in queries.run(g.conn, "schedule.runnable",
+                           {"graph": g.id, "now": now_iso(store_now(g.conn))}):
         items.append({"id": row["id"], "kind": "node", "type": row["type"],
                       "priority": NODE_PRIORITY.get(row["type"], "medium"),
                       "title": row["title"] or row["type"],

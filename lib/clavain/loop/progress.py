@@ -6,6 +6,7 @@ claim nothing backs (so a runner that only says it worked trips the no-progress 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,14 +23,14 @@ class Snapshot:
 
 
 def _done_nodes(state: StatePaths, graph_id: str | None) -> int:
+    from clavain.store import queries
     from clavain.store.graph_db import graph_store_exists, open_graph_db
 
     if graph_id is None or not graph_store_exists(state):
         return 0
     conn = open_graph_db(state)
     try:
-        return conn.execute("SELECT count(*) FROM nodes WHERE graph_id = ? AND status = 'done'",
-                            (graph_id,)).fetchone()[0]
+        return queries.run(conn, "progress.done_count", (graph_id,)).fetchone()[0]
     finally:
         conn.close()
 
@@ -37,6 +38,7 @@ def _done_nodes(state: StatePaths, graph_id: str | None) -> int:
 def nodes_done(state: StatePaths, graph_id: str | None, ids: list[str]) -> set[str]:
     """Which of `ids` the graph says are done now (none without a graph or a database, or when
     the store cannot be read: unknown is not done)."""
+    from clavain.store import queries
     from clavain.store.graph_db import graph_store_exists, open_graph_db
 
     if graph_id is None or not ids or not graph_store_exists(state):
@@ -46,9 +48,7 @@ def nodes_done(state: StatePaths, graph_id: str | None, ids: list[str]) -> set[s
     except Exception:  # a summary must still print; the claim stays unconfirmed
         return set()
     try:
-        marks = ", ".join("?" for _ in ids)
-        rows = conn.execute(f"SELECT id FROM nodes WHERE graph_id = ? AND status = 'done' "
-                            f"AND id IN ({marks})", (graph_id, *ids)).fetchall()
+        rows = queries.run(conn, "progress.done_among", (graph_id, json.dumps(ids))).fetchall()
         return {row[0] for row in rows}
     finally:
         conn.close()

@@ -120,7 +120,7 @@ def checks_deadline() -> float:
     reported as not finished (`checks.run_checks`)."""
     import time
 
-    from clavain.hooks import launcher_started
+    from clavain.clock import launcher_started
 
     started = launcher_started()
     elapsed = max(0.0, time.perf_counter() - started) if started is not None else 0.0
@@ -171,7 +171,8 @@ def on_stop(payload: dict[str, Any]) -> dict[str, Any] | None:
     wrong ends the loop with a message (and a line in hooks.log), never a traceback."""
     import contextlib
 
-    from clavain.hooks import log_failure, payload_cwd
+    from clavain.hook_log import log_failure
+    from clavain.locate import payload_cwd
     from clavain.paths import StatePaths
 
     state = StatePaths.discover(payload_cwd(payload))
@@ -315,7 +316,7 @@ def _load(path: Any, session_id: object) -> dict[str, Any] | None:
     """The state, or None when missing or damaged (a field missing or of the wrong kind)."""
     from clavain.fsutil import read_json_object
     from clavain.loop.iterate import RULES
-    from clavain.workgraph.verifier import safe_path_part
+    from clavain.paths import safe_path_part
 
     data = read_json_object(path)
     if data is None or data.get("version") != FORMAT_VERSION \

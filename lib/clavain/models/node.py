@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from clavain.models.schema_text import schema_text
 
 NODE_TYPES = ("plan", "epic", "task", "verify", "integrate", "final_verify")
-NODE_STATUSES = ("open", "in_progress", "done", "failed", "needs_human")
 # Letters, digits and `._:-`; no leading `_` so no node can collide with the KV run namespace.
 NODE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 

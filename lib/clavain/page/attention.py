@@ -10,6 +10,7 @@ from html import escape
 from typing import Any
 
 from clavain.textio import clip
+from clavain.workgraph.statuses import NodeStatus
 
 ORDER = {"failed": 0, "needs_human": 1}
 
@@ -55,8 +56,8 @@ def rows(page: dict[str, Any]) -> list[dict[str, Any]]:
             node.get("human_question"), dict) else None
         command = commands.get(node_id) or (
             f"clavain graph answer {node_id} --answer TEXT" if node.get("status") ==
-            "needs_human" else f"clavain graph reset {node_id}"
-            if node.get("status") == "failed" and not node.get("superseded_by") else "")
+            NodeStatus.NEEDS_HUMAN else f"clavain graph reset {node_id}"
+            if node.get("status") == NodeStatus.FAILED and not node.get("superseded_by") else "")
         found.append({"node": node_id, "status": status,
                       "attempts": int(node.get("attempts") or 0),
                       "crashes": int(node.get("crashes") or 0),

@@ -112,7 +112,7 @@ def _active_checkpoint(state: StatePaths, problems: list[str]) -> dict[str, Any]
 
     try:
         return checkpoint.read(state)
-    except (ClavainError, OSError) as exc:
+    except checkpoint.DamagedCheckpoint as exc:
         problems.append(f"the active sprint's checkpoint is unreadable: {exc}")
         return None
 

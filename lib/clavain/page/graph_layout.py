@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clavain.workgraph.status_colors import STATUS_COLORS
+from clavain.workgraph.statuses import NodeStatus
 
 # Who needs a person's eye first when a large graph is folded (then the critical path).
-ATTENTION = ("failed", "needs_human", "in_progress")
+ATTENTION = (NodeStatus.FAILED, NodeStatus.NEEDS_HUMAN, NodeStatus.IN_PROGRESS)
 # Statuses outside STATUS_COLORS (a damaged file) fold together under this one.
 OTHER_STATUS = "unknown"
 # The fewest boxes a folded picture may draw: one group per status in a single row fits.

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from clavain.page.graph_place import H, W
 from clavain.workgraph.status_colors import STATUS_COLORS, colors
+from clavain.workgraph.statuses import NodeStatus
 
 # Not a red (failures are #dc2626): a violet, on thicker lines, named in the legend.
 CRITICAL = "#7c3aed"
@@ -76,7 +77,7 @@ def glyph(status: str, cx: float, cy: float) -> str:
     """The status's badge: a white disc ringed in the status's colour, its glyph in ink."""
     _, stroke = colors(status)
     mark = _GLYPHS.get(status, "M-0.6,0 L0.6,0")  # an unknown status: a dot
-    fill = INK if status == "in_progress" else "none"
+    fill = INK if status == NodeStatus.IN_PROGRESS else "none"
     inner = (f'<path d="{mark}" transform="translate({cx:.1f},{cy:.1f})" fill="{fill}" '
              f'stroke="{INK}" stroke-width="1.6" stroke-linecap="round" '
              f'stroke-linejoin="round"/>' if mark else "")

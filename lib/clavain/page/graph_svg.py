@@ -37,6 +37,7 @@ from clavain.page.graph_marks import CRITICAL, CYCLE, EDGE, GLYPH_AT, KINDS, gly
 from clavain.page.graph_place import H, Placed, W, boxes_per_line, path, place, ports
 from clavain.textio import clip
 from clavain.workgraph.status_colors import STATUS_COLORS, colors
+from clavain.workgraph.statuses import NodeStatus
 
 __all__ = ["MAX_WIDTH", "GraphPicture", "critical_path", "draw"]
 
@@ -52,7 +53,8 @@ MAX_WIDTH = 1340
 LINES_PER_ROW = 2  # lines a layer may wrap onto before its many alike nodes fold
 LEGEND_FLOW = 640  # px: a small picture's legend may be this wide before it wraps
 # A node has run (or is running) when it has one of these statuses or an attempt counted.
-RAN = frozenset({"in_progress", "done", "failed", "needs_human"})
+RAN = frozenset({NodeStatus.IN_PROGRESS, NodeStatus.DONE, NodeStatus.FAILED,
+                 NodeStatus.NEEDS_HUMAN})
 # Characters XML 1.0 forbids (a damaged file may hold them): replaced, never emitted.
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 _SVG_ID = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from html import escape, unescape
 from typing import Any
 
-from clavain.page import attention, cost, outcome, sections
+from clavain.page import attention, cost, outcome, sections, timeline_section
 
 # How a file is known to be a page Clavain wrote (and so may be replaced by the next one).
 GENERATOR = '<meta name="generator" content="clavain report --html">'
@@ -124,7 +124,7 @@ def render(page: dict[str, Any], *, refresh_seconds: float | None = None) -> str
         parts.append(drawn(sections.sprint_route, page["sprint"]))
     parts.append(drawn(sections.workgraph, page))
     if _has_runner_calls(page):
-        parts.append(drawn(sections.timeline, page))
+        parts.append(drawn(timeline_section.section, page))
     parts.append(drawn(cost.budgets, page))
     if page["verdicts"]:
         parts.append(drawn(sections.verdicts, page["verdicts"]))

@@ -11,6 +11,7 @@ from html import escape
 from typing import Any
 
 from clavain.textio import clip
+from clavain.workgraph.statuses import SETTLED, NodeStatus
 
 # status → (the word, its tone, a symbol: the word and the symbol say it without colour).
 RUN_OUTCOMES = {
@@ -59,9 +60,10 @@ def outcome_of(page: dict[str, Any]) -> dict[str, Any]:
     if page["runs"]:  # a run's page, or a graph's: its last run
         return _run(page["runs"][-1], page)
     nodes = (page["graph"] or {}).get("nodes") or []
-    if nodes and all(node.get("status") in ("done", "cancelled") for node in nodes):
+    if nodes and all(node.get("status") in SETTLED for node in nodes):
         return _worded("complete", "all_done", None, None, None)
-    stuck = any(node.get("status") in ("failed", "needs_human") for node in nodes)
+    stuck = any(node.get("status") in (NodeStatus.FAILED, NodeStatus.NEEDS_HUMAN)
+                for node in nodes)
     return _worded("blocked" if stuck else "open", "", None, None, None)
 
 

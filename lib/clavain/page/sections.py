@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from clavain.textio import clip
+from clavain.workgraph.statuses import NodeStatus
 
 FOLD_ABOVE = 300  # nodes drawn one by one; beyond, the picture folds (page.graph_svg)
 
@@ -74,7 +75,7 @@ def overview(page: dict[str, Any]) -> str:
     from clavain.page.outcome import word
 
     nodes = (page["graph"] or {}).get("nodes") or []
-    done = sum(1 for node in nodes if node.get("status") == "done")
+    done = sum(1 for node in nodes if node.get("status") == NodeStatus.DONE)
     cards: list[tuple[str, Any]] = []
     if page["sprint"] is not None:
         sprint = page["sprint"]
@@ -199,7 +200,7 @@ def workgraph(page: dict[str, Any]) -> str:
              "status": node.get("status"), "attempts": node.get("attempts"),
              "last error": first_line(errors.get(str(node.get("id")))),
              "depends on": node.get("depends_on") or []}
-            for node in sorted(nodes, key=lambda n: n.get("status") == "done")]
+            for node in sorted(nodes, key=lambda n: n.get("status") == NodeStatus.DONE)]
     return _section(
         "graph", f"Workgraph {graph['id']}",
         f"<p>{len(nodes)} nodes: {escape(legend)}.{escape(fold)}</p>",
@@ -210,14 +211,6 @@ def workgraph(page: dict[str, Any]) -> str:
         _table(rows, ["id", "title", "type", "status", "attempts", "last error", "depends on"],
                numeric=("attempts",), css="nodes"),
         "</details>")
-
-
-# ---------------------------------------------------------------- the timeline
-
-def timeline(page: dict[str, Any]) -> str:
-    from clavain.page import timeline_section  # the section lives beside its picture
-
-    return timeline_section.section(page)
 
 
 # ---------------------------------------------------------------- verdicts

@@ -10,6 +10,7 @@ from typing import Any
 
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
+from clavain.workgraph.statuses import SETTLED
 
 
 def gather(state: StatePaths, conn: Any, page: dict[str, Any], problems: list[str]
@@ -44,8 +45,9 @@ def _status(state: StatePaths, conn: Any, page: dict[str, Any], problems: list[s
 
 
 def _errors(conn: Any, graph_id: str) -> dict[str, str]:
-    rows = conn.execute("SELECT node_id, value_text FROM kv_latest WHERE graph_id = ? "
-                        "AND key = 'err.summary'", (graph_id,)).fetchall()
+    from clavain.store import queries
+
+    rows = queries.run(conn, "status.last_errors", (graph_id,)).fetchall()
     return {str(row[0]): str(row[1]) for row in rows if row[1]}
 
 
@@ -55,7 +57,7 @@ def _projection(state: StatePaths, page: dict[str, Any], problems: list[str]
     `clavain run --dry-run` prints), against the run's own budget when the page is a run's."""
     from clavain.supervisor import projection
 
-    if not any(node.get("status") not in ("done", "cancelled")
+    if not any(node.get("status") not in SETTLED
                for node in page["graph"]["nodes"]):
         return None
     run_id = page["subject"]["id"] if page["subject"]["kind"] == "run" else "dry-run"

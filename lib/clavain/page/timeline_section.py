@@ -16,12 +16,12 @@ from collections import defaultdict
 from typing import Any
 
 from clavain.page import timeline_svg
+from clavain.page.sections import _cards, _section, _table
 from clavain.page.timeline_svg import Bar, Span
 
 
 def section(page: dict[str, Any]) -> str:
     from clavain.clock import parse_iso
-    from clavain.page.sections import _cards, _section, _table
 
     several = len(page["runs"]) > 1
     now = parse_iso(page["generated_at"]).timestamp()

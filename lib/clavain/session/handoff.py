@@ -150,15 +150,13 @@ def ask_for_handoff(state: StatePaths, payload: dict) -> str | None:
     """The reason a Stop should be blocked with, or None to let the session stop. Asks at most
     once per session: the first ask is recorded before it is returned."""
     session_id = payload.get("session_id")
-    if payload.get("stop_hook_active") or not _usable_session(session_id) \
-            or not state.sprint_checkpoint.is_file():
+    if payload.get("stop_hook_active") or not _usable_session(session_id):
         return None
-    from clavain.errors import ClavainError
     from clavain.sprint import checkpoint
 
     try:
         active = checkpoint.read(state)
-    except ClavainError:
+    except checkpoint.DamagedCheckpoint:
         return None
     if not active or active["current_step"] is None \
             or not worked_on(state, active["sprint_id"], session_id) \

@@ -91,14 +91,12 @@ def _in_progress(state: StatePaths, graph_id: str) -> list[dict[str, Any]]:
     on for long."""
     if not os.path.exists(state.db):
         return []
-    from clavain.store import db
+    from clavain.store import db, queries
 
     try:
         conn = db.connect_readonly(state.db, timeout_ms=DB_WAIT_MS)
         try:
-            rows = conn.execute(
-                "SELECT id, title, lock_run_id, attempts FROM nodes WHERE graph_id = ? "
-                "AND status = 'in_progress' ORDER BY id LIMIT ?", (graph_id, SHOWN)).fetchall()
+            rows = queries.run(conn, "status.claimed_shown", (graph_id, SHOWN)).fetchall()
         finally:
             conn.close()
     except (db.sqlite3.Error, OSError):  # busy, damaged, older than the graphs, a FIFO

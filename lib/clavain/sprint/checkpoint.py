@@ -1,30 +1,34 @@
 """The active sprint's checkpoint, `.clavain/checkpoint.json`: read, changed under a lock,
 written atomically, archived when the sprint ends, set aside when it is damaged.
 
-Stdlib only (SessionStart and PreCompact read it). Every change is a read-modify-write inside an
-exclusive `flock` on `checkpoint.json.lock`, so two writers (two sessions, a hook and the CLI)
-never lose each other's step; the file is replaced atomically, so a reader sees the old or the
-new checkpoint, never half of one. Whatever acts on a sprint (a step recorded, the archive, an
-abandon) re-reads the file under that lock and acts only if it still holds the same sprint: a
-stale copy never deletes a newer sprint's checkpoint. Reading takes no lock, so read-only
-commands work on a read-only `.clavain/`. A checkpoint that does not match
+Stdlib only, and cheap to import: `read_in` is the one reader of the active checkpoint, and the
+PreToolUse hook and the status line ask it on every call (so json, subprocess, pathlib, datetime
+and typing are imported where they are used, not here). Every change is a read-modify-write
+inside an exclusive `flock` on `checkpoint.json.lock`, so two writers (two sessions, a hook
+and the CLI) never lose each other's step; the file is replaced atomically, so a reader sees
+the old or the new checkpoint, never half of one. Whatever acts on a sprint (a step recorded,
+the archive, an abandon) re-reads the file under that lock and acts only if it still holds the
+same sprint: a stale copy never deletes a newer sprint's checkpoint. Reading takes no lock, so
+read-only commands work on a read-only `.clavain/`. A checkpoint that does not match
 `schemas/checkpoint.schema.json` is refused with one line naming what is wrong and the fix.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
-import subprocess
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any
 
-from clavain.clock import now_iso, utc_stamp
 from clavain.errors import ClavainError
 from clavain.fsutil import open_inside, read_json_object, real_folder, write_atomic
-from clavain.paths import StatePaths
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import contextlib
+    import subprocess
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+    from typing import Any
+
+    from clavain.paths import StatePaths
 
 SCHEMA = "checkpoint.schema.json"
 DECISIONS_KEPT = 5
@@ -32,40 +36,69 @@ MAX_BYTES = 1 << 20
 
 
 class DamagedCheckpoint(ClavainError):
-    """checkpoint.json is there but not a checkpoint (bad bytes, bad JSON, wrong shape):
-    `problem` says what is wrong; the message adds the fix."""
+    """checkpoint.json is there but not a checkpoint (not a regular file, too big, unreadable,
+    bad bytes, bad JSON, wrong shape): `problem` says what is wrong; the message adds the fix.
+    A wrong shape is put in words only when asked (that imports jsonschema), so a hook that
+    only needs "damaged" pays nothing for it."""
 
     FIX = ("`clavain sprint abandon` sets it aside (kept as checkpoint.corrupt-<time>.json) so a "
            "new sprint can start")
 
-    def __init__(self, problem: str) -> None:
-        self.problem = problem
-        super().__init__(f"{problem}; {self.FIX}")
+    def __init__(self, problem: str | Callable[[], str]) -> None:
+        self._problem = problem
+        super().__init__("")
+
+    @property
+    def problem(self) -> str:
+        if not isinstance(self._problem, str):
+            self._problem = self._problem()
+        return self._problem
+
+    def __str__(self) -> str:
+        return f"{self.problem}; {self.FIX}"
+
+
+def read_in(root: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The active sprint's checkpoint in state folder `root`: the one reader, for the CLI and
+    the hooks alike. None when there is no checkpoint file (no sprint is active); anything else
+    that is not a checkpoint raises DamagedCheckpoint, whatever the reason: a FIFO, device or
+    symlink there (never opened, so never waited on), a file over MAX_BYTES, one that cannot be
+    read, bad UTF-8, bad JSON, or a document that does not match the schema. Never OSError."""
+    from clavain.fsutil import UnsafePathError, open_regular, read_up_to
+
+    path = os.path.join(os.fspath(root), "checkpoint.json")
+    try:
+        fd = open_regular(path, os.O_RDONLY)  # never blocks, never follows a symlink
+    except FileNotFoundError:
+        return None
+    except UnsafePathError:
+        raise DamagedCheckpoint(f"{path} is not a regular file") from None
+    except OSError as exc:
+        raise DamagedCheckpoint(f"{path} cannot be read ({exc.strerror or exc})") from None
+    try:
+        raw = read_up_to(fd, MAX_BYTES + 1)
+    except OSError as exc:
+        raise DamagedCheckpoint(f"{path} cannot be read ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_BYTES:
+        raise DamagedCheckpoint(f"{path} is over {MAX_BYTES} bytes, no checkpoint")
+    from clavain.schema_check import explain, schema, valid
+    from clavain.textio import BadText, decode, load_json
+
+    try:
+        document = load_json(decode(raw, path), path)
+    except BadText as exc:
+        raise DamagedCheckpoint(str(exc)) from None
+    rules = schema(SCHEMA)
+    if not valid(document, rules, rules):
+        raise DamagedCheckpoint(lambda: explain(path, document, rules, SCHEMA))
+    return document
 
 
 def read(state: StatePaths) -> dict[str, Any] | None:
-    """The active sprint's checkpoint, or None when no sprint is active."""
-    from clavain.fsutil import read_regular
-    from clavain.schema_check import check
-    from clavain.textio import BadText, decode, load_json
-
-    path = state.sprint_checkpoint
-    # Never blocks (a FIFO planted there would hang every hook that reads the sprint).
-    raw = read_regular(path, MAX_BYTES + 1)
-    if raw is None:
-        if not os.path.lexists(path):
-            return None
-        raise DamagedCheckpoint(f"{path} is not a regular file")
-    if len(raw) > MAX_BYTES:
-        raise DamagedCheckpoint(f"{path} is over {MAX_BYTES} bytes, no checkpoint")
-    try:
-        document = load_json(decode(raw, str(path)), str(path))
-    except BadText as exc:
-        raise DamagedCheckpoint(str(exc)) from None
-    problem = check(document, SCHEMA, str(path))
-    if problem:
-        raise DamagedCheckpoint(problem)
-    return document
+    """`read_in(state.root)`: the active sprint's checkpoint, None when no sprint is active."""
+    return read_in(state.root)
 
 
 def active_sprint_id(state: StatePaths, notes: list[str]) -> str | None:
@@ -73,7 +106,7 @@ def active_sprint_id(state: StatePaths, notes: list[str]) -> str | None:
     the checkpoint cannot be read: that is appended to `notes` for the hook's log line)."""
     try:
         active = read(state)
-    except (ClavainError, OSError) as exc:
+    except DamagedCheckpoint as exc:
         notes.append(f"sprint checkpoint unreadable, filed under no sprint: {exc}")
         return None
     return active["sprint_id"] if active else None
@@ -88,6 +121,9 @@ def graph_of(checkpoint: dict[str, Any] | None) -> str:
 
 
 def write(state: StatePaths, checkpoint: dict[str, Any]) -> None:
+    import json
+
+    from clavain.clock import now_iso
     from clavain.schema_check import check
 
     checkpoint = {**checkpoint, "updated_at": now_iso()}
@@ -103,11 +139,16 @@ def write(state: StatePaths, checkpoint: dict[str, Any]) -> None:
 LOCK_SECONDS = 30.0
 
 
-@contextlib.contextmanager
-def locked(state: StatePaths) -> Iterator[None]:
+def locked(state: StatePaths) -> contextlib.AbstractContextManager[None]:
     """An exclusive flock on the checkpoint's lock file for one read-modify-write (released by
     the kernel if the holder dies), waited for LOCK_SECONDS at most, then ClavainError naming
     the file: nothing is changed. Not re-entrant: take it once per change."""
+    import contextlib  # here: the PreToolUse hook reads the checkpoint and never locks it
+
+    return contextlib.contextmanager(_locked)(state)
+
+
+def _locked(state: StatePaths) -> Iterator[None]:
     from clavain.fsutil import lock_within
 
     lock = state.root / "checkpoint.json.lock"
@@ -140,6 +181,11 @@ def archive_locked(state: StatePaths, checkpoint: dict[str, Any], outcome: str) 
     """Move the checkpoint (and the sprint's verdicts and handoff note) under
     `.clavain/runs/<sprint>/`; the sprint is no longer active. The caller holds the lock and has
     just read `checkpoint` under it. Returns the archive folder, relative to the project."""
+    import contextlib
+    import json
+
+    from clavain.clock import now_iso
+
     folder = state.runs / checkpoint["sprint_id"]
     real_folder(state.root, folder)
     write_atomic(folder / "checkpoint.json",
@@ -155,6 +201,8 @@ def archive_locked(state: StatePaths, checkpoint: dict[str, Any], outcome: str) 
 
 def last_archived(state: StatePaths) -> tuple[Path, dict[str, Any]] | None:
     """(the archived checkpoint of the sprint that ended last, its contents), or None."""
+    from pathlib import Path
+
     found = []
     try:
         entries = list(os.scandir(state.runs))
@@ -178,6 +226,8 @@ def set_aside(state: StatePaths) -> str | None:
     """Move a damaged checkpoint to `checkpoint.corrupt-<UTC>.json` beside it (nothing is
     deleted: a person may want to read it). The caller holds the lock. Returns the new name,
     relative to the project, or None when there was no file."""
+    from clavain.clock import utc_stamp
+
     stem = f"checkpoint.corrupt-{utc_stamp().replace(':', '')}"
     target, n = state.root / f"{stem}.json", 1
     while target.exists():  # two set aside within a second
@@ -217,6 +267,8 @@ def move_verdicts(state: StatePaths, into: Any) -> int:
 
 
 def _run_git(project: Any, *args: str) -> subprocess.CompletedProcess[str] | None:
+    import subprocess
+
     try:
         return subprocess.run(["git", "--no-optional-locks", *args], cwd=project,
                               capture_output=True, text=True, timeout=10,

@@ -23,7 +23,9 @@ from collections.abc import Callable
 from typing import Any
 
 from clavain.paths import StatePaths
+from clavain.store import queries
 from clavain.workgraph.graphs import Graph
+from clavain.workgraph.statuses import NodeStatus
 
 REVIEW_WAIT_SECONDS = 90.0  # under the Bash tool's 2-minute default
 POLL_SECONDS = 1.0
@@ -178,28 +180,25 @@ def _resolve_problems(g: Graph, active: dict[str, Any], step: str) -> list[str]:
 # ---------------------------------------------------------------- the graph
 
 def _task_problems(g: Graph, active: dict[str, Any], step: str) -> list[str]:
-    tasks = g.conn.execute(
-        "SELECT id, status, superseded_by FROM nodes WHERE graph_id = ? AND type = 'task' "
-        "AND status <> 'cancelled' ORDER BY id", (g.id,)).fetchall()
+    tasks = queries.run(g.conn, "sprint_gates.live_tasks", (g.id,)).fetchall()
     if not tasks:
         return ["the sprint's graph has no tasks yet; record the plan "
                 "(`clavain sprint done plan --plan PATH`)"]
     live = [t for t in tasks if not t["superseded_by"]]
-    unfinished = [f"{t['id']} ({t['status']})" for t in live if t["status"] != "done"]
+    unfinished = [f"{t['id']} ({t['status']})" for t in live if t["status"] != NodeStatus.DONE]
     unverified = []
     for task in live:
-        if task["status"] != "done":
+        if task["status"] != NodeStatus.DONE:
             continue
-        checks = g.conn.execute(
-            "SELECT v.id, v.status FROM nodes v WHERE v.graph_id = ? AND v.type = 'verify' "
-            "AND (v.verifies = ? OR EXISTS (SELECT 1 FROM deps d WHERE d.graph_id = v.graph_id "
-            "AND d.node_id = v.id AND d.depends_on_id = ?)) ORDER BY v.id",
-            (g.id, task["id"], task["id"])).fetchall()
+        checks = queries.run(g.conn, "sprint_gates.checks_of_task",
+                             (g.id, task["id"], task["id"])).fetchall()
         if not checks:
             unverified.append(f"{task['id']} (no verify node: `clavain graph scaffold`)")
-        unverified += [f"{c['id']} ({c['status']})" for c in checks if c["status"] != "done"]
+        unverified += [f"{c['id']} ({c['status']})" for c in checks
+                       if c["status"] != NodeStatus.DONE]
         unverified += [f"{c['id']} (done, but not by the shell verifier: {RERUN.format(c['id'])})"
-                       for c in checks if c["status"] == "done" and not by_verifier(g, c["id"])]
+                       for c in checks
+                       if c["status"] == NodeStatus.DONE and not by_verifier(g, c["id"])]
     out = []
     if unfinished:
         out.append(f"{len(unfinished)} task(s) not done: {_list(unfinished)}; "
@@ -215,19 +214,15 @@ def _ship_problems(g: Graph, active: dict[str, Any], step: str) -> list[str]:
     from clavain.workgraph import kv
     from clavain.workgraph.scaffold import singleton
 
-    open_nodes = g.conn.execute(
-        "SELECT id, status FROM nodes WHERE graph_id = ? AND status <> 'done' "
-        "AND NOT (status = 'failed' AND superseded_by IS NOT NULL) ORDER BY rank, id",
-        (g.id,)).fetchall()
+    open_nodes = queries.run(g.conn, "sprint_gates.open_nodes", (g.id,)).fetchall()
     out = []
     if open_nodes:
         out.append(f"{len(open_nodes)} node(s) of the sprint's graph not done: "
                    f"{_list([f'{r[0]} ({r[1]})' for r in open_nodes])}; "
                    "`clavain graph next --claim` runs the next")
     final = singleton(g, "final_verify")
-    if final is None and not open_nodes and not g.conn.execute(
-            "SELECT 1 FROM nodes WHERE graph_id = ? AND type = 'task' LIMIT 1",
-            (g.id,)).fetchone():
+    if final is None and not open_nodes and not queries.run(
+            g.conn, "sprint_gates.has_task", (g.id,)).fetchone():
         out.append("the sprint's graph has no tasks, so nothing was built or checked: record "
                    "a plan (`clavain sprint resume --from-step plan`, then `clavain sprint done "
                    "plan --plan PATH`) or add the work (`clavain graph import FILE`, then "
@@ -235,10 +230,10 @@ def _ship_problems(g: Graph, active: dict[str, Any], step: str) -> list[str]:
     elif final is None:
         out.append("the sprint's graph has no final-verify node; `clavain graph scaffold` "
                    "adds it")
-    elif final["status"] == "done" and not by_verifier(g, final["id"]):
+    elif final["status"] == NodeStatus.DONE and not by_verifier(g, final["id"]):
         out.append(f"{final['id']} is done, but not by the shell verifier: "
                    f"{RERUN.format(final['id'])}")
-    elif final["status"] == "done":
+    elif final["status"] == NodeStatus.DONE:
         ran_on = kv.get(g, final["id"], "out.tree")
         now = fingerprint(g.state.project, state_root=g.state.root)
         if now is None:
@@ -258,9 +253,7 @@ def by_verifier(g: Graph, node_id: str) -> bool:
     `out.verified_run` with the result): nothing else makes a check pass."""
     from clavain.workgraph import kv
 
-    done = g.conn.execute(
-        "SELECT run_id FROM events WHERE graph_id = ? AND node_id = ? AND to_status = 'done' "
-        "ORDER BY id DESC LIMIT 1", (g.id, node_id)).fetchone()
+    done = queries.run(g.conn, "sprint_gates.last_done_run", (g.id, node_id)).fetchone()
     marker = kv.get(g, node_id, "out.verified_run")
     return bool(done and marker and done[0] and marker["value"] == done[0])
 

@@ -148,12 +148,12 @@ def _open_graph(state: StatePaths, sprint_id: str, title: str, at: str) -> None:
 def _close_orphans(conn: Any, state: StatePaths, at: str) -> list[str]:
     """Close (as abandoned) every sprint graph still active while no sprint is; returns their
     ids. The caller holds the checkpoint lock."""
+    from clavain.store import queries
     from clavain.store.db import transaction
     from clavain.workgraph.export import after_commit
     from clavain.workgraph.graphs import Graph, close
 
-    orphans = [row[0] for row in conn.execute(
-        "SELECT id FROM graphs WHERE kind = 'sprint' AND status = 'active' ORDER BY id")]
+    orphans = [row[0] for row in queries.run(conn, "sprint_lifecycle.active_sprint_graphs")]
     for graph_id in orphans:
         g = Graph(conn, graph_id, state)
         with transaction(conn):

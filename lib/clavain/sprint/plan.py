@@ -19,8 +19,10 @@ from typing import Any
 
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
+from clavain.store import queries
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.results import PLANNER_MAX_TASKS as MAX_TASKS
+from clavain.workgraph.statuses import NodeStatus
 
 _JSON_FENCE = re.compile(r"^```json[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 # What a plan says about a task, as the database stores it (node JSON keys).
@@ -159,44 +161,41 @@ def _changed_fields(node: dict[str, Any], model: Any, cfg: dict[str, Any]) -> li
 
 def _started(g: Graph, node: dict[str, Any]) -> bool:
     """Whether a runner ever held the task (or it left `open` any other way)."""
-    if node["status"] != "open" or node["attempts"]:
+    if node["status"] != NodeStatus.OPEN or node["attempts"]:
         return True
-    return g.conn.execute(
-        "SELECT 1 FROM events WHERE graph_id = ? AND node_id = ? AND to_status IS NOT NULL "
-        "AND to_status <> 'open' LIMIT 1", (g.id, node["id"])).fetchone() is not None
+    return queries.run(g.conn, "sprint_plan.task_started",
+                       (g.id, node["id"])).fetchone() is not None
 
 
 def _dropped_tasks(g: Graph, planned: set[str]) -> list[str]:
     """Top-level tasks of the graph (the plan's, not those a runner added) the plan no longer
     lists."""
-    rows = g.conn.execute("SELECT id FROM nodes WHERE graph_id = ? AND type = 'task' "
-                          "AND parent_id IS NULL ORDER BY id", (g.id,)).fetchall()
+    rows = queries.run(g.conn, "sprint_plan.top_level_tasks", (g.id,)).fetchall()
     return [row[0] for row in rows if row[0] not in planned]
 
 
 def _verify_nodes(g: Graph, task_id: str) -> list[str]:
-    return [row[0] for row in g.conn.execute(
-        "SELECT id FROM nodes WHERE graph_id = ? AND type = 'verify' AND verifies = ?",
-        (g.id, task_id))]
+    return [row[0] for row in queries.run(g.conn, "sprint_plan.verify_nodes_of",
+                                          (g.id, task_id))]
 
 
 def _remove_task(g: Graph, task_id: str, at: str) -> None:
     """A task that never started leaves the graph with its scaffolded verify node."""
     from clavain.workgraph.nodes import record_event
 
-    dependents = [row[0] for row in g.conn.execute(
-        "SELECT node_id FROM deps WHERE graph_id = ? AND depends_on_id = ? ORDER BY node_id",
-        (g.id, task_id)) if row[0] not in _verify_nodes(g, task_id)]
+    dependents = [row[0] for row in queries.run(g.conn, "sprint_plan.dependents",
+                                                (g.id, task_id))
+                  if row[0] not in _verify_nodes(g, task_id)]
     if dependents:
         raise ClavainError(f"the plan drops task {task_id!r}, but {dependents[0]!r} still "
                            "depends on it; keep the task or drop that dependency too")
     for node_id in [*_verify_nodes(g, task_id), task_id]:
         # Its context goes too: a task added again under this id starts with none.
-        for table in ("kv_latest", "kv_history"):
-            g.conn.execute(f"DELETE FROM {table} WHERE graph_id = ? AND node_id = ?",
-                           (g.id, node_id))
-        g.conn.execute("DELETE FROM nodes WHERE graph_id = ? AND id = ?", (g.id, node_id))
-        record_event(g, node_id, "open", None, at=at, note="removed: the plan dropped it")
+        queries.run(g.conn, "sprint_plan.delete_kv_latest", (g.id, node_id))
+        queries.run(g.conn, "sprint_plan.delete_kv_history", (g.id, node_id))
+        queries.run(g.conn, "sprint_plan.delete_node", (g.id, node_id))
+        record_event(g, node_id, NodeStatus.OPEN, None, at=at,
+                     note="removed: the plan dropped it")
 
 
 def _update_task(g: Graph, model: Any, cfg: dict[str, Any], at: str) -> None:
@@ -204,44 +203,35 @@ def _update_task(g: Graph, model: Any, cfg: dict[str, Any], at: str) -> None:
     from clavain.workgraph.nodes import record_event
 
     wanted = _stored(model, cfg)
-    g.conn.execute(
-        "UPDATE nodes SET title = ?, verify_json = ?, ownership_json = ?, acceptance_json = ?, "
-        "inputs_json = ?, runner = ?, retry_policy_json = ?, commands_json = ?, updated_at = ? "
-        "WHERE graph_id = ? AND id = ?",
+    queries.run(
+        g.conn, "sprint_plan.update_task",
         (wanted["title"], json.dumps(wanted["verify"]), json.dumps(wanted["ownership"]),
          json.dumps(wanted["acceptance"]), json.dumps(wanted["inputs"]), wanted["runner"],
          json.dumps(wanted["retry_policy"]), json.dumps(wanted["commands"]), at, g.id,
          model.id))
-    have = {row[0] for row in g.conn.execute(
-        "SELECT depends_on_id FROM deps WHERE graph_id = ? AND node_id = ?", (g.id, model.id))}
+    have = {row[0] for row in queries.run(g.conn, "sprint_plan.depends_on", (g.id, model.id))}
     for gone in have - set(wanted["depends_on"]):
-        g.conn.execute("DELETE FROM deps WHERE graph_id = ? AND node_id = ? "
-                       "AND depends_on_id = ?", (g.id, model.id, gone))
+        queries.run(g.conn, "sprint_plan.delete_dep", (g.id, model.id, gone))
     missing = [dep for dep in wanted["depends_on"] if dep not in have]
-    known = {row[0] for row in g.conn.execute(
-        f"SELECT id FROM nodes WHERE graph_id = ? AND id IN ({', '.join('?' * len(missing))})",
-        (g.id, *missing))} if missing else set()
+    known = {row[0] for row in queries.run(g.conn, "sprint_plan.known_nodes",
+                                           (g.id, json.dumps(missing)))} if missing else set()
     for dep in missing:
         if dep not in known:
             raise ClavainError(f"plan task {model.id!r} depends on unknown node {dep!r}")
-        g.conn.execute("INSERT INTO deps (graph_id, node_id, depends_on_id) VALUES (?, ?, ?)",
-                       (g.id, model.id, dep))
+        queries.run(g.conn, "sprint_plan.add_dep", (g.id, model.id, dep))
     _refuse_cycle(g, model.id)
     for verify_id in _verify_nodes(g, model.id):
-        g.conn.execute(
-            "UPDATE nodes SET title = ?, verify_json = ?, acceptance_json = ?, updated_at = ? "
-            "WHERE graph_id = ? AND id = ? AND status = 'open'",
+        queries.run(
+            g.conn, "sprint_plan.update_verify_node",
             (f"Verify {wanted['title'] or model.id}", json.dumps(wanted["verify"]),
              json.dumps(wanted["acceptance"]), at, g.id, verify_id))
-    record_event(g, model.id, "open", "open", at=at, note="definition updated by the plan")
+    record_event(g, model.id, NodeStatus.OPEN, NodeStatus.OPEN, at=at,
+                 note="definition updated by the plan")
 
 
 def _refuse_cycle(g: Graph, node_id: str) -> None:
-    looped = g.conn.execute(
-        "WITH RECURSIVE up(id) AS (SELECT depends_on_id FROM deps WHERE graph_id = ? "
-        "AND node_id = ? UNION SELECT d.depends_on_id FROM deps d JOIN up "
-        "ON d.graph_id = ? AND d.node_id = up.id) SELECT 1 FROM up WHERE id = ? LIMIT 1",
-        (g.id, node_id, g.id, node_id)).fetchone()
+    looped = queries.run(g.conn, "sprint_plan.in_cycle",
+                         (g.id, node_id, g.id, node_id)).fetchone()
     if looped:
         raise ClavainError(f"plan task {node_id!r} is in a dependency cycle; drop one of its "
                            "dependencies")
@@ -255,5 +245,5 @@ def _refresh_gates(g: Graph, at: str) -> None:
 
     final = singleton(g, "final_verify")
     if final is not None and gather_final_checks(g, final["id"], at, rebuild=True) and \
-            final["status"] in ("done", "failed"):
+            final["status"] in (NodeStatus.DONE, NodeStatus.FAILED):
         reopen(g, final["id"], final["status"], at=at, note="the plan's checks changed")

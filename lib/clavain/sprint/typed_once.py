@@ -71,17 +71,16 @@ def add(conn, session_id: str, kind: str, prompt_id: str | None) -> str:
     """A new pending record's one-time value (kept only as its hash). A new prompt is a new
     turn: every record of the session still pending is void from here."""
     from clavain.clock import now_iso
+    from clavain.store import queries
     from clavain.store.db import transaction
 
     value = os.urandom(VALUE_BYTES).hex()
     at = now_iso()
     with transaction(conn):
-        conn.execute("UPDATE typed_records SET status = 'void', ended_at = ?, why = ? "
-                     "WHERE session_id = ? AND status = 'pending'",
-                     (at, "a later prompt was typed", session_id))
-        conn.execute("INSERT INTO typed_records (session_id, kind, value_hash, prompt_id, "
-                     "recorded_at) VALUES (?, ?, ?, ?, ?)",
-                     (session_id, kind, value_hash(value), prompt_id, at))
+        queries.run(conn, "sprint_records.void_pending",
+                    (at, "a later prompt was typed", session_id))
+        queries.run(conn, "sprint_records.add_pending",
+                    (session_id, kind, value_hash(value), prompt_id, at))
     return value
 
 
@@ -94,15 +93,15 @@ def take(conn, session_id: str, kind: str, value: str, written: float | None = N
     from datetime import datetime, timezone
 
     from clavain.clock import now_iso
+    from clavain.store import queries
     from clavain.store.db import transaction
 
     at = now_iso()
     file_at = now_iso(datetime.fromtimestamp(written, timezone.utc)) if written else ""
     refused = None
     with transaction(conn):
-        row = conn.execute("SELECT * FROM typed_records WHERE session_id = ? AND kind = ? AND "
-                           "value_hash = ? ORDER BY id DESC LIMIT 1",
-                           (session_id, kind, value_hash(value))).fetchone()
+        row = queries.run(conn, "sprint_records.with_value",
+                          (session_id, kind, value_hash(value))).fetchone()
         if row is None:
             raise Refused(_unmatched(conn, session_id, kind))
         if row["status"] != "pending":
@@ -110,11 +109,10 @@ def take(conn, session_id: str, kind: str, value: str, written: float | None = N
         later = _tool_call_since(conn, session_id, min(row["recorded_at"], file_at or "~"))
         if later is not None:
             refused = f"a tool call ({later}) of this session was recorded after it was typed"
-            conn.execute("UPDATE typed_records SET status = 'void', ended_at = ?, why = ? "
-                         "WHERE id = ?", (at, refused, row["id"]))
+            queries.run(conn, "sprint_records.void_one", (at, refused, row["id"]))
         else:
-            conn.execute("UPDATE typed_records SET status = 'taken', ended_at = ?, why = ? "
-                         "WHERE id = ?", (at, f"taken by pid {os.getpid()}", row["id"]))
+            queries.run(conn, "sprint_records.take_one",
+                        (at, f"taken by pid {os.getpid()}", row["id"]))
     if refused is not None:  # raised after the commit: the void is kept
         raise Refused(f"it was voided: {refused}")
     return dict(zip(row.keys(), tuple(row), strict=True))
@@ -129,13 +127,15 @@ def ended(row) -> str:
 
 def latest(conn, session_id: str, kind: str):
     """The session's newest record of `kind`, or None."""
-    return conn.execute("SELECT * FROM typed_records WHERE session_id = ? AND kind = ? "
-                        "ORDER BY id DESC LIMIT 1", (session_id, kind)).fetchone()
+    from clavain.store import queries
+
+    return queries.run(conn, "sprint_records.latest", (session_id, kind)).fetchone()
 
 
 def _unmatched(conn, session_id: str, kind: str) -> str:
-    pending = conn.execute("SELECT 1 FROM typed_records WHERE session_id = ? AND kind = ? AND "
-                           "status = 'pending'", (session_id, kind)).fetchone()
+    from clavain.store import queries
+
+    pending = queries.run(conn, "sprint_records.has_pending", (session_id, kind)).fetchone()
     if pending is not None:
         return "its one-time value does not match the one the hook kept"
     return "the state database holds no record of it: the UserPromptSubmit hook did not write it"
@@ -144,8 +144,9 @@ def _unmatched(conn, session_id: str, kind: str) -> str:
 def _tool_call_since(conn, session_id: str, recorded_at: str) -> str | None:
     """The tool of the session's newest counted call if it came after `recorded_at` (the void
     at that call should have ended the record: whatever kept it, it is not the turn's)."""
-    call = conn.execute("SELECT at, tool FROM budget_calls WHERE session_id = ? "
-                        "ORDER BY id DESC LIMIT 1", (session_id,)).fetchone()
+    from clavain.store import queries
+
+    call = queries.run(conn, "sprint_records.last_tool_call", (session_id,)).fetchone()
     return f"{call['tool']} at {call['at']}" if call is not None and call["at"] > recorded_at \
         else None
 
@@ -184,27 +185,23 @@ def void_session(root: str, database: str, session_id: str, names: list[str], to
     called = f"a tool call ({tool if isinstance(tool, str) else '?'})"
     kinds = sorted({name[:-len(typed_record("", session_id))] for name in names})
     try:
-        from clavain.store import db
+        from clavain.store import db, queries
 
         conn = db.connect(database, busy_timeout_ms=busy_ms)
         try:
             at = now_iso()
             with db.transaction(conn):
-                held = {row[0] for row in conn.execute(
-                    "SELECT kind FROM typed_records WHERE session_id = ? AND status = 'pending'",
-                    (session_id,))}
-                conn.execute("UPDATE typed_records SET status = 'void', ended_at = ?, why = ? "
-                             "WHERE session_id = ? AND status = 'pending'",
-                             (at, f"{called} came after it: a record is good only for the "
-                                  "turn that typed it", session_id))
+                held = {row[0] for row in queries.run(conn, "sprint_records.pending_kinds",
+                                                      (session_id,))}
+                queries.run(conn, "sprint_records.void_pending",
+                            (at, f"{called} came after it: a record is good only for the "
+                                 "turn that typed it", session_id))
                 for kind in kinds:  # named, so the take that finds no file says why
                     if kind not in held:
-                        conn.execute(
-                            "INSERT INTO typed_records (session_id, kind, value_hash, "
-                            "recorded_at, status, ended_at, why) VALUES (?, ?, '', ?, 'void', "
-                            "?, ?)", (session_id, kind, at, at,
-                                      "the UserPromptSubmit hook did not write it (no record "
-                                      f"of it in the state database); removed at {called}"))
+                        queries.run(conn, "sprint_records.add_void",
+                                    (session_id, kind, at, at,
+                                     "the UserPromptSubmit hook did not write it (no record "
+                                     f"of it in the state database); removed at {called}"))
         finally:
             conn.close()
     except Exception as exc:  # locked, read-only, damaged, unsafe: the caller fails closed

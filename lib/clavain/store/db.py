@@ -112,6 +112,35 @@ def _refuse_unsafe(db_path: str) -> None:
         raise UnsafePathError(problem)
 
 
+class SqliteStore(sqlite3.Connection):
+    """A connection to the project's SQLite file as the workgraph store (`store.contract`): the
+    same few operations the PostgreSQL connection offers, answered for one file that one
+    writer at a time holds."""
+
+    dialect = "sqlite"  # the named queries' text it runs (store.queries)
+    shared = False  # one machine, one writer at a time: claims take turns
+
+    def begin(self, *, exclusive: bool = True) -> None:
+        # One write lock per file: a claim takes it as every writer does.
+        self.execute("BEGIN IMMEDIATE")
+
+    def now(self) -> datetime:  # noqa: F821  (imported lazily: the hooks never ask)
+        from datetime import datetime, timezone  # lazily: ~1 ms the hooks never need
+
+        return datetime.now(timezone.utc)
+
+    def lost(self, exc: BaseException) -> bool:
+        """A local file never loses its connection mid-transaction: nothing to run again."""
+        return False
+
+    def wait_for_ready(self, graph_id: str, timeout: float) -> bool:
+        """No notifications from a file: wait `timeout`, and say nobody woke us."""
+        import time
+
+        time.sleep(max(0.0, timeout))
+        return False
+
+
 def connect(path: str | os.PathLike[str], *, migrate_schema: bool = True,
             busy_timeout_ms: int | None = None) -> sqlite3.Connection:
     """Open (creating if needed) the state database with Clavain's pragmas applied; a writer
@@ -122,7 +151,8 @@ def connect(path: str | os.PathLike[str], *, migrate_schema: bool = True,
     if db_path != ":memory:":
         os.makedirs(os.path.dirname(os.path.abspath(db_path)), exist_ok=True)
     busy_ms = busy_timeout() if busy_timeout_ms is None else max(0, int(busy_timeout_ms))
-    conn = sqlite3.connect(db_path, isolation_level=None, timeout=busy_ms / 1000)
+    conn = sqlite3.connect(db_path, isolation_level=None, timeout=busy_ms / 1000,
+                           factory=SqliteStore)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
     _use_wal(conn, busy_ms)
@@ -238,7 +268,8 @@ def _open_readonly(db_path: str, timeout_ms: int, immutable: bool) -> sqlite3.Co
     uri = Path(db_path).absolute().as_uri() + "?mode=ro"  # '?' or '#' in a path quoted
     if immutable:
         uri += "&immutable=1"
-    conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout_ms / 1000)
+    conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=timeout_ms / 1000,
+                           factory=SqliteStore)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
     return conn

@@ -100,12 +100,19 @@ def dialect(conn: Any) -> str:
     return getattr(conn, "dialect", "sqlite")
 
 
+def is_shared(conn: Any) -> bool:
+    """Whether several machines may write this store at once (a server), which callers above
+    the store ask instead of which backend it is: claimers then take rows side by side instead
+    of one at a time, a holder is told apart by its machine's boot id as well as its pid, and
+    others' progress arrives as notifications rather than by polling the file."""
+    return bool(getattr(conn, "shared", False))
+
+
 def store_now(conn: Any) -> datetime:
     """Now, by the store's clock: the server's on PostgreSQL (machines' clocks may disagree, a
     lease must not), this machine's for SQLite."""
-    if dialect(conn) == "sqlite":
-        return datetime.now(timezone.utc)
-    return conn.server_now()
+    now = getattr(conn, "now", None)  # a bare sqlite3 connection (a test's) has no clock
+    return now() if now is not None else datetime.now(timezone.utc)
 
 
 RECONNECT_ATTEMPTS = 6
@@ -166,12 +173,12 @@ def migrate_postgresql(conn: Any) -> int:
             script = handle.read()
         conn.begin(exclusive=False)
         try:
-            conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATE_LOCK,))
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATE_LOCK,))
             conn.execute(_VERSION_TABLE)
             if pg_schema_version(conn) < version:
                 conn.raw_script(script)
                 conn.execute("INSERT INTO clavain_schema (version, name, applied_at) "
-                             "VALUES (?, ?, ?)", (version, name, now_iso()))
+                             "VALUES (%s, %s, %s)", (version, name, now_iso()))
             conn.commit_or_rollback(True)
         except BaseException:
             conn.commit_or_rollback(False)

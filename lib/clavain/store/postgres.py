@@ -1,13 +1,12 @@
-"""The PostgreSQL side of the workgraph store: a connection that takes the statements the
-workgraph library writes once (`?` and `:name` parameters, rows read by name or position) and
-runs them on a shared server through psycopg 3.
+"""The PostgreSQL side of the workgraph store (`store.contract`): a connection to a shared server
+through psycopg 3 that runs each named query's PostgreSQL text as it was loaded
+(`store.queries`), rows read by name or position like `sqlite3.Row`.
 
-Why an adapter and not a second copy of the library: scheduling, results, leases, escalation and
-KV are one code path on both backends; what differs per dialect is small and named in the
-library where it occurs (`graph_db.dialect`). Writers behave as under SQLite's BEGIN IMMEDIATE
-(one writer at a time, here per database through a transaction-scoped advisory lock), except
-claims, which lock only the row they take (`FOR UPDATE SKIP LOCKED`) so supervisors on several
-machines claim in parallel.
+Scheduling, results, claims, escalation and KV are one code path on both backends; what differs
+is in the named queries and in this class's attributes (`dialect`, `shared`). Writers behave as
+under SQLite's BEGIN IMMEDIATE (one writer at a time, here per database through a
+transaction-scoped advisory lock), except claims, which lock only the row they take (`FOR UPDATE
+SKIP LOCKED`) so supervisors on several machines claim in parallel.
 
 A lost connection (a server restart, a dropped socket) is reopened before the next statement
 that starts a transaction or runs on its own; a statement inside a transaction that lost its
@@ -48,12 +47,6 @@ RETRY_SQLSTATES = ("40P01", "40001")
 SERVER_NOW_SQL = ("SELECT to_char(clock_timestamp() AT TIME ZONE 'UTC', "
                   "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')")
 
-# SQLite pragmas the library issues inside transactions, and what they mean here.
-_PRAGMAS = {
-    "PRAGMA defer_foreign_keys = ON": "SET CONSTRAINTS ALL DEFERRED",
-}
-
-
 def _psycopg() -> Any:
     try:
         import psycopg
@@ -90,58 +83,12 @@ def _row_factory(cursor: Any) -> Any:
     return lambda values: Row(values, names)
 
 
-_translated: dict[str, str] = {}
-
-
-def translate(sql: str) -> str:
-    """`?` → `%s`, `:name` → `%(name)s`, a literal `%` → `%%`; quoted text and `::` casts kept.
-    Cached: the library's statements are a fixed set."""
-    done = _translated.get(sql)
-    if done is not None:
-        return done
-    out, i, n = [], 0, len(sql)
-    while i < n:
-        c = sql[i]
-        if c == "-" and sql.startswith("--", i):  # a comment, kept as it is
-            end = sql.find("\n", i)
-            end = n if end == -1 else end
-            out.append(sql[i:end].replace("%", "%%"))
-            i = end
-        elif c in "'\"":
-            end = sql.find(c, i + 1)
-            while end != -1 and end + 1 < n and sql[end + 1] == c:  # doubled quote
-                end = sql.find(c, end + 2)
-            end = n - 1 if end == -1 else end
-            out.append(sql[i:end + 1].replace("%", "%%"))
-            i = end + 1
-        elif c == "?":
-            out.append("%s")
-            i += 1
-        elif c == ":" and i + 1 < n and sql[i + 1] == ":":
-            out.append("::")
-            i += 2
-        elif c == ":" and i + 1 < n and (sql[i + 1].isalpha() or sql[i + 1] == "_"):
-            j = i + 1
-            while j < n and (sql[j].isalnum() or sql[j] == "_"):
-                j += 1
-            out.append(f"%({sql[i + 1:j]})s")
-            i = j
-        elif c == "%":
-            out.append("%%")
-            i += 1
-        else:
-            out.append(c)
-            i += 1
-    done = "".join(out)
-    _translated[sql] = done
-    return done
-
-
 class PgConnection:
     """What the workgraph library needs of a connection, on PostgreSQL: `execute` returning a
     cursor, `in_transaction`, `begin`, `close`; plus the server clock and ready notifications."""
 
     dialect = DIALECT
+    shared = True  # several machines write it at once (graph_db.is_shared)
 
     def __init__(self, url: str, *, connect_timeout: float = 10.0) -> None:
         self.url = url
@@ -206,8 +153,9 @@ class PgConnection:
         return isinstance(exc, psycopg.Error) and getattr(exc, "sqlstate", None) in \
             RETRY_SQLSTATES
 
-    def execute(self, sql: str, params: Any = ()) -> Any:
-        statement = _PRAGMAS.get(sql.strip()) or translate(sql)
+    def execute(self, statement: str, params: Any = ()) -> Any:
+        """Run `statement` as psycopg takes it (`%s`, `%(name)s`): a named query's PostgreSQL
+        text (`store.queries`), never rewritten here."""
         params = _storable(params)
         word = statement.lstrip()[:8].upper()
         if word.startswith("BEGIN"):
@@ -241,13 +189,13 @@ class PgConnection:
         if self._broken():
             self._reopen()
 
-    def executemany(self, sql: str, rows: Any) -> None:
+    def executemany(self, statement: str, rows: Any) -> None:
         if self._in_transaction and self._broken():
             self._in_transaction = False
             raise _psycopg().OperationalError("the connection to the workgraph store was lost "
                                               "inside a transaction")
         with self._raw.cursor() as cursor:
-            cursor.executemany(translate(sql), [_storable(row) for row in rows])
+            cursor.executemany(statement, [_storable(row) for row in rows])
 
     def begin(self, *, exclusive: bool) -> None:
         """BEGIN, then the writer lock: exclusive, like SQLite's BEGIN IMMEDIATE, or shared for
@@ -297,6 +245,8 @@ class PgConnection:
             return server
         read_at, server = self._clock
         return server + timedelta(seconds=now - read_at)
+
+    now = server_now  # the store's clock (store.contract)
 
     def server_version(self) -> str:
         return str(self.execute("SHOW server_version").fetchone()[0])

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from clavain.errors import ClavainError
+from clavain.store import queries
 from clavain.store.db import transaction
 
-# Columns copied per table (no surrogate ids: the target numbers history and events itself, in
-# the source's order; `rank` is derived; unmet_deps is recomputed by the target's triggers from
-# the copied edges and then checked like every other column).
+# The tables copied, parents first, and their columns as `transfer.read_<table>` reads them (no
+# surrogate ids: the target numbers history and events itself, in the source's order; `rank` is
+# derived; unmet_deps is recomputed by the target's triggers from the copied edges and then
+# checked like every other column). tests/unit/test_named_queries checks the two agree.
 COLUMNS = {
     "graphs": ("id", "kind", "status", "title", "created_at", "closed_at"),
     "nodes": ("graph_id", "id", "title", "type", "status", "parent_id", "runner", "inputs_json",
@@ -36,20 +38,14 @@ COLUMNS = {
                    "artifact_sha256", "fingerprint_json", "run_id", "attempt", "created_at"),
     "events": ("graph_id", "node_id", "from_status", "to_status", "run_id", "at", "note"),
 }
-# A stable order on both sides (byte order of ids, not the server's collation: sorted here).
-_ORDER = {"graphs": None, "nodes": None, "deps": None, "kv_latest": None,
-          "kv_history": "id", "events": "id"}
-_GRAPH_COLUMN = {"graphs": "id"}
 
 
 def _rows(conn: Any, table: str, graph_id: str) -> list[tuple[Any, ...]]:
-    columns = COLUMNS[table]
-    where = _GRAPH_COLUMN.get(table, "graph_id")
-    order = _ORDER[table]
-    rows = [tuple(row) for row in conn.execute(
-        f"SELECT {', '.join(columns)} FROM {table} WHERE {where} = ?"
-        + (f" ORDER BY {order}" if order else ""), (graph_id,))]
-    return rows if order else sorted(rows, key=lambda row: json.dumps(row, default=str))
+    rows = [tuple(row) for row in queries.run(conn, f"transfer.read_{table}", (graph_id,))]
+    # Tables read without an order are sorted here: by value, not by either side's collation.
+    if table in ("kv_history", "events"):
+        return rows
+    return sorted(rows, key=lambda row: json.dumps(row, default=str))
 
 
 def fingerprint(conn: Any, graph_id: str) -> dict[str, dict[str, Any]]:
@@ -63,7 +59,7 @@ def fingerprint(conn: Any, graph_id: str) -> dict[str, dict[str, Any]]:
 
 
 def graph_ids(conn: Any) -> list[str]:
-    return [row[0] for row in conn.execute("SELECT id FROM graphs ORDER BY created_at, id")]
+    return [row[0] for row in queries.run(conn, "transfer.graph_ids")]
 
 
 def _is_empty(fp: dict[str, dict[str, Any]]) -> bool:
@@ -135,26 +131,20 @@ def copy_graphs(source: Any, target: Any, *, only: list[str] | None = None,
 
 def _delete(conn: Any, graph_id: str) -> None:
     # Edges before nodes (the triggers keep counts; nodes reference one another by parent).
-    for table in ("deps", "kv_latest", "kv_history", "events"):
-        conn.execute(f"DELETE FROM {table} WHERE graph_id = ?", (graph_id,))
-    conn.execute("UPDATE nodes SET parent_id = NULL WHERE graph_id = ?", (graph_id,))
-    conn.execute("DELETE FROM nodes WHERE graph_id = ?", (graph_id,))
-    conn.execute("DELETE FROM graphs WHERE id = ?", (graph_id,))
+    for step in ("delete_deps", "delete_kv_latest", "delete_kv_history", "delete_events",
+                 "unlink_parents", "delete_nodes", "delete_graph"):
+        queries.run(conn, f"transfer.{step}", (graph_id,))
 
 
 def _insert(source: Any, target: Any, graph_id: str) -> None:
-    target.execute("PRAGMA defer_foreign_keys = ON")  # parents may come after their children
+    queries.run(target, "store.defer_foreign_keys")  # parents may come after their children
     for table in COLUMNS:
-        columns = list(COLUMNS[table])
         rows = _rows(source, table, graph_id)
         if table == "nodes":  # counted again by the target's triggers as the edges arrive
-            at = columns.index("unmet_deps")
+            at = COLUMNS[table].index("unmet_deps")
             rows = [(*row[:at], 0, *row[at + 1:]) for row in rows]
-        if not rows:
-            continue
-        marks = ", ".join("?" * len(columns))
-        target.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})",
-                           rows)
+        if rows:
+            queries.run_many(target, f"transfer.insert_{table}", rows)
 
 
 def migrate(state: Any, to: str | None, *, only: list[str] | None = None,

@@ -40,10 +40,12 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
+from clavain.guards import window
 from clavain.supervisor import limit_text
 
 QUOTE_CHARS = 200
@@ -390,11 +392,21 @@ def windows(stdout: str, now: float) -> dict[str, dict[str, float]]:
     """The subscription windows the output's `rate_limit_event`s (and a refused request's
     `rate_limit_info`) reported, the last reading of each: {name: {"used_percent",
     "resets_at"}} (`guards.window`). Only `--verbose` / stream-json output carries them."""
-    from clavain.guards.window import from_rate_limit_info
-
     found: dict[str, dict[str, float]] = {}
     if "rate_limit_info" not in (stdout or ""):
         return found
     for message in _messages(stdout)[0]:
-        found.update(from_rate_limit_info(_rate_limit_info(message), now))
+        found.update(window.from_rate_limit_info(_rate_limit_info(message), now))
     return found
+
+
+def record_runner_output(root: str, stdout: str, now: float | None = None) -> bool:
+    """Record the windows a runner's output reported (its `rate_limit_event`s, the last of
+    each window); whether the file changed. Never raises: a run is not stopped by this."""
+    if not stdout or "rate_limit" not in stdout:
+        return False
+    try:
+        moment = time.time() if now is None else now
+        return window.record(root, windows(stdout, moment), window.RUNNER, moment)
+    except Exception:  # the windows are advice to the next dispatch, never the run's failure
+        return False

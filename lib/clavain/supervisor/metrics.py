@@ -17,6 +17,7 @@ restarting store): the page draws them, so time nothing ran is explained, not bl
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from collections import Counter
@@ -26,6 +27,7 @@ from typing import Any
 
 from clavain.clock import now_iso
 from clavain.fsutil import read_json_object, write_json_atomic
+from clavain.paths import StatePaths
 from clavain.supervisor.routes import CHECK_ROLES
 
 METRICS_NAME = "metrics.json"
@@ -123,3 +125,21 @@ class RunMetrics:
 
 def load(path: Path) -> dict[str, Any] | None:
     return read_json_object(path, max_bytes=64 << 20)
+
+
+def history(state: StatePaths, *, by_model: bool = False) -> dict[Any, dict[str, float]]:
+    """Median tokens and dollars of one LLM call per role, over every recorded run; with
+    `by_model`, also per (role, model) — the finer key a reservation is projected from first
+    (a planner on opus costs what opus costs), the role its fallback."""
+    per_key: dict[Any, list[tuple[int, float]]] = {}
+    for path in sorted(state.runs.glob(f"*/{METRICS_NAME}")) if state.runs.is_dir() else []:
+        for entry in (load(path) or {}).get("timeline") or []:
+            if isinstance(entry, dict) and entry.get("llm") and entry.get("tokens"):
+                call = (int(entry["tokens"]), float(entry.get("cost_usd") or 0))
+                role = str(entry.get("role"))
+                per_key.setdefault(role, []).append(call)
+                if by_model:
+                    per_key.setdefault((role, entry.get("model")), []).append(call)
+    return {key: {"tokens": statistics.median(t for t, _ in calls),
+                  "cost_usd": statistics.median(c for _, c in calls), "calls": len(calls)}
+            for key, calls in per_key.items()}

@@ -20,7 +20,7 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.errors import ClavainError
 from clavain.store import faults as store_faults
-from clavain.store.graph_db import dialect
+from clavain.store.graph_db import is_shared
 from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, limit_wait_seconds
 
 OTHERS_POLL_SECONDS = 2.0
@@ -156,8 +156,7 @@ class Pacing:
             return {"wait": "others", "until": time.time() + READY_RETRY_SECONDS,
                     "message": envelope["message"]}
         if reason == "running":
-            poll = (OTHERS_POLL_SECONDS if dialect(conn) == "sqlite"
-                    else OTHERS_POLL_SECONDS_SHARED)
+            poll = OTHERS_POLL_SECONDS_SHARED if is_shared(conn) else OTHERS_POLL_SECONDS
             return {"wait": "others", "until": time.time() + poll,
                     "message": envelope["message"]}
         if reason == "backoff":
@@ -194,7 +193,8 @@ class Pacing:
             if time.monotonic() - last_shown >= 1.0:
                 last_shown = time.monotonic()
                 self._countdown(ending["wait"], left, until, ending.get("message"))
-            if ending["wait"] in ("rate_limit", "window") or dialect(conn) == "sqlite":
+            # Only a shared server tells of others' progress; a file is polled.
+            if ending["wait"] in ("rate_limit", "window") or not is_shared(conn):
                 self.stop.wait(min(1.0, left))
                 continue
             try:

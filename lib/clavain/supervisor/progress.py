@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any, TextIO
 
-from clavain.cli._output import print_table
+from clavain.tables import render_table
 
 
 def _clock(seconds: float) -> str:
@@ -146,11 +146,11 @@ class Printer(LinePrinter):
 
 def print_plan(plan: dict[str, Any]) -> None:
     print(f"Dry run on graph {plan['graph_id']} (per-call figures from {plan['source']}):")
-    print_table([{"node": r["id"], "role": r["role"], "runner": r["runner"],
-                  "model": r["model"] or "-", "llm calls": r["llm_calls"],
-                  "tokens": f"{r['tokens']:,.0f}", "cost": f"${r['cost_usd']:.2f}"}
-                 for r in plan["nodes"]],
-                ["node", "role", "runner", "model", "llm calls", "tokens", "cost"])
+    print(render_table([{"node": r["id"], "role": r["role"], "runner": r["runner"],
+                         "model": r["model"] or "-", "llm calls": r["llm_calls"],
+                         "tokens": f"{r['tokens']:,.0f}", "cost": f"${r['cost_usd']:.2f}"}
+                        for r in plan["nodes"]],
+                       ["node", "role", "runner", "model", "llm calls", "tokens", "cost"]))
     totals, budget = plan["totals"], plan["budget"]
     print(f"Total: {totals['nodes']} node(s), {totals['llm_calls']} LLM call(s), "
           f"{totals['tokens']:,} tokens, ${totals['cost_usd']:.2f}; "
@@ -172,11 +172,11 @@ def print_reservation_plan(reserve: dict[str, Any]) -> None:
     """The nodes that fit what the run has unreserved, in dispatch order."""
     print(f"Reservations ({reserve['run']}): headroom ${reserve['headroom']['cost_usd']:.4f}, "
           f"{reserve['headroom']['tokens']:,.0f} tokens")
-    print_table([{"node": r["id"], "role": r["role"], "model": r["model"] or "-",
-                  "projected": f"${r['cost_usd']:.4f}",
-                  "cumulative": f"${r['cumulative_cost_usd']:.4f}",
-                  "fits": "yes" if r["fits"] else "no"} for r in reserve["nodes"]],
-                ["node", "role", "model", "projected", "cumulative", "fits"])
+    print(render_table([{"node": r["id"], "role": r["role"], "model": r["model"] or "-",
+                         "projected": f"${r['cost_usd']:.4f}",
+                         "cumulative": f"${r['cumulative_cost_usd']:.4f}",
+                         "fits": "yes" if r["fits"] else "no"} for r in reserve["nodes"]],
+                       ["node", "role", "model", "projected", "cumulative", "fits"]))
     after = (f"; nothing starts from {reserve['first_over']} on"
              if reserve["first_over"] else "")
     print(f"Fit the budget: {reserve['fits']} of {reserve['pending']} pending node(s) in "
@@ -190,8 +190,8 @@ def print_final(report: dict[str, Any]) -> None:
              "outcome": e.get("outcome"), "tokens": f"{e.get('tokens') or 0:,}",
              "cost": f"${e.get('cost_usd') or 0:.4f}"} for e in metrics["timeline"]]
     if rows:
-        print_table(rows, ["node", "role", "runner", "worker", "seconds", "outcome", "tokens",
-                           "cost"])
+        print(render_table(rows, ["node", "role", "runner", "worker", "seconds", "outcome",
+                                  "tokens", "cost"]))
     by_role = ", ".join(f"{role} {n}" for role, n in metrics["llm_invocations_by_role"].items())
     print(f"Run {report['run_id']}: {report['status']} — {report['message']}")
     print(f"LLM calls: {metrics['llm_invocations']}" + (f" ({by_role})" if by_role else "")

@@ -11,40 +11,23 @@ them.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from clavain import config as config_mod
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.store.graph_db import graph_store_exists, open_graph_db
-from clavain.supervisor.metrics import METRICS_NAME, load
+from clavain.supervisor import run_reserve
+from clavain.supervisor.metrics import history
 from clavain.supervisor.routes import CHECK_ROLES, check_override, route_for
 from clavain.supervisor.run_budget import RunBudget, run_key
 from clavain.supervisor.run_reserve import default_projection
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import list_nodes
 from clavain.workgraph.results import PLANNER_MAX_TASKS
+from clavain.workgraph.statuses import NodeStatus
 
-PENDING = ("open", "in_progress")
-
-
-def history(state: StatePaths, *, by_model: bool = False) -> dict[Any, dict[str, float]]:
-    """Median tokens and dollars of one LLM call per role, over every recorded run; with
-    `by_model`, also per (role, model) — the finer key a reservation is projected from first
-    (a planner on opus costs what opus costs), the role its fallback."""
-    per_key: dict[Any, list[tuple[int, float]]] = {}
-    for path in sorted(state.runs.glob(f"*/{METRICS_NAME}")) if state.runs.is_dir() else []:
-        for entry in (load(path) or {}).get("timeline") or []:
-            if isinstance(entry, dict) and entry.get("llm") and entry.get("tokens"):
-                call = (int(entry["tokens"]), float(entry.get("cost_usd") or 0))
-                role = str(entry.get("role"))
-                per_key.setdefault(role, []).append(call)
-                if by_model:
-                    per_key.setdefault((role, entry.get("model")), []).append(call)
-    return {key: {"tokens": statistics.median(t for t, _ in calls),
-                  "cost_usd": statistics.median(c for _, c in calls), "calls": len(calls)}
-            for key, calls in per_key.items()}
+PENDING = (NodeStatus.OPEN, NodeStatus.IN_PROGRESS)
 
 
 def project(state: StatePaths, graph_id: str, *, runner_override: str | None = None,
@@ -86,9 +69,7 @@ def reservation_plan(state: StatePaths, key: str, limits: dict[str, Any],
                      rows: list[dict[str, Any]]) -> dict[str, Any]:
     """How many pending nodes, in dispatch order, fit what the run has unreserved with their
     projected cost: the run starts nothing after the first that does not (`run_reserve`)."""
-    from clavain.supervisor.run_reserve import status
-
-    now = status(state, key, limits)
+    now = run_reserve.status(state, key, limits)
     headroom = now["headroom"]
     fits, first_over = 0, None
     cumulative = {"tokens": 0.0, "cost_usd": 0.0}

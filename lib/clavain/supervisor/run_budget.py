@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from clavain.guards import reservations
-from clavain.guards.budget import BUDGETS, amount
+from clavain.guards.budget import BUDGETS, amount, run_row
 from clavain.guards.gate import SUPERVISED_PREFIX, run_context
 from clavain.paths import StatePaths
 from clavain.store.db import connect
@@ -46,8 +46,7 @@ class RunBudget:
         that died unmeasured count as spent: `run_reserve`)."""
         conn = connect(self.state.db)
         try:
-            row = conn.execute("SELECT * FROM budget_runs WHERE run_key = ?",
-                               (self.key,)).fetchone()
+            row = run_row(conn, self.key)
             figure = reservations.spent_with_charged(conn, self.key)  # the one owner
         finally:
             conn.close()

@@ -16,7 +16,7 @@ from typing import Any
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import read_json_object, write_json_atomic
-from clavain.paths import StatePaths
+from clavain.paths import StatePaths, safe_path_part
 from clavain.processes import (
     group_running,
     pid_alive,
@@ -24,9 +24,8 @@ from clavain.processes import (
     same_process,
     stop_recorded_group,
 )
-from clavain.supervisor import run_claims
-from clavain.workgraph.leases import this_host
-from clavain.workgraph.verifier import safe_path_part
+from clavain.workgraph import claims
+from clavain.workgraph.claims import this_host
 
 RECORD_NAME = "supervisor.json"
 
@@ -172,7 +171,7 @@ def kill_runners(state: StatePaths, run_id: str) -> list[str]:
 
 def recover(state: StatePaths, conn: Any) -> list[dict[str, Any]]:
     """Stop the runners of every abandoned run and give its claims back as crashes (no attempt
-    spent; `stale.give_back_crashed`). A runner that cannot be stopped keeps its node claimed
+    spent; `claims.give_back_run`). A runner that cannot be stopped keeps its node claimed
     and stays in the record for the next look: never two runners on one node. Returns what was
     done, one entry per run."""
     recovered = []
@@ -183,7 +182,7 @@ def recover(state: StatePaths, conn: Any) -> list[dict[str, Any]]:
         running = {node: runners[node] for node, gone in outcome.items() if gone is None}
         released = []
         if isinstance(record.get("run_id"), str) and isinstance(record.get("graph_id"), str):
-            released = run_claims.give_back(
+            released = claims.give_back_run(
                 state, conn, record["run_id"], record["graph_id"], crashed=True,
                 keep=set(running),
                 why=f"supervisor of run {record['run_id']} died (pid {record.get('pid')})")

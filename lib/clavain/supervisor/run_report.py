@@ -12,6 +12,11 @@ from clavain.guards.report import empty, project_report
 from clavain.paths import StatePaths
 from clavain.supervisor.metrics import METRICS_NAME, load
 from clavain.supervisor.run_record import run_dir
+from clavain.workgraph.statuses import SETTLED, NodeStatus
+
+# How a run ended → the command's exit code.
+EXIT_CODES = {"complete": 0, "stopped_at_limit": 0, "blocked": 1, "budget": 3,
+              "window_limit": 7, "interrupted": 130}
 
 
 def report_for(state: StatePaths, run: str | None, *,
@@ -65,13 +70,12 @@ def final_report(sup: Any, status: str, ending: dict[str, Any], summary: dict[st
                  nodes: list[dict[str, Any]]) -> dict[str, Any]:
     """What `clavain run` returns as a run (`sup`, the Supervisor) ends: its status, message,
     nodes done and left, claims, metrics, and its spend — the one cost figure, read now."""
-    from clavain.supervisor import run_claims
     from clavain.supervisor.run_budget import budget_message
-    from clavain.supervisor.supervise import EXIT_CODES
+    from clavain.workgraph.claims import describe_end
 
-    done = [n["id"] for n in nodes if n["status"] == "done"]
+    done = [n["id"] for n in nodes if n["status"] == NodeStatus.DONE]
     left = [{"id": n["id"], "status": n["status"]} for n in nodes
-            if n["status"] not in ("done", "cancelled")]
+            if n["status"] not in SETTLED]
     message = ending.get("message") or ""
     spend = None
     if sup.ctx is not None:
@@ -86,7 +90,7 @@ def final_report(sup: Any, status: str, ending: dict[str, Any], summary: dict[st
         message = (f"stopped by {signal.Signals(sup.signal).name}" if sup.signal
                    else "stopped")
     if claims["given_back"] or claims["still_held"]:
-        message += ("; " if message else "") + run_claims.describe_end(
+        message += ("; " if message else "") + describe_end(
             claims["given_back"], claims["still_held"], claims["problem"])
     return {"run_id": sup.run_id, "graph_id": sup.g.id, "status": status,
             "reason": ending.get("reason"), "message": message,

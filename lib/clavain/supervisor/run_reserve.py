@@ -6,7 +6,7 @@ starts only with a reservation (`guards.reservations`, the one owner of spend he
 happens), taken in one write transaction on the project's SQLite file:
 
 - projected: the median of this run's own measured calls of the node's role and model (its
-  metrics timeline), else of the project's earlier runs (`projection.history`, by role and
+  metrics timeline), else of the project's earlier runs (`metrics.history`, by role and
   model, else by role), else `supervisor.projection.tokensPerCall/costPerCallUsd`;
 - unreserved = cap − spent − reserved (dollars and tokens alike); the node may start only if
   unreserved ≥ projected, and it gets r = min(unreserved, max(projected, min(unreserved / idle
@@ -41,6 +41,7 @@ from clavain.errors import ClavainError
 from clavain.guards import reservations
 from clavain.paths import StatePaths
 from clavain.store.db import connect, transaction
+from clavain.supervisor.metrics import history
 from clavain.supervisor.routes import Route
 
 SHARE_USD_VARIABLE = "CLAVAIN_BUDGET_SHARE_USD"
@@ -122,8 +123,6 @@ class RunReserve:
             return {"tokens": statistics.median(t for t, _ in own),
                     "cost_usd": statistics.median(c for _, c in own), "source": "run"}
         if self._history is None:
-            from clavain.supervisor.projection import history
-
             self._history = history(self.state, by_model=True)
         for key in ((route.role, route.model), route.role):
             if key in self._history:
@@ -212,21 +211,10 @@ class RunReserve:
     def note_transcript(self, share: Share, path: Path) -> None:
         """Where the runner's transcript will be, so a runner that dies unmeasured can be
         measured later (by this run, or by the next one's recovery)."""
-        from clavain import fastjson
-
         conn = connect(self.state.db)
         try:
             with transaction(conn):
-                row = conn.execute("SELECT detail_json FROM budget_reservations WHERE "
-                                   "run_key = ? AND holder = ?", (self.key, share.holder)
-                                   ).fetchone()
-                if row is None:
-                    return
-                detail = fastjson.loads(row[0] or "{}")
-                detail["transcript"] = str(path)
-                conn.execute("UPDATE budget_reservations SET detail_json = ? WHERE "
-                             "run_key = ? AND holder = ?",
-                             (fastjson.dumps(detail), self.key, share.holder))
+                reservations.note_transcript(conn, self.key, share.holder, str(path))
         finally:
             conn.close()
 
@@ -288,11 +276,7 @@ def add_on(conn: Any, key: str, *, tokens: int, cost_usd: float) -> None:
     """Add measured usage to the run's row, on the caller's transaction."""
     if not tokens and not cost_usd:
         return
-    at = now_iso()
-    conn.execute("INSERT INTO budget_runs (run_key, started_at, updated_at) VALUES (?, ?, ?) "
-                 "ON CONFLICT (run_key) DO NOTHING", (key, at, at))
-    conn.execute("UPDATE budget_runs SET tokens = tokens + ?, cost_usd = cost_usd + ?, "
-                 "updated_at = ? WHERE run_key = ?", (int(tokens), float(cost_usd), at, key))
+    reservations.add_spent(conn, key, tokens=tokens, cost_usd=cost_usd, at=now_iso())
 
 
 def measure_charged(state: StatePaths, key: str, *, only: str | None = None
@@ -391,9 +375,7 @@ def transcript_path(env: dict[str, str], cwd: Path, session_id: str) -> Path:
 def _free_holder(conn: Any, key: str, holder: str) -> str:
     """`holder`, or `holder.N` when a charged reservation of an earlier try (a crash gives the
     node back with no attempt spent) still holds the name: a charge is never overwritten."""
-    taken = {row[0] for row in conn.execute(
-        "SELECT holder FROM budget_reservations WHERE run_key = ? AND (holder = ? OR "
-        "holder LIKE ?)", (key, holder, holder + ".%"))}
+    taken = reservations.holders_named(conn, key, holder)
     if holder not in taken:
         return holder
     number = 2

@@ -12,11 +12,11 @@ Budgets: a node that calls a model starts only with its share of what the run ha
 reserved (`run_reserve`, `run_budget.admit`); one that does not fit is given back unspent and
 nothing more starts. Configured runners are stopped once the run's spend reaches its cap.
 
-Faults: no claim outlives its worker (`run_claims` reconciles the run's claims with its workers
-after each node and before any wait on "nodes in progress"); a store that is restarting is
-waited out with a countdown, bounded by `store.outageWaitSeconds`, at start and between claims;
-a damaged database halts the run before its next claim; worker errors several times in a row
-stop it. The final line says what happened to every claim.
+Faults: no claim outlives its worker (`claims.give_back_run` reconciles the run's claims with
+its workers after each node and before any wait on "nodes in progress"); a store that is
+restarting is waited out with a countdown, bounded by `store.outageWaitSeconds`, at start and
+between claims; a damaged database halts the run before its next claim; worker errors several
+times in a row stop it. The final line says what happened to every claim.
 """
 
 from __future__ import annotations
@@ -33,18 +33,16 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain import current_graph
-from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.processes import TERM_GRACE_SECONDS
 from clavain.store import faults as store_faults
-from clavain.store.db import transaction
 from clavain.store.graph_db import (
     graph_store_exists,
     open_graph_db,
     reconnecting,
 )
-from clavain.supervisor import run_claims, run_record, worktrees
+from clavain.supervisor import run_record, worktrees
 from clavain.supervisor.fault_injection import inject
 from clavain.supervisor.metrics import METRICS_NAME, RunMetrics
 from clavain.supervisor.pacing import Pacing, StoreOutage, one_line
@@ -54,16 +52,14 @@ from clavain.supervisor.run_report import final_report
 from clavain.supervisor.run_reserve import RunReserve, charge_held, measure_charged
 from clavain.supervisor.signals import Signals
 from clavain.supervisor.worker import RunContext, run_node
+from clavain.workgraph import claims
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.nodes import list_nodes, release_claim
+from clavain.workgraph.nodes import list_nodes
 from clavain.workgraph.runner_env import new_run_id
 from clavain.workgraph.schedule import next_node
 
 WAIT_POLL_SECONDS = 0.25
 PROGRESS_EVERY_SECONDS = 15.0
-# How a run ended → the command's exit code.
-EXIT_CODES = {"complete": 0, "stopped_at_limit": 0, "blocked": 1, "budget": 3,
-              "window_limit": 7, "interrupted": 130}
 
 Report = Callable[[dict[str, Any]], None]
 
@@ -102,6 +98,9 @@ class Supervisor:
         self.g = current_graph.require_known(Graph(self.conn, graph_id, state), options.graph)
         self.signal: int | None = None
         self.finished: queue.Queue[dict[str, Any]] = queue.Queue()
+        # Held from the last look at what workers said to a worker's start, and by a worker
+        # putting its event: no node starts once a limit (errors in a row) is reached.
+        self.dispatching = threading.Lock()
         self.active: dict[str, dict[str, Any]] = {}  # node → worker, role, monotonic start
         self.busy_workers: set[int] = set()
         self.started_calls = 0
@@ -151,17 +150,16 @@ class Supervisor:
             except BaseException:
                 self._stop_workers()  # no runner outlives a supervisor that failed
                 with contextlib.suppress(Exception):
-                    run_claims.settle_at_end(self.state, self.g, self.run_id,
-                                             why="its supervisor failed",
-                                             working=set(self.active))
+                    claims.settle_at_end(self.state, self.g, self.run_id,
+                                         why="its supervisor failed", working=set(self.active))
                 record.finish("failed", keep_runners=bool(self.active))
                 with contextlib.suppress(Exception):  # no reservation outlives its run
                     charge_held(self.state, budget.key,
                                 running=frozenset(self.active))
                 raise
             status = "interrupted" if self.signal else ending["status"]
-            claims = run_claims.settle_at_end(self.state, self.g, self.run_id,
-                                              why=self._ending_why(status), working=set())
+            settled = claims.settle_at_end(self.state, self.g, self.run_id,
+                                           why=self._ending_why(status), working=set())
             record.finish(status)
             with contextlib.suppress(Exception):  # a worker that ended without settling its
                 charge_held(self.state, budget.key)  # reservation: unmeasured, so charged
@@ -171,7 +169,7 @@ class Supervisor:
             with contextlib.suppress(Exception):
                 self.conn.close()
             return final_report(self, status, ending, summary, recovered,
-                                {**claims, "problem": claims["problem"] or problem}, nodes)
+                                {**settled, "problem": settled["problem"] or problem}, nodes)
 
     def _ending_why(self, status: str) -> str:
         if status == "interrupted" and self.signal:
@@ -258,7 +256,7 @@ class Supervisor:
         if self.ctx is not None and self.ctx.halt.is_set():
             return  # a damaged database takes no more writes; the end says what is held
         try:
-            released = run_claims.give_back(
+            released = claims.give_back_run(
                 self.state, self.conn, self.run_id, self.g.id, keep=set(self.active),
                 only=node_id, why="its worker ended without giving it back")
         except Exception as exc:
@@ -273,10 +271,7 @@ class Supervisor:
         wait) when nothing more may start now."""
         while len(self.busy_workers) < self.workers and not self.stop.is_set():
             self._drain()  # a finished node is reported before what it made ready starts
-            held = self.pacing.hold(
-                halt=ctx.halt_message if ctx.halt.is_set() else None,
-                spent=self._spent(budget), started=self.started_calls,
-                limit=self.options.max_iterations)
+            held = self._held(ctx, budget)
             if held is not None:
                 return held
             try:
@@ -301,30 +296,40 @@ class Supervisor:
                 return None
             inject("after_claim")
             self._await_finished(node.get("depends_on") or [])
-            share, route, refused = admit(ctx.reserve, self.cfg, node, self.options.runner,
-                                          idle=self.workers - len(self.busy_workers),
-                                          running=bool(self.active))
-            if refused is not None:  # the running finish in their shares; then look again
-                self._unclaim(node, "its projected cost does not fit the run's budget")
-                return refused
-            self.started_calls += 1
-            worker = self._free_worker()
-            self.active[node["id"]] = {"worker": worker, "role": role_of(node),
-                                       "began": time.monotonic(),
-                                       "runner": route.runner if route else None}
-            threading.Thread(target=self._work, args=(ctx, node, worker, share), daemon=True,
-                             name=f"clavain-worker-{worker}").start()
+            with self.dispatching:  # a worker that ended while this node was claimed is in
+                held = self._held(ctx, budget) if self._drain() else None
+                if held is not None:
+                    self._unclaim(node, "the run stops before it starts")
+                    return held
+                share, route, refused = admit(ctx.reserve, self.cfg, node, self.options.runner,
+                                              idle=self.workers - len(self.busy_workers),
+                                              running=bool(self.active))
+                if refused is not None:  # the running finish in their shares; then look again
+                    self._unclaim(node, "its projected cost does not fit the run's budget")
+                    return refused
+                self.started_calls += 1
+                worker = self._free_worker()
+                self.active[node["id"]] = {"worker": worker, "role": role_of(node),
+                                           "began": time.monotonic(),
+                                           "runner": route.runner if route else None}
+                threading.Thread(target=self._work, args=(ctx, node, worker, share),
+                                 daemon=True, name=f"clavain-worker-{worker}").start()
             self.report({"event": "started", "node": node["id"], "type": node["type"],
                          "role": role_of(node), "worker": worker,
                          "attempt": node["attempts"] + 1,
                          "share_usd": share.cost_usd if share else None})
         return None
 
+    def _held(self, ctx: RunContext, budget: RunBudget) -> dict[str, Any] | None:
+        """Why no node may start now (`Pacing.hold`), or None."""
+        return self.pacing.hold(halt=ctx.halt_message if ctx.halt.is_set() else None,
+                                spent=self._spent(budget), started=self.started_calls,
+                                limit=self.options.max_iterations)
+
     def _unclaim(self, node: dict[str, Any], why: str) -> None:
         """Give a claim back before its worker started (no attempt spent); one try."""
-        with contextlib.suppress(Exception), transaction(self.conn):
-            release_claim(self.g, node["id"], self.run_id, at=now_iso(), why=why,
-                          fence=node["lock_generation"])
+        with contextlib.suppress(Exception):
+            claims.give_back(self.g, claims.Claim.of(node, self.run_id, self.g.id), why=why)
 
     def _await_finished(self, node_ids: list[str]) -> None:
         """Wait until the workers of `node_ids` (a claimed node's dependencies, recorded done
@@ -344,7 +349,8 @@ class Supervisor:
         except Exception as exc:  # a bug must not leave the loop waiting forever
             event = {"node": node["id"], "worker": worker, "outcome": "error",
                      "summary": f"{type(exc).__name__}: {exc}"}
-        self.finished.put(event)
+        with self.dispatching:
+            self.finished.put(event)
 
     def _free_worker(self) -> int:
         worker = next(n for n in range(1, self.workers + 1) if n not in self.busy_workers)
@@ -353,8 +359,7 @@ class Supervisor:
 
     def _idle(self, envelope: dict[str, Any]) -> dict[str, Any] | None:
         orphans = set(envelope.get("running") or ()) - set(self.active)
-        if envelope["reason"] == "running" and orphans & set(run_claims.held(self.g,
-                                                                            self.run_id)):
+        if envelope["reason"] == "running" and orphans & set(claims.held(self.g, self.run_id)):
             self._reconcile()  # never wait on a claim of this run that no worker holds
             if not self.active:
                 envelope = {**envelope, "reason": "ready"}  # look again at once

@@ -23,13 +23,13 @@ from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import write_json_atomic
 from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
-from clavain.guards.window import record_runner_output
 from clavain.paths import StatePaths
 from clavain.processes import process_identity
 from clavain.store import faults as store_faults
 from clavain.store.db import transaction
 from clavain.store.graph_db import open_graph_db
 from clavain.supervisor import invocation, worktrees
+from clavain.supervisor.claude_output import record_runner_output
 from clavain.supervisor.fault_injection import inject
 from clavain.supervisor.invocation import runner_process_env
 from clavain.supervisor.metrics import RunMetrics
@@ -47,9 +47,8 @@ from clavain.supervisor.worker_claims import (
     settle_verify,
     store,
 )
+from clavain.workgraph import claims
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.leases import heartbeat, lease_of
-from clavain.workgraph.nodes import note_runner
 from clavain.workgraph.runner_env import runner_env
 from clavain.workgraph.verifier import safe_path_part
 
@@ -258,7 +257,7 @@ def _attempt(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict[str, A
         call.argv, stdin_text=call.stdin_text, cwd=cwd, env=env,
         log_dir=log_dir, timeout=call.timeout, stop=stops, on_start=started,
         renew=lambda: _renew(g, node, ctx.run_id, lost),
-        renew_every=max(1.0, lease_of(ctx.cfg) / 3))
+        renew_every=max(1.0, claims.lease_of(ctx.cfg) / 3))
     ctx.record.runner_ended(node["id"])
     # The subscription's windows its output reported: the next dispatch is paced by them.
     record_runner_output(str(ctx.state.root), process.stdout)
@@ -284,8 +283,9 @@ def _runner_started(ctx: RunContext, g: Graph, node: dict[str, Any], event: dict
 
     def note() -> bool:
         with transaction(g.conn, exclusive=False):
-            return note_runner(g, node["id"], ctx.run_id, fence=node.get("lock_generation"),
-                               pid=pid, identity=identity)
+            return claims.note_runner(g, node["id"], ctx.run_id,
+                                      fence=node.get("lock_generation"), pid=pid,
+                                      identity=identity)
 
     if not store(ctx, g, note):
         raise _GiveBack("its claim was taken back before its runner started")
@@ -297,7 +297,7 @@ def _renew(g: Graph, node: dict[str, Any], run_id: str, lost: threading.Event) -
     ran out, another host took the node) stops the runner: its work would only be refused.
     A store that is briefly unreachable (a server restart) costs one renewal, not the node."""
     try:
-        heartbeat(g, node["id"], run_id=run_id, fence=node.get("lock_generation"))
+        claims.renew(g, node["id"], run_id=run_id, fence=node.get("lock_generation"))
     except ClavainError as exc:
         if store_faults.kind(exc) is None:
             lost.set()

@@ -10,17 +10,16 @@ import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.store import faults as store_faults
-from clavain.store.db import transaction
 from clavain.store.graph_db import reconnecting
 from clavain.supervisor.outcome import failure
 from clavain.supervisor.process import ProcessOutcome
+from clavain.workgraph import claims
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.leases import heartbeat
-from clavain.workgraph.nodes import FenceError, release_claim
+from clavain.workgraph.nodes import FenceError
 from clavain.workgraph.results import apply_result
+from clavain.workgraph.statuses import NodeStatus
 
 if TYPE_CHECKING:
     from clavain.supervisor.worker import RunContext
@@ -74,7 +73,7 @@ def record(ctx: RunContext, g: Graph, node: dict[str, Any], result: dict[str, An
 def retry_fields(applied: dict[str, Any]) -> dict[str, Any]:
     """When a node sent back to open runs again (its back-off's end) and its attempt count:
     the run's line says when it retries, not how long the failed attempt took."""
-    if applied.get("to") != "open" or not applied.get("blocked_until"):
+    if applied.get("to") != NodeStatus.OPEN or not applied.get("blocked_until"):
         return {}
     return {"retry_at": applied["blocked_until"], "attempts": applied.get("attempts")}
 
@@ -121,8 +120,8 @@ def claim_lost(ctx: RunContext, g: Graph, node: dict[str, Any]) -> str | None:
     """Why this worker's claim is not the node's any more (nothing of its work may be merged
     or recorded), or None while it still holds it."""
     try:
-        store(ctx, g, lambda: heartbeat(g, node["id"], run_id=ctx.run_id,
-                                         fence=node.get("lock_generation")))
+        store(ctx, g, lambda: claims.renew(g, node["id"], run_id=ctx.run_id,
+                                           fence=node.get("lock_generation")))
     except ClavainError as exc:
         if store_faults.kind(exc) is not None:
             raise
@@ -134,15 +133,8 @@ def release(ctx: RunContext, g: Graph, node: dict[str, Any], why: str, *,
              wait: bool = True) -> None:
     """Give the claim back unspent, under its fence (a no-op once it is not this claim);
     `wait`: wait out a store that does not answer (else one try)."""
-    def release() -> None:
-        with transaction(g.conn):
-            release_claim(g, node["id"], ctx.run_id, at=now_iso(), why=why,
-                          fence=node.get("lock_generation"))
-
-    if wait:
-        store(ctx, g, release)
-    else:
-        reconnecting(g.conn, release)
+    claims.give_back(g, claims.Claim.of(node, ctx.run_id, g.id), why=why,
+                     wait=(lambda give: store(ctx, g, give)) if wait else None)
 
 
 def give_back(ctx: RunContext, conn: Any, node: dict[str, Any], why: str) -> str:

@@ -33,9 +33,8 @@ from pathlib import Path
 
 from clavain.errors import ClavainError
 from clavain.gitstatus import changed_paths
-from clavain.paths import WORKTREES_DIR_NAME
+from clavain.paths import WORKTREES_DIR_NAME, safe_path_part
 from clavain.textio import clip
-from clavain.workgraph.verifier import safe_path_part
 
 NAME = "Clavain"
 EMAIL = "clavain@localhost"

@@ -13,44 +13,21 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
+from clavain.store import queries
 from clavain.store.db import transaction
 from clavain.textio import clip
-from clavain.workgraph.escalation import ESCALATION_PREFIX, PENDING, close_pending
+from clavain.workgraph.escalation import ESCALATION_PREFIX, close_pending
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import CLOSED, Graph
 from clavain.workgraph.graphs import get as get_graph
 from clavain.workgraph.nodes import reopen
+from clavain.workgraph.statuses import NodeStatus
 
 SHOWN_CHAINS = 20
 
-# Edges from stuck open nodes to dependencies that do not yet satisfy them.
-_UNMET_EDGES = """SELECT d.node_id, d.depends_on_id, dn.status
-  FROM deps d JOIN nodes n ON n.graph_id = d.graph_id AND n.id = d.node_id
-    JOIN nodes dn ON dn.graph_id = d.graph_id AND dn.id = d.depends_on_id
-  WHERE d.graph_id = ? AND n.status = 'open' AND n.unmet_deps > 0
-    AND NOT (dn.status = 'done' OR (d.kind = 'settled' AND dn.status = 'failed'))
-  ORDER BY d.node_id, d.depends_on_id"""
-
-
-# Failed nodes nothing will take care of: not replaced, and no escalation pending for them;
-# with the error they failed with.
-_UNRESOLVED_FAILED = f"""SELECT n.id, n.escalations, e.status AS escalation_status,
-    (SELECT value_text FROM kv_latest k WHERE k.graph_id = n.graph_id AND k.node_id = n.id
-       AND k.key = 'err.summary') AS error
-  FROM nodes n LEFT JOIN nodes e
-    ON e.graph_id = n.graph_id AND e.id = '{ESCALATION_PREFIX}' || n.id
-  WHERE n.graph_id = ? AND n.status = 'failed' AND n.superseded_by IS NULL
-    AND (e.id IS NULL OR e.status NOT IN ({', '.join(repr(s) for s in PENDING)}))
-  ORDER BY n.id"""
-_WAITING_ON_PEOPLE = """SELECT id, json_extract(human_question_json, '$.question') AS question
-  FROM nodes WHERE graph_id = ? AND status = 'needs_human' ORDER BY id"""
-
-
 def _is_live(g: Graph) -> bool:
     """Something can still move without outside help: runnable now or later, or running."""
-    return g.conn.execute(
-        "SELECT 1 FROM nodes WHERE graph_id = ? AND (status = 'in_progress' "
-        "OR (status = 'open' AND unmet_deps = 0)) LIMIT 1", (g.id,)).fetchone() is not None
+    return queries.run(g.conn, "deadlock.is_live", (g.id,)).fetchone() is not None
 
 
 def blocking_chain(node_id: str, unmet: dict[str, list[str]],
@@ -93,12 +70,12 @@ def blockers(g: Graph, cfg: dict[str, Any] | None = None) -> dict[str, dict[str,
     it."""
     limit = int(config_mod.get(cfg or config_mod.DEFAULTS, "defaults.maxEscalations", 2))
     found: dict[str, dict[str, Any]] = {}
-    for row in g.conn.execute(_UNRESOLVED_FAILED, (g.id,)).fetchall():
-        found[row["id"]] = {"id": row["id"], "status": "failed",
+    for row in queries.run(g.conn, "deadlock.unresolved_failed", (g.id,)).fetchall():
+        found[row["id"]] = {"id": row["id"], "status": NodeStatus.FAILED,
                             "reason": _failed_reason(row, limit), "error": row["error"],
                             "fix": f"clavain graph reset {row['id']}"}
-    for row in g.conn.execute(_WAITING_ON_PEOPLE, (g.id,)).fetchall():
-        found[row["id"]] = {"id": row["id"], "status": "needs_human",
+    for row in queries.run(g.conn, "deadlock.waiting_on_people", (g.id,)).fetchall():
+        found[row["id"]] = {"id": row["id"], "status": NodeStatus.NEEDS_HUMAN,
                             "reason": "waits for a person's answer", "error": row["question"],
                             "fix": f"clavain graph answer {row['id']} --answer TEXT"}
     return found
@@ -109,7 +86,7 @@ def detect(g: Graph, cfg: dict[str, Any] | None = None) -> dict[str, Any] | None
     if _is_live(g):
         return None
     blockers_found = blockers(g, cfg)
-    edges = g.conn.execute(_UNMET_EDGES, (g.id,)).fetchall()
+    edges = queries.run(g.conn, "deadlock.unmet_edges", (g.id,)).fetchall()
     if not edges and not blockers_found:
         return None
     unmet: dict[str, list[str]] = {}
@@ -160,13 +137,12 @@ def auto_reset(g: Graph, cfg: dict[str, Any] | None = None) -> list[str]:
     with transaction(g.conn):
         report = detect(g, cfg)
         for blocker in (report or {}).get("blockers", []):
-            if blocker["status"] != "failed":
+            if blocker["status"] != NodeStatus.FAILED:
                 continue
-            row = g.conn.execute("SELECT auto_resets FROM nodes WHERE graph_id = ? AND id = ?",
-                                 (g.id, blocker["id"])).fetchone()
+            row = queries.run(g.conn, "deadlock.auto_resets", (g.id, blocker["id"])).fetchone()
             if row["auto_resets"] >= limit:
                 continue
-            reopen(g, blocker["id"], "failed", at=at, auto=True,
+            reopen(g, blocker["id"], NodeStatus.FAILED, at=at, auto=True,
                    note=f"auto-reset {row['auto_resets'] + 1}/{limit} to break a deadlock")
             close_pending(g, blocker["id"], at=at, why="was reopened to break a deadlock")
             reopened.append(blocker["id"])

@@ -15,9 +15,8 @@ from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
+from clavain.store import queries
 from clavain.store.db import transaction
-from clavain.store.graph_db import dialect
-from clavain.workgraph.claim_columns import LOCK_CLEARED
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import CLOSED, Graph
 from clavain.workgraph.graphs import get as get_graph
@@ -31,6 +30,7 @@ from clavain.workgraph.nodes import (
     validate_specs,
 )
 from clavain.workgraph.scaffold import scaffold_in_transaction, singleton
+from clavain.workgraph.statuses import NodeStatus
 
 
 def check_specs(state: StatePaths, specs: list[dict[str, Any]]) -> list[Any]:
@@ -66,9 +66,7 @@ BULK_ROWS = 1000
 
 
 def refresh_statistics(g: Graph) -> None:
-    if dialect(g.conn) != "sqlite":
-        g.conn.execute("ANALYZE nodes")
-        g.conn.execute("ANALYZE deps")
+    queries.run(g.conn, "edits.refresh_statistics")  # nothing to do on SQLite
 
 
 def is_scaffolded(g: Graph) -> bool:
@@ -100,15 +98,12 @@ def answer(g: Graph, node_id: str, text: str) -> dict[str, Any]:
     at = now_iso()
     with transaction(g.conn):
         node = require_node(g, node_id)
-        if node["status"] != "needs_human":
+        if node["status"] != NodeStatus.NEEDS_HUMAN:
             raise ClavainError(f"node {node_id!r} is {node['status']}, not needs_human; "
                                "only a node that asked a question takes an answer")
         question = {**(node["human_question"] or {}), "answer": text, "answered_at": at}
-        g.conn.execute(
-            "UPDATE nodes SET status = 'open', human_question_json = ?, blocked_until = NULL, "
-            f"{LOCK_CLEARED}, updated_at = ? WHERE graph_id = ? AND id = ?",
-            (json.dumps(question), at, g.id, node_id))
-        record_event(g, node_id, "needs_human", "open", at=at, note="answered")
+        queries.run(g.conn, "edits.answer", (json.dumps(question), at, g.id, node_id))
+        record_event(g, node_id, NodeStatus.NEEDS_HUMAN, NodeStatus.OPEN, at=at, note="answered")
         node = get_node(g, node_id)
     after_commit(g)
     return node
@@ -122,7 +117,7 @@ def reset(g: Graph, node_id: str) -> dict[str, Any]:
     at = now_iso()
     with transaction(g.conn):
         node = require_node(g, node_id)
-        if node["status"] == "cancelled":
+        if node["status"] == NodeStatus.CANCELLED:
             raise ClavainError(f"node {node_id!r} was cancelled with its sprint's graph; it "
                                "does not run again")
         closed = (get_graph(g.conn, g.id) or {}).get("status")
@@ -133,7 +128,7 @@ def reset(g: Graph, node_id: str) -> dict[str, Any]:
             raise ClavainError(f"node {node_id!r} was replaced by what {node['superseded_by']} "
                                "added; reset those nodes instead")
         reopen(g, node_id, node["status"], at=at, note=f"reset by hand (was {node['status']})")
-        if node["status"] == "failed":
+        if node["status"] == NodeStatus.FAILED:
             close_pending(g, node_id, at=at, why="was reset by hand")
         node = get_node(g, node_id)
     after_commit(g)

@@ -28,11 +28,14 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.errors import ClavainError
+from clavain.store import queries
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import get_node, insert_nodes, record_event, reopen
+from clavain.workgraph.statuses import UNFINISHED, NodeStatus
 
 ESCALATION_PREFIX = "plan-escalate-"
-PENDING = ("open", "in_progress", "needs_human")
+# Plain text, not NodeStatus members: deadlock's SQL quotes these with repr().
+PENDING = tuple(status.value for status in UNFINISHED)
 CHECK_TYPES = ("verify", "integrate", "final_verify")
 
 
@@ -80,13 +83,12 @@ def hand_over(g: Graph, cfg: dict[str, Any], node: dict[str, Any], *, at: str,
     if escalated_node(node["id"]) is not None:
         return {"escalation": None, "action": "none"}
     target = escalation_id(node["id"])
-    existing = g.conn.execute("SELECT status FROM nodes WHERE graph_id = ? AND id = ?",
-                              (g.id, target)).fetchone()
+    existing = queries.run(g.conn, "escalation.node_status", (g.id, target)).fetchone()
     if existing is not None and existing["status"] in PENDING:
         return {"escalation": target, "action": "pending"}
     limit = int(config_mod.get(cfg, "defaults.maxEscalations", 2))
     if node["escalations"] >= limit:
-        record_event(g, node["id"], "failed", "failed", at=at, run_id=run_id,
+        record_event(g, node["id"], NodeStatus.FAILED, NodeStatus.FAILED, at=at, run_id=run_id,
                      note=f"not escalated: {node['escalations']} of {limit} escalations used "
                           "(defaults.maxEscalations); it blocks until reset or replaced")
         return {"escalation": None, "action": "limit"}
@@ -99,47 +101,38 @@ def hand_over(g: Graph, cfg: dict[str, Any], node: dict[str, Any], *, at: str,
         reopen(g, target, existing["status"], at=at,
                note=f"reopened: {node['id']} failed for good again")
         action = "reopened"
-    g.conn.execute("UPDATE nodes SET escalations = escalations + 1 WHERE graph_id = ? AND id = ?",
-                   (g.id, node["id"]))
+    queries.run(g.conn, "escalation.count_escalation", (g.id, node["id"]))
     return {"escalation": target, "action": action}
 
 
 def _sinks(g: Graph, added: list[str]) -> list[str]:
     """Added nodes that no other added node depends on: the end of the new work."""
-    inner = {row[0] for row in g.conn.execute(
-        f"SELECT depends_on_id FROM deps WHERE graph_id = ? "
-        f"AND node_id IN ({', '.join('?' * len(added))})", (g.id, *added))}
+    inner = {row[0] for row in queries.run(g.conn, "escalation.inner_dependencies",
+                                           (g.id, json.dumps(added)))}
     return [node_id for node_id in added if node_id not in inner]
 
 
 def _reaches(g: Graph, start: str, target: str) -> bool:
     """Whether `start` depends on `target`, directly or not."""
-    return g.conn.execute(
-        "WITH RECURSIVE up(id) AS (SELECT CAST(? AS TEXT) "
-        "UNION SELECT d.depends_on_id FROM deps d "
-        "JOIN up ON d.graph_id = ? AND d.node_id = up.id) SELECT 1 FROM up WHERE id = ? LIMIT 1",
-        (start, g.id, target)).fetchone() is not None
+    return queries.run(g.conn, "escalation.reaches",
+                       (start, g.id, target)).fetchone() is not None
 
 
 def children(g: Graph, node_id: str) -> list[str]:
     """The nodes `node_id` added, over all its attempts (not the verify nodes scaffolding gave
     them, which share their parent)."""
-    return [row[0] for row in g.conn.execute(
-        "SELECT id FROM nodes WHERE graph_id = ? AND parent_id = ? AND verifies IS NULL "
-        "ORDER BY id", (g.id, node_id))]
+    return [row[0] for row in queries.run(g.conn, "escalation.children", (g.id, node_id))]
 
 
 def close_pending(g: Graph, node_id: str, *, at: str, why: str) -> str | None:
     """Close `node_id`'s escalation when no planner holds it yet (the node itself runs again);
     returns its id when closed. SQL only."""
     target = escalation_id(node_id)
-    closed = g.conn.execute(
-        "UPDATE nodes SET status = 'done', completed_at = ?, updated_at = ? WHERE graph_id = ? "
-        "AND id = ? AND status IN ('open', 'needs_human') AND lock_run_id IS NULL "
-        "RETURNING status", (at, at, g.id, target)).fetchall()
+    closed = queries.run(g.conn, "escalation.close_pending",
+                         (at, at, g.id, target)).fetchall()
     if not closed:
         return None
-    record_event(g, target, None, "done", at=at,
+    record_event(g, target, None, NodeStatus.DONE, at=at,
                  note=f"closed: {node_id} {why}; it is reopened if {node_id} fails again")
     return target
 
@@ -163,21 +156,17 @@ def expand(g: Graph, plan: dict[str, Any], added: list[str], *, at: str,
     """The plan's dependents wait for the end of its added work as well. SQL only."""
     conn = g.conn
     sinks = _sinks(g, added)
-    dependents = conn.execute(
-        f"SELECT node_id, kind FROM deps WHERE graph_id = ? AND depends_on_id = ? AND node_id "
-        f"NOT IN ({', '.join('?' * len(added))}) ORDER BY node_id",
-        (g.id, plan["id"], *added)).fetchall()
+    dependents = queries.run(conn, "escalation.dependents_outside",
+                             (g.id, plan["id"], json.dumps(added))).fetchall()
     waiting = []
     for dependent in dependents:
-        new = [sink for sink in sinks if not conn.execute(
-            "SELECT 1 FROM deps WHERE graph_id = ? AND node_id = ? AND depends_on_id = ?",
-            (g.id, dependent["node_id"], sink)).fetchone()]
+        new = [sink for sink in sinks if not queries.run(
+            conn, "escalation.has_dependency", (g.id, dependent["node_id"], sink)).fetchone()]
         if not new:
             continue
         _refuse_cycles(g, new, dependent["node_id"], plan["id"])
-        conn.executemany(
-            "INSERT INTO deps (graph_id, node_id, depends_on_id, kind) VALUES (?, ?, ?, ?)",
-            [(g.id, dependent["node_id"], sink, dependent["kind"]) for sink in new])
+        queries.run_many(conn, "escalation.add_dependency_of_kind",
+                         [(g.id, dependent["node_id"], sink, dependent["kind"]) for sink in new])
         record_event(g, dependent["node_id"], None, None, at=at, run_id=run_id,
                      note=f"also waits on {', '.join(new)} (added by {plan['id']})")
         waiting.append(dependent["node_id"])
@@ -202,7 +191,7 @@ def take_over(g: Graph, escalation: dict[str, Any], added: list[str], *, at: str
         return None
     conn = g.conn
     failed = get_node(g, failed_id)
-    if failed is None or failed["status"] != "failed" or failed["superseded_by"]:
+    if failed is None or failed["status"] != NodeStatus.FAILED or failed["superseded_by"]:
         return None  # reset by hand meanwhile (it runs again on its own), or replaced already
     sinks = _sinks(g, added)
     if failed["type"] in CHECK_TYPES:
@@ -210,31 +199,26 @@ def take_over(g: Graph, escalation: dict[str, Any], added: list[str], *, at: str
             if _reaches(g, sink, failed_id):
                 raise ClavainError(f"added node {sink!r} depends on {failed_id!r}, which must "
                                    "run after it; drop that dependency")
-        conn.executemany("INSERT INTO deps (graph_id, node_id, depends_on_id) VALUES (?, ?, ?) "
-                         "ON CONFLICT DO NOTHING", [(g.id, failed_id, sink) for sink in sinks])
-        reopen(g, failed_id, "failed", at=at,
+        queries.run_many(conn, "escalation.add_dependency_if_missing",
+                         [(g.id, failed_id, sink) for sink in sinks])
+        reopen(g, failed_id, NodeStatus.FAILED, at=at,
                note=f"runs again after {', '.join(sinks)} (added by {escalation['id']})")
         return {"node": failed_id, "action": "rerun_after", "nodes": sinks}
-    dependents = conn.execute(
-        "SELECT node_id, kind FROM deps WHERE graph_id = ? AND depends_on_id = ? "
-        "AND node_id <> ? ORDER BY node_id", (g.id, failed_id, escalation["id"])).fetchall()
+    dependents = queries.run(conn, "escalation.dependents_except",
+                             (g.id, failed_id, escalation["id"])).fetchall()
     for dependent in dependents:
         _refuse_cycles(g, sinks, dependent["node_id"], failed_id)
     for dependent in dependents:
-        conn.execute("DELETE FROM deps WHERE graph_id = ? AND node_id = ? AND depends_on_id = ?",
-                     (g.id, dependent["node_id"], failed_id))
-        conn.executemany(
-            "INSERT INTO deps (graph_id, node_id, depends_on_id, kind) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT DO NOTHING",
-            [(g.id, dependent["node_id"], sink, dependent["kind"]) for sink in sinks])
+        queries.run(conn, "escalation.drop_dependency", (g.id, dependent["node_id"], failed_id))
+        queries.run_many(conn, "escalation.add_dependency_of_kind_if_missing",
+                         [(g.id, dependent["node_id"], sink, dependent["kind"]) for sink in sinks])
         if len(sinks) == 1:
             _repoint_inputs(g, dependent["node_id"], failed_id, sinks[0])
         record_event(g, dependent["node_id"], None, None, at=at, run_id=run_id,
                      note=f"now waits on {', '.join(sinks)} instead of {failed_id} "
                           f"(replaced by {escalation['id']})")
-    conn.execute("UPDATE nodes SET superseded_by = ?, updated_at = ? WHERE graph_id = ? "
-                 "AND id = ?", (escalation["id"], at, g.id, failed_id))
-    record_event(g, failed_id, "failed", "failed", at=at, run_id=run_id,
+    queries.run(conn, "escalation.supersede", (escalation["id"], at, g.id, failed_id))
+    record_event(g, failed_id, NodeStatus.FAILED, NodeStatus.FAILED, at=at, run_id=run_id,
                  note=f"superseded by {escalation['id']}: replaced by {', '.join(sinks)}")
     return {"node": failed_id, "action": "replaced",
             "nodes": sinks, "repointed": [d["node_id"] for d in dependents]}
@@ -243,10 +227,8 @@ def take_over(g: Graph, escalation: dict[str, Any], added: list[str], *, at: str
 def _repoint_inputs(g: Graph, node_id: str, old: str, new: str) -> None:
     """A dependent that read the failed node's keys (a verify node its `out.summary`) reads
     the replacement's instead."""
-    row = g.conn.execute("SELECT inputs_json FROM nodes WHERE graph_id = ? AND id = ?",
-                         (g.id, node_id)).fetchone()
+    row = queries.run(g.conn, "escalation.inputs_of", (g.id, node_id)).fetchone()
     inputs = json.loads(row["inputs_json"])
     changed = [{**ref, "node_id": new} if ref.get("node_id") == old else ref for ref in inputs]
     if changed != inputs:
-        g.conn.execute("UPDATE nodes SET inputs_json = ? WHERE graph_id = ? AND id = ?",
-                       (json.dumps(changed), g.id, node_id))
+        queries.run(g.conn, "escalation.set_inputs", (json.dumps(changed), g.id, node_id))

@@ -2,8 +2,8 @@
 
 The snapshot holds every active graph (the running sprint's, the default graph; a sprint's graph
 leaves it when the sprint ends, and its own snapshot is archived with it), each node carrying its
-`graph_id`. The document is assembled by SQLite's JSON functions in one query (no per-node
-Python).
+`graph_id`. The document is assembled by the database's JSON functions in one query (no
+per-node Python; `node_objects` gives each node's object).
 The rule for how fresh it is (`after_commit`, called after every committed change): the file is
 never more than `defaults.snapshotMaxLagSeconds` (default 1 s) behind the database. A change is
 written at once when the file is older than that; otherwise one detached writer process, started
@@ -31,51 +31,20 @@ from typing import Any
 from clavain import config as config_mod
 from clavain import notices
 from clavain.clock import now_iso
-from clavain.fsutil import open_inside, write_atomic
+from clavain.fsutil import open_inside, open_regular, write_atomic
 from clavain.paths import StatePaths
-from clavain.store.graph_db import dialect
+from clavain.store import queries
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.node_view import NODE_JSON, NODE_JSON_POSTGRESQL
 from clavain.workgraph.status_colors import STATUS_COLORS
 
 SNAPSHOT_VERSION = 3  # 2: snake_case keys; 3: graphs (a node's graph_id)
 
-# Which graphs a snapshot holds: every active one, or the one named (a sprint's archive).
-_CHOSEN = "(g.status = 'active' AND CAST(:graph AS TEXT) IS NULL OR g.id = :graph)"
-# One node per line: still cheap (the text is joined inside SQLite) and diffable by people.
-_SNAPSHOT_SQL = f"""SELECT '{{"version": ' || :version || ', "exported_at": ' || json_quote(:at)
-  || ', "graphs": ' || (SELECT json_group_array(json_object('id', id, 'kind', kind,
-       'status', status, 'title', title)) FROM (SELECT g.* FROM graphs g WHERE {_CHOSEN}
-       ORDER BY g.created_at, g.id))
-  || ', "nodes": [' || coalesce(char(10) || group_concat(node, ',' || char(10)), '')
-  || char(10) || ']}}'
-  FROM (SELECT {NODE_JSON} AS node FROM nodes n JOIN graphs g ON g.id = n.graph_id
-        WHERE {_CHOSEN} ORDER BY g.created_at, n.graph_id, n.id)"""
-
-
-# PostgreSQL has no group_concat over text in one pass of this shape; the two lists come back
-# as text and Python joins them (still no per-node decoding).
-_PG_GRAPHS_SQL = f"""SELECT coalesce(json_agg(json_build_object('id', g.id, 'kind', g.kind,
-    'status', g.status, 'title', g.title) ORDER BY g.created_at, g.id), '[]'::json)::text
-  FROM graphs g WHERE {_CHOSEN}"""
-_PG_NODES_SQL = f"""SELECT {NODE_JSON_POSTGRESQL} FROM nodes n JOIN graphs g ON g.id = n.graph_id
-  WHERE {_CHOSEN}
-  ORDER BY g.created_at, n.graph_id, n.id"""
-
 
 def snapshot_text(conn: sqlite3.Connection, graph_id: str | None = None) -> str:
     """`{version, exported_at, graphs: [...], nodes: [{graph_id, …, depends_on}]}` as compact
-    JSON text: every active graph, or only `graph_id`."""
-    at = now_iso()
-    if dialect(conn) != "sqlite":
-        graphs = conn.execute(_PG_GRAPHS_SQL, {"graph": graph_id}).fetchone()[0]
-        nodes = [row[0] for row in conn.execute(_PG_NODES_SQL, {"graph": graph_id})]
-        body = "".join("\n" + node + ("," if i < len(nodes) - 1 else "")
-                       for i, node in enumerate(nodes))
-        return (f'{{"version": {SNAPSHOT_VERSION}, "exported_at": {json.dumps(at)}, '
-                f'"graphs": {graphs}, "nodes": [{body}\n]}}\n')
-    row = conn.execute(_SNAPSHOT_SQL, {"version": SNAPSHOT_VERSION, "at": at,
-                                       "graph": graph_id}).fetchone()
+    JSON text: every active graph, or only `graph_id` (the `export.snapshot` query)."""
+    row = queries.run(conn, "export.snapshot", {"version": SNAPSHOT_VERSION, "at": now_iso(),
+                                                "graph": graph_id}).fetchone()
     return row[0] + "\n"
 
 
@@ -90,11 +59,13 @@ def write_snapshot(conn: sqlite3.Connection, state: StatePaths, *,
     Held under a file lock and read after taking it: writers that race finish in lock order, each
     with the database as of its turn, so the file on disk is never older than the last commit
     that was followed by a snapshot. `create_root=False` (a background writer): a state folder
-    a person removed stays removed (FileNotFoundError).
+    a person removed stays removed, and one being removed gets no new file (FileNotFoundError).
     """
     with _file_lock(state, _LOCK_NAME, blocking=True, create_root=create_root):
-        write_atomic(state.workgraph_json, snapshot_text(conn), inside=state.root,
-                     create_root=create_root)
+        text = snapshot_text(conn)  # the slow part, before the folder's last look
+        if not create_root and not _state_intact(state):
+            raise FileNotFoundError(f"{state.root} is being removed")
+        write_atomic(state.workgraph_json, text, inside=state.root, create_root=create_root)
 
 
 _LOCK_NAME = "workgraph.json.lock"
@@ -116,6 +87,9 @@ def after_commit(g: Graph, cfg: dict[str, Any] | None = None) -> None:
         if lag <= 0 or not 0 <= age < lag or not _can_defer():
             write_snapshot(conn, state)
         elif not _writer_pending(state):
+            # Both lock files exist before the writer starts: it never creates one (a file
+            # made in a folder being removed fails the removal: "Directory not empty").
+            open_inside(state.root, state.root / _LOCK_NAME, "ab").close()
             _start_deferred_writer(state, due=time.time() - age + lag)
     except Exception as exc:
         notices.warn(f"{state.workgraph_json} was not refreshed ({exc}); the change is saved; "
@@ -128,6 +102,18 @@ def _can_defer() -> bool:
     except ImportError:
         return False
     return True
+
+
+def _state_intact(state: StatePaths) -> bool:
+    """Whether the state folder still holds what it held when the deferred writer was started
+    (the folder, both lock files, the snapshot, a SQLite database). A missing one means a
+    person removed it or is removing the folder (`shutil.rmtree` unlinks file by file, then
+    the folder): the writer then writes nothing, since a file it made there would fail that
+    removal ("Directory not empty") or make the folder again."""
+    files = [state.root / _LOCK_NAME, state.root / _PENDING_NAME, state.workgraph_json]
+    if state.store_url is None:
+        files.append(Path(state.db))
+    return os.path.isdir(state.root) and all(os.path.isfile(path) for path in files)
 
 
 def _writer_pending(state: StatePaths) -> bool:
@@ -171,11 +157,10 @@ def deferred_write(args: list[str]) -> None:
         with _file_lock(state, _PENDING_NAME, blocking=False, create_root=False):
             time.sleep(max(0.0, float(due) - time.time() - WRITE_SECONDS))
     except FileNotFoundError:
-        return  # removed before this writer began
+        return  # removed (or being removed) before this writer began
     except BlockingIOError:
         return  # another writer is already waiting
-    if not os.path.isdir(state.root) or (state.store_url is None
-                                         and not os.path.isfile(state.db)):
+    if not _state_intact(state):
         return  # the project (or its state) was removed meanwhile: never make it again
     try:
         conn = open_graph_db(state, migrate_schema=False)
@@ -187,7 +172,8 @@ def deferred_write(args: list[str]) -> None:
     except Exception as exc:
         from clavain.clock import utc_stamp
 
-        # A removed state folder: nothing to log into.
+        if not _state_intact(state):
+            return  # removed meanwhile: nothing to log into, and no log to make there
         with contextlib.suppress(OSError), open_inside(
                 state.root, state.logs / "snapshot.log", "ab", create_root=False) as log:
             log.write(f"{utc_stamp()} deferred snapshot failed: {exc}\n".encode())
@@ -198,7 +184,9 @@ def _file_lock(state: StatePaths, name: str, *, blocking: bool,
                create_root: bool = True) -> Iterator[None]:
     """flock on `<state>/<name>` (released by the kernel if the holder dies); `BlockingIOError`
     when not blocking and another process holds it. Without fcntl (not POSIX) filelock stands
-    in; it costs ~80 ms of imports, paid by every mutating command, so it is the fallback."""
+    in; it costs ~80 ms of imports, paid by every mutating command, so it is the fallback.
+    `create_root=False` (the deferred writer): the lock file is not created either; a missing
+    one is FileNotFoundError (see `_state_intact`)."""
     try:
         import fcntl
     except ImportError:
@@ -210,7 +198,9 @@ def _file_lock(state: StatePaths, name: str, *, blocking: bool,
         except Timeout:
             raise BlockingIOError(f"{name} is held") from None
         return
-    with open_inside(state.root, state.root / name, "ab", create_root=create_root) as handle:
+    path = state.root / name
+    with (open_inside(state.root, path, "ab") if create_root
+          else os.fdopen(open_regular(path, os.O_WRONLY | os.O_APPEND), "ab")) as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         try:
             yield
@@ -231,8 +221,7 @@ def _label(text: str) -> str:
 
 def mermaid(g: Graph) -> str:
     """`flowchart TD` with one box per node (id, title, type, status) and an arrow per dep."""
-    nodes = g.conn.execute("SELECT id, title, type, status FROM nodes WHERE graph_id = ? "
-                           "ORDER BY id", (g.id,)).fetchall()
+    nodes = queries.run(g.conn, "export.chart_nodes", (g.id,)).fetchall()
     # Mermaid ids must be plain words; node ids may hold `-.:`, so number them.
     key = {row["id"]: f"n{i}_{_SAFE.sub('_', row['id'])}" for i, row in enumerate(nodes)}
     lines = ["flowchart TD"]
@@ -240,8 +229,7 @@ def mermaid(g: Graph) -> str:
         title = f"<br/>{_label(row['title'])}" if row["title"] else ""
         lines.append(f'  {key[row["id"]]}["{_label(row["id"])}{title}<br/>'
                      f'<i>{row["type"]} · {row["status"]}</i>"]:::{row["status"]}')
-    for dep in g.conn.execute("SELECT node_id, depends_on_id, kind FROM deps WHERE graph_id = ? "
-                              "ORDER BY node_id, depends_on_id", (g.id,)):
+    for dep in queries.run(g.conn, "export.chart_dependencies", (g.id,)):
         arrow = "-.->" if dep["kind"] == "settled" else "-->"
         lines.append(f"  {key[dep['depends_on_id']]} {arrow} {key[dep['node_id']]}")
     lines += [f"  classDef {status} fill:{fill},stroke:{stroke}"

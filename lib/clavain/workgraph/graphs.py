@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
-from clavain.workgraph.claim_columns import LOCK_CLEARED
+from clavain.store import queries
+from clavain.workgraph.statuses import NodeStatus
 
 if TYPE_CHECKING:  # annotations only: the `sqlite3` package costs `datetime` on hook paths
     import sqlite3
@@ -22,8 +23,8 @@ if TYPE_CHECKING:  # annotations only: the `sqlite3` package costs `datetime` on
 DEFAULT_GRAPH = "default"
 KINDS = ("default", "sprint", "run")
 CLOSED = ("shipped", "abandoned")
-# Statuses a closed graph's unfinished nodes leave behind: they never run.
-UNFINISHED = ("open", "in_progress", "needs_human")
+# A closed graph's nodes still UNFINISHED (`statuses`) are cancelled: they never run
+# (`graphs.unfinished`, `graphs.cancel_unfinished`).
 MAX_ID_CHARS = 100
 
 
@@ -64,27 +65,21 @@ def ensure(conn: sqlite3.Connection, graph_id: str, *, at: str, kind: str | None
            title: str = "") -> None:
     """Make the graph's row if it is missing; refuse a closed graph (nothing is added to a
     finished sprint). SQL only: the caller holds the transaction."""
-    conn.execute("INSERT INTO graphs (id, kind, title, created_at) VALUES (?, ?, ?, ?) "
-                 "ON CONFLICT (id) DO NOTHING", (graph_id, kind or kind_of(graph_id), title, at))
-    status = conn.execute("SELECT status FROM graphs WHERE id = ?", (graph_id,)).fetchone()[0]
+    queries.run(conn, "graphs.ensure", (graph_id, kind or kind_of(graph_id), title, at))
+    status = queries.run(conn, "graphs.status", (graph_id,)).fetchone()[0]
     if status in CLOSED:
         raise ClavainError(f"graph {graph_id!r} was {status}: its sprint is over and nothing is "
                            "added to it; start a new sprint, or use another graph (--graph)")
 
 
 def get(conn: sqlite3.Connection, graph_id: str) -> dict[str, Any] | None:
-    row = conn.execute("SELECT id, kind, status, title, created_at, closed_at FROM graphs "
-                       "WHERE id = ?", (graph_id,)).fetchone()
+    row = queries.run(conn, "graphs.get", (graph_id,)).fetchone()
     return dict(row) if row else None
 
 
 def list_graphs(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Every graph, oldest first, with its node counts by status."""
-    rows = conn.execute(
-        "SELECT g.id, g.kind, g.status, g.title, g.created_at, g.closed_at, "
-        "(SELECT count(*) FROM nodes n WHERE n.graph_id = g.id) AS nodes, "
-        "(SELECT count(*) FROM nodes n WHERE n.graph_id = g.id AND n.status = 'done') AS done "
-        "FROM graphs g ORDER BY g.created_at, g.id").fetchall()
+    rows = queries.run(conn, "graphs.list").fetchall()
     return [dict(row) for row in rows]
 
 
@@ -95,15 +90,9 @@ def close(g: Graph, outcome: str, *, at: str, note: str) -> list[str]:
 
     if outcome not in CLOSED:
         raise ValueError(f"a graph closes as {' or '.join(CLOSED)}, not {outcome!r}")
-    marks = ", ".join("?" * len(UNFINISHED))
-    cancelled = g.conn.execute(
-        f"SELECT id, status FROM nodes WHERE graph_id = ? AND status IN ({marks}) ORDER BY id",
-        (g.id, *UNFINISHED)).fetchall()
-    g.conn.execute(
-        f"UPDATE nodes SET status = 'cancelled', {LOCK_CLEARED}, blocked_until = NULL, "
-        f"updated_at = ? WHERE graph_id = ? AND status IN ({marks})", (at, g.id, *UNFINISHED))
+    cancelled = queries.run(g.conn, "graphs.unfinished", (g.id,)).fetchall()
+    queries.run(g.conn, "graphs.cancel_unfinished", (at, g.id))
     for row in cancelled:
-        record_event(g, row["id"], row["status"], "cancelled", at=at, note=note)
-    g.conn.execute("UPDATE graphs SET status = ?, closed_at = ? WHERE id = ?",
-                   (outcome, at, g.id))
+        record_event(g, row["id"], row["status"], NodeStatus.CANCELLED, at=at, note=note)
+    queries.run(g.conn, "graphs.close", (outcome, at, g.id))
     return [row["id"] for row in cancelled]

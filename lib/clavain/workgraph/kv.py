@@ -26,18 +26,17 @@ from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import UnsafePathError, real_folder, write_atomic
 from clavain.paths import StatePaths
+from clavain.store import queries
 from clavain.store.db import transaction
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import FenceError, require_node
 from clavain.workgraph.runner_env import refuse_other_node
+from clavain.workgraph.statuses import NodeStatus
 
 RUN_NAMESPACE = "__run__"
 HISTORY_KEEP = 5
 MAX_KEY_LENGTH = 200
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-_COLUMNS = ("node_id, key, value_text, artifact_path, artifact_sha256, fingerprint_json, "
-            "run_id, attempt")
 
 
 # What the shell verifier records beside a verify node's result; never written by hand.
@@ -139,20 +138,10 @@ def write(
     now = now_iso()
     params = (g.id, node_id, key, value_text, artifact_path, artifact_sha256, fingerprint_json,
               run_id, attempt, now)
-    g.conn.execute(
-        f"INSERT INTO kv_history (graph_id, {_COLUMNS}, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", params)
-    g.conn.execute(
-        f"INSERT INTO kv_latest (graph_id, {_COLUMNS}, updated_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (graph_id, node_id, key) DO UPDATE SET value_text = excluded.value_text, "
-        "artifact_path = excluded.artifact_path, artifact_sha256 = excluded.artifact_sha256, "
-        "fingerprint_json = excluded.fingerprint_json, run_id = excluded.run_id, "
-        "attempt = excluded.attempt, updated_at = excluded.updated_at", params)
-    g.conn.execute(
-        "DELETE FROM kv_history WHERE graph_id = ? AND node_id = ? AND key = ? AND id NOT IN "
-        "(SELECT id FROM kv_history WHERE graph_id = ? AND node_id = ? AND key = ? "
-        "ORDER BY id DESC LIMIT ?)", (g.id, node_id, key, g.id, node_id, key, HISTORY_KEEP))
+    queries.run(g.conn, "kv.insert_history", params)
+    queries.run(g.conn, "kv.upsert_latest", params)
+    queries.run(g.conn, "kv.prune_history",
+                (g.id, node_id, key, g.id, node_id, key, HISTORY_KEEP))
     return {
         "node_id": node_id,
         "key": key,
@@ -198,7 +187,7 @@ def put(
         require_owner(g, node_id)
         if fence is not None and node_id != RUN_NAMESPACE:
             node = require_node(g, node_id)
-            if node["status"] != "in_progress" or node["lock_generation"] != fence:
+            if node["status"] != NodeStatus.IN_PROGRESS or node["lock_generation"] != fence:
                 raise FenceError(node, fence)
         return write(g, node_id, key, value, run_id=run_id, attempt=attempt,
                      fingerprint=fingerprint)
@@ -272,9 +261,7 @@ def read_artifact(state: StatePaths, artifact_path: str, sha256: str | None) -> 
 
 def get(g: Graph, node_id: str, key: str) -> dict[str, Any] | None:
     """The newest value of `(node_id, key)`, read back from its artifact file when it has one."""
-    row = g.conn.execute(
-        f"SELECT {_COLUMNS}, updated_at FROM kv_latest WHERE graph_id = ? AND node_id = ? "
-        "AND key = ?", (g.id, node_id, key)).fetchone()
+    row = queries.run(g.conn, "kv.get", (g.id, node_id, key)).fetchone()
     if row is None:
         return None
     entry = _row(row, "updated_at")
@@ -287,23 +274,14 @@ def get(g: Graph, node_id: str, key: str) -> dict[str, Any] | None:
 def ls(g: Graph, node_id: str | None = None, prefix: str | None = None) -> list[dict[str, Any]]:
     """Latest entries, ordered by node then key. Artifact-backed values are not read: `value` is
     None and `artifact_path` says where the text is."""
-    clauses, params = ["graph_id = ?"], [g.id]
-    if node_id is not None:
-        clauses.append("node_id = ?")
-        params.append(node_id)
-    if prefix:
-        # substr instead of LIKE: keys often hold `_` and `%`, which LIKE treats as wildcards.
-        clauses.append("substr(key, 1, ?) = ?")
-        params.extend([len(prefix), prefix])
-    rows = g.conn.execute(
-        f"SELECT {_COLUMNS}, updated_at FROM kv_latest WHERE {' AND '.join(clauses)} "
-        "ORDER BY node_id, key", params).fetchall()
+    params = {"graph": g.id, "node": node_id, "prefix": prefix or None,
+              "prefix_length": len(prefix or "")}
+    rows = queries.run(g.conn, "kv.list_graph" if node_id is None else "kv.list_node",
+                       params).fetchall()
     return [_row(row, "updated_at") for row in rows]
 
 
 def history(g: Graph, node_id: str, key: str) -> list[dict[str, Any]]:
     """Retained history of `(node_id, key)`, newest first (at most `HISTORY_KEEP` rows)."""
-    rows = g.conn.execute(
-        f"SELECT {_COLUMNS}, created_at FROM kv_history WHERE graph_id = ? AND node_id = ? "
-        "AND key = ? ORDER BY id DESC", (g.id, node_id, key)).fetchall()
+    rows = queries.run(g.conn, "kv.history", (g.id, node_id, key)).fetchall()
     return [_row(row, "created_at") for row in rows]

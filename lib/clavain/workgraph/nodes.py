@@ -3,7 +3,7 @@
 SQL only: every function runs inside the caller's transaction (or reads outside one), on one
 graph (`graphs.Graph`): every statement is scoped by its id. The user-facing operations that
 open a transaction, keep scaffolding whole and refresh the snapshot are in `edits` (people and
-agents adding work), `results` (runner results), `leases` (claims) and `schedule` (what runs
+agents adding work), `results` (runner results), `claims` (claims) and `schedule` (what runs
 next). Readiness is `nodes.unmet_deps = 0`, kept by triggers (migrations 0001, 0004).
 """
 
@@ -16,32 +16,26 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.errors import ClavainError
+from clavain.store import queries
 from clavain.textio import storable, storable_tree
-from clavain.workgraph.claim_columns import LOCK_CLEARED
 from clavain.workgraph.graphs import Graph, ensure
-from clavain.workgraph.node_view import node_json
+from clavain.workgraph.statuses import NodeStatus
 
 # Only one of each: scaffolding owns them, so an added second one is refused.
 SINGLETON_TYPES = ("integrate", "final_verify")
-_CHUNK = 500  # bound parameters per IN (...) list, well under SQLite's limit
 
 
 def record_event(g: Graph, node_id: str, from_status: str | None, to_status: str | None, *,
                  at: str, run_id: str | None = None, note: str = "") -> None:
-    g.conn.execute(
-        "INSERT INTO events (graph_id, node_id, from_status, to_status, run_id, at, note) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (g.id, node_id, from_status, to_status, run_id, at, storable(note)),
-    )
+    queries.run(g.conn, "nodes.record_event",
+                (g.id, node_id, from_status, to_status, run_id, at, storable(note)))
 
 
 # ---------------------------------------------------------------- reading
 
 def get_node(g: Graph, node_id: str) -> dict[str, Any] | None:
     """Every column (JSON columns decoded, snake_case keys) plus `depends_on`, or None."""
-    row = g.conn.execute(
-        f"SELECT {node_json(g.conn)} FROM nodes n WHERE n.graph_id = ? AND n.id = ?",
-        (g.id, node_id)).fetchone()
+    row = queries.run(g.conn, "nodes.get", (g.id, node_id)).fetchone()
     return json.loads(row[0]) if row else None
 
 
@@ -55,32 +49,23 @@ def require_node(g: Graph, node_id: str) -> dict[str, Any]:
 
 def list_nodes(g: Graph, status: str | None = None) -> list[dict[str, Any]]:
     """The graph's nodes (or those with `status`), in selection order."""
-    where, params = ("AND n.status = ?", (g.id, status)) if status else ("", (g.id,))
-    rows = g.conn.execute(
-        f"SELECT {node_json(g.conn)} FROM nodes n WHERE n.graph_id = ? {where} "
-        "ORDER BY n.rank, n.id",
-        params).fetchall()
+    rows = (queries.run(g.conn, "nodes.list_with_status", (g.id, status)) if status
+            else queries.run(g.conn, "nodes.list", (g.id,))).fetchall()
     return [json.loads(r[0]) for r in rows]
 
 
 def list_all_nodes(conn: sqlite3.Connection, status: str | None = None) -> list[dict[str, Any]]:
     """Every graph's nodes (each with its `graph_id`), graph by graph, in selection order."""
-    where, params = ("WHERE n.status = ?", (status,)) if status else ("", ())
-    rows = conn.execute(
-        f"SELECT {node_json(conn)} FROM nodes n JOIN graphs g ON g.id = n.graph_id "
-        f"{where} ORDER BY g.created_at, n.graph_id, n.rank, n.id", params).fetchall()
+    rows = (queries.run(conn, "nodes.list_all_with_status", (status,)) if status
+            else queries.run(conn, "nodes.list_all")).fetchall()
     return [json.loads(r[0]) for r in rows]
 
 
 def existing_ids(g: Graph, ids: Iterable[str]) -> set[str]:
     wanted = list(dict.fromkeys(ids))
-    found: set[str] = set()
-    for start in range(0, len(wanted), _CHUNK):
-        chunk = wanted[start:start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
-        found.update(r[0] for r in g.conn.execute(
-            f"SELECT id FROM nodes WHERE graph_id = ? AND id IN ({marks})", (g.id, *chunk)))
-    return found
+    if not wanted:
+        return set()
+    return {r[0] for r in queries.run(g.conn, "nodes.existing_ids", (g.id, json.dumps(wanted)))}
 
 
 # ---------------------------------------------------------------- adding
@@ -175,8 +160,7 @@ def _check_batch(g: Graph, models: list[Any], parent_id: str | None) -> None:
         raise ClavainError(f"node {cycle[0]!r} is in a dependency cycle: {' -> '.join(cycle)}")
     for kind in SINGLETON_TYPES:
         adding = [s.id for s in models if s.type == kind]
-        present = g.conn.execute("SELECT id FROM nodes WHERE graph_id = ? AND type = ? LIMIT 1",
-                                 (g.id, kind)).fetchone()
+        present = queries.run(g.conn, "nodes.first_of_type", (g.id, kind)).fetchone()
         if len(adding) + (1 if present else 0) > 1:
             raise ClavainError(
                 f"node {adding[-1]!r}: the graph keeps exactly one {kind} node "
@@ -226,7 +210,7 @@ def insert_nodes(g: Graph, cfg: dict[str, Any], models: list[Any], *,
     max_attempts = int(config_mod.get(cfg, "defaults.maxAttempts", 3))
     verify_runner = config_mod.get(cfg, "defaults.verifyRunner")
     # Parents may come later in the batch; checked at COMMIT (reset automatically then).
-    conn.execute("PRAGMA defer_foreign_keys = ON")
+    queries.run(conn, "store.defer_foreign_keys")
     default_policy = json.dumps({"max_attempts": max_attempts})
     rows, edges = [], []
     for s in models:
@@ -241,16 +225,10 @@ def insert_nodes(g: Graph, cfg: dict[str, Any], models: list[Any], *,
         ))
         edges += [(g.id, s.id, d, (dep_kind or {}).get((s.id, d), "done"))
                   for d in dict.fromkeys(s.dependsOn)]
-    conn.executemany(
-        "INSERT INTO nodes (graph_id, id, title, type, parent_id, runner, inputs_json, "
-        "ownership_json, acceptance_json, verify_json, commands_json, retry_policy_json, "
-        "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-    conn.executemany("INSERT INTO deps (graph_id, node_id, depends_on_id, kind) "
-                     "VALUES (?, ?, ?, ?)", edges)
+    queries.run_many(conn, "nodes.insert", rows)
+    queries.run_many(conn, "nodes.insert_dependency", edges)
     note = note or (f"added by {parent_id}" if parent_id else "added")
-    conn.executemany(
-        "INSERT INTO events (graph_id, node_id, from_status, to_status, run_id, at, note) "
-        "VALUES (?, ?, NULL, 'open', ?, ?, ?)", [(g.id, s.id, run_id, at, note) for s in models])
+    queries.run_many(conn, "nodes.record_added", [(g.id, s.id, run_id, at, note) for s in models])
     return [s.id for s in models]
 
 
@@ -260,12 +238,8 @@ def reopen(g: Graph, node_id: str, from_status: str, *, at: str, note: str,
            auto: bool = False) -> None:
     """Back to open with a clean slate (attempts, backoff, lock, supersession). The escalation
     count survives: it bounds how often one node's failure is handed to a planner. SQL only."""
-    g.conn.execute(
-        "UPDATE nodes SET status = 'open', attempts = 0, crashes = 0, blocked_until = NULL, "
-        f"completed_at = NULL, {LOCK_CLEARED}, superseded_by = NULL, "
-        "auto_resets = auto_resets + ?, updated_at = ? WHERE graph_id = ? AND id = ?",
-        (1 if auto else 0, at, g.id, node_id))
-    record_event(g, node_id, from_status, "open", at=at, note=note)
+    queries.run(g.conn, "nodes.reopen", (1 if auto else 0, at, g.id, node_id))
+    record_event(g, node_id, from_status, NodeStatus.OPEN, at=at, note=note)
 
 
 class FenceError(ClavainError):
@@ -275,13 +249,13 @@ class FenceError(ClavainError):
 
     def __init__(self, node: dict[str, Any], fence: int | None) -> None:
         node_id, current = node["id"], node["lock_generation"]
-        if node["status"] == "in_progress" and current != fence:
+        if node["status"] == NodeStatus.IN_PROGRESS and current != fence:
             why = (f"was claimed again since this runner's claim (generation {fence}, now "
                    f"{current}, by run {node['lock_run_id']!r}): its lease ran out or its "
                    "holder was taken for dead")
-        elif node["status"] == "in_progress":
+        elif node["status"] == NodeStatus.IN_PROGRESS:
             why = f"is held by run {node['lock_run_id']!r}, not by this runner's claim"
-        elif node["status"] == "open":
+        elif node["status"] == NodeStatus.OPEN:
             why = (f"was given back since this runner's claim (generation {fence}); it runs "
                    "again under a new claim")
         else:
@@ -289,40 +263,3 @@ class FenceError(ClavainError):
                    f"(generation {fence}) finished it")
         super().__init__(f"node {node_id!r} {why}; nothing of this runner was recorded")
 
-
-def fence_condition(fence: int | None) -> tuple[str, tuple[int, ...]]:
-    """The SQL condition (and its parameter) that holds only under claim generation `fence`."""
-    if fence is None:
-        return "", ()
-    return " AND lock_generation = ?", (int(fence),)
-
-
-def release_claim(g: Graph, node_id: str, run_id: str, *, at: str, why: str,
-                  fence: int | None = None, crashed: bool = False) -> bool:
-    """Give `run_id`'s claim on `node_id` back without spending an attempt (the runner was
-    stopped, the node cannot finish yet, or — `crashed` — its holder died, which adds one to
-    the node's crash count instead). SQL only; False when the run held nothing (or, with
-    `fence`, not under that claim generation)."""
-    fenced, params = fence_condition(fence)
-    released = g.conn.execute(
-        f"UPDATE nodes SET status = 'open', {LOCK_CLEARED}, crashes = crashes + ?, "
-        f"updated_at = ? WHERE graph_id = ? AND id = ? AND lock_run_id = ?{fenced} RETURNING id",
-        (1 if crashed else 0, at, g.id, node_id, run_id, *params)).fetchall()
-    if released:
-        spent = "a crash counted" if crashed else "no attempt spent"
-        record_event(g, node_id, "in_progress", "open", at=at, run_id=run_id,
-                     note=f"{why}; claim released, {spent}")
-    return bool(released)
-
-
-def note_runner(g: Graph, node_id: str, run_id: str, *, fence: int | None, pid: int,
-                identity: str | None) -> bool:
-    """Record the runner process group working `run_id`'s claim on `node_id` (under claim
-    generation `fence`): a claimer on the same host stops it before the node is claimed again.
-    SQL only; False when the claim is not the node's any more."""
-    fenced, params = fence_condition(fence)
-    noted = g.conn.execute(
-        "UPDATE nodes SET lock_runner_pid = ?, lock_runner_identity = ? "
-        f"WHERE graph_id = ? AND id = ? AND lock_run_id = ?{fenced} RETURNING id",
-        (pid, identity, g.id, node_id, run_id, *params)).fetchall()
-    return bool(noted)

@@ -16,6 +16,7 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.errors import ClavainError
+from clavain.store import queries
 from clavain.workgraph import kv
 from clavain.workgraph.graphs import Graph
 
@@ -113,9 +114,7 @@ def node_fields(node: dict[str, Any]) -> str:
 
 def _latest_text(g: Graph, node_id: str, key: str) -> tuple[bool, str | None]:
     """(exists, inline text); text is None when the value lives in an artifact file."""
-    row = g.conn.execute(
-        "SELECT value_text FROM kv_latest WHERE graph_id = ? AND node_id = ? AND key = ?",
-        (g.id, node_id, key)).fetchone()
+    row = queries.run(g.conn, "packets.latest_text", (g.id, node_id, key)).fetchone()
     return (False, None) if row is None else (True, row["value_text"])
 
 
@@ -152,10 +151,7 @@ def upstream_inputs(g: Graph, node: dict[str, Any]) -> list[dict[str, Any]]:
     """The `out.summary` of every node this one depends on and, for a verify node among them,
     of the task it checked: what an integrate or final-verify node builds on."""
     refs: dict[str, dict[str, Any]] = {}
-    for row in g.conn.execute(
-            "SELECT n.id, n.type, n.verifies FROM deps d JOIN nodes n "
-            "ON n.graph_id = d.graph_id AND n.id = d.depends_on_id "
-            "WHERE d.graph_id = ? AND d.node_id = ? ORDER BY n.id", (g.id, node["id"])):
+    for row in queries.run(g.conn, "packets.upstream", (g.id, node["id"])):
         if row["verifies"]:
             refs.setdefault(row["verifies"], {"node_id": row["verifies"], "key": "out.summary",
                                               "as": f"task {row['verifies']}"})
@@ -166,13 +162,7 @@ def upstream_inputs(g: Graph, node: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _ancestors(g: Graph, node_id: str) -> list[sqlite3.Row]:
     """Root first. The depth guard keeps a corrupt parent cycle from looping forever."""
-    return g.conn.execute(
-        "WITH RECURSIVE up(id, parent_id, type, title, depth) AS ("
-        " SELECT id, parent_id, type, title, 0 FROM nodes WHERE graph_id = ? AND id = ?"
-        " UNION ALL SELECT n.id, n.parent_id, n.type, n.title, up.depth + 1"
-        " FROM nodes n JOIN up ON n.graph_id = ? AND n.id = up.parent_id WHERE up.depth < 64)"
-        " SELECT id, type, title FROM up WHERE depth > 0 ORDER BY depth DESC",
-        (g.id, node_id, g.id)).fetchall()
+    return queries.run(g.conn, "packets.ancestors", (g.id, node_id, g.id)).fetchall()
 
 
 OMITTED_CONTEXT = ("## Plan context\n\nOmitted (thin packet); "

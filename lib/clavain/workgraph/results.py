@@ -3,37 +3,32 @@ retry with backoff, added nodes (with their scaffolding), the auto KV keys, and 
 failure the hand-over to an escalation (`escalation`).
 
 `check_applicable` is the one answer to "may this result be applied?": the node is open or in
-progress, its dependencies are done, and no other run holds it. `record_result` is the
-transition itself, shared with stale-lock release (a runner that died is a failed attempt).
+progress, its dependencies are done, and no other run holds it. The transition itself is
+`transitions.record_result`, shared with a claim released at the crash limit.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime
 from typing import Any
 
 from clavain import config as config_mod
-from clavain.clock import later_iso, now_iso
+from clavain.clock import now_iso
 from clavain.errors import ClavainError
+from clavain.store import queries
 from clavain.store.db import transaction
 from clavain.store.graph_db import store_now
 from clavain.textio import NUL_SYMBOL, BadText, load_json, storable_tree
-from clavain.workgraph import escalation, kv
-from clavain.workgraph.claim_columns import LOCK_CLEARED
+from clavain.workgraph import claims, escalation
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import (
     FenceError,
-    get_node,
-    insert_nodes,
-    record_event,
-    release_claim,
     require_node,
 )
 from clavain.workgraph.runner_env import current_run_id
-from clavain.workgraph.scaffold import scaffold_in_transaction
+from clavain.workgraph.transitions import record_result
 
 APPLICABLE = ("open", "in_progress")
 SUMMARY_MAX = 20_000  # RunnerResult.summary's own limit
@@ -97,83 +92,11 @@ def _storable_result(raw: dict[str, Any]) -> dict[str, Any]:
     return kept
 
 
-# ---------------------------------------------------------------- transitions
-
-def backoff_seconds(cfg: dict[str, Any], attempts: int) -> float:
-    """Doubling per failed attempt from defaults.retryBackoffSeconds, capped."""
-    base = float(config_mod.get(cfg, "defaults.retryBackoffSeconds", 30))
-    cap = float(config_mod.get(cfg, "defaults.retryBackoffMaxSeconds", 900))
-    return min(cap, base * 2 ** max(0, attempts - 1))
-
-
-def next_state(node: dict[str, Any], status: str, cfg: dict[str, Any],
-               now: datetime | None, *, give_up: bool = False) -> dict[str, Any]:
-    """Column values after a result with `status`; pure, so retry policy is easy to test.
-    `give_up`: a failure that ends the node now, whatever attempts are left (it crashed its
-    holder too often)."""
-    at = now_iso(now)
-    if status == "success":
-        return {"status": "done", "attempts": node["attempts"], "blocked_until": None,
-                "completed_at": at}
-    if status == "checkpoint":
-        return {"status": "needs_human", "attempts": node["attempts"], "blocked_until": None,
-                "completed_at": None}
-    if give_up:
-        return {"status": "failed", "attempts": node["attempts"], "blocked_until": None,
-                "completed_at": at}
-    attempts = node["attempts"] + 1
-    limit = int((node.get("retry_policy") or {}).get("max_attempts")
-                or config_mod.get(cfg, "defaults.maxAttempts", 3))
-    if attempts >= limit:
-        return {"status": "failed", "attempts": attempts, "blocked_until": None,
-                "completed_at": at}
-    return {"status": "open", "attempts": attempts,
-            "blocked_until": later_iso(backoff_seconds(cfg, attempts), now), "completed_at": None}
-
-
-def _human_question(node: dict[str, Any], result: Any, run_id: str | None,
-                    at: str) -> str | None:
-    if result.status != "checkpoint":
-        kept = node["human_question"]
-        return json.dumps(kept) if kept is not None else None
-    return json.dumps({"question": result.question or result.summary, "summary": result.summary,
-                       "run_id": run_id, "asked_at": at})
-
-
-def _auto_kv(result: Any, stdout_path: str | None, result_path: str | None) -> dict[str, str]:
-    """The keys escalation and downstream packets rely on, so agents need not write them."""
-    values = {"out.summary": result.summary}
-    if stdout_path:
-        values["out.last_stdout_path"] = str(stdout_path)
-    if result_path:
-        values["out.last_result_path"] = str(result_path)
-    if result.status in ("fail", "checkpoint"):
-        error = result.summary or (result.errors[0] if result.errors else "")
-        if error:
-            values["err.summary"] = error
-        if result.errors:  # every problem the runner named, for the escalation to read
-            values["err.errors"] = "\n".join(result.errors)
-    return values
-
-
-def runner_died(run_id: str, reason: str) -> Any:
-    """The result recorded for a runner that stopped holding a lock without reporting."""
-    from clavain.models.node import RunnerResult
-
-    summary = f"runner {run_id} stopped without a result: {reason}"
-    return RunnerResult.model_construct(version=None, status="fail", summary=summary,
-                                        errors=[summary], question=None, next=None)
-
-
 # ---------------------------------------------------------------- may it be applied?
 
 def unmet_dependencies(g: Graph, node_id: str) -> list[str]:
-    return [row[0] for row in g.conn.execute(
-        "SELECT d.depends_on_id FROM deps d "
-        "JOIN nodes dn ON dn.graph_id = d.graph_id AND dn.id = d.depends_on_id "
-        "WHERE d.graph_id = ? AND d.node_id = ? AND NOT (dn.status = 'done' "
-        "OR (d.kind = 'settled' AND dn.status = 'failed')) ORDER BY d.depends_on_id",
-        (g.id, node_id))]
+    return [row[0] for row in queries.run(g.conn, "results.unmet_dependencies",
+                                          (g.id, node_id))]
 
 
 class WaitingOnDependencies(ClavainError):
@@ -213,59 +136,6 @@ def check_applicable(g: Graph, node: dict[str, Any], run_id: str,
 
 
 # ---------------------------------------------------------------- apply
-
-def record_result(g: Graph, cfg: dict[str, Any], node: dict[str, Any], result: Any, *,
-                  run_id: str | None, at: str, now: datetime | None,
-                  stdout_path: str | None = None, result_path: str | None = None,
-                  event_note: str | None = None, extra_kv: dict[str, str] | None = None,
-                  give_up: bool = False) -> dict[str, Any]:
-    """The transition for a parsed result. SQL only: the caller holds the transaction and has
-    decided the result may be applied. `extra_kv` are keys the runner recorded besides the
-    automatic ones (the shell verifier's tree), written with them. `give_up`: see
-    `next_state`."""
-    node_id = node["id"]
-    added: list[str] = []
-    if result.next and result.next.addNodes:
-        fresh = _not_yet_added(g, node_id, result.next.addNodes)
-        if fresh:
-            added = insert_nodes(g, cfg, fresh, parent_id=node_id, at=at, run_id=run_id)
-    after = next_state(node, result.status, cfg, now, give_up=give_up)
-    g.conn.execute(
-        "UPDATE nodes SET status = :status, attempts = :attempts, "
-        "blocked_until = :blocked_until, completed_at = :completed_at, "
-        f"human_question_json = :question, {LOCK_CLEARED}, updated_at = :at "
-        "WHERE graph_id = :graph AND id = :id",
-        {**after, "question": _human_question(node, result, run_id, at), "at": at,
-         "graph": g.id, "id": node_id})
-    record_event(g, node_id, node["status"], after["status"], at=at,
-                 run_id=run_id or node["lock_run_id"],
-                 note=event_note or f"{result.status}: {result.summary[:200]}")
-    attempt = node["attempts"] + 1
-    values = {**_auto_kv(result, stdout_path, result_path), **(extra_kv or {})}
-    for key, value in values.items():
-        kv.write(g, node_id, key, value, run_id=run_id, attempt=attempt, cfg=cfg)
-    handed = {"escalation": None, "action": "none"}
-    if after["status"] == "failed":
-        handed = escalation.hand_over(g, cfg, {**node, "attempts": after["attempts"]},
-                                      at=at, run_id=run_id)
-    replaced = None
-    if after["status"] == "done":
-        replaced = escalation.after_success(g, node, at=at, run_id=run_id)
-    scaffolded = None
-    if added and g.conn.execute(
-            f"SELECT 1 FROM nodes WHERE graph_id = ? AND type = 'task' "
-            f"AND id IN ({', '.join('?' * len(added))}) LIMIT 1", (g.id, *added)).fetchone():
-        # Added work is always verified: every task gets its verify node before integration.
-        scaffolded = scaffold_in_transaction(g, cfg, at)
-    stored = get_node(g, node_id)
-    question = (stored["human_question"] or {}).get("question") \
-        if after["status"] == "needs_human" else None
-    return {"node": node_id, "from": node["status"], "to": after["status"],
-            "result": result.status, "run_id": run_id, "attempts": stored["attempts"],
-            "blocked_until": stored["blocked_until"], "added": added,
-            "escalation": handed["escalation"], "escalation_action": handed["action"],
-            "replaced": replaced, "scaffold": scaffolded, "question": question}
-
 
 def check_planned_work(node: dict[str, Any], result: Any) -> None:
     """A planner adds work, never checks (the verify, integrate and final gates are Clavain's to
@@ -311,8 +181,9 @@ def apply_result(g: Graph, node_id: str, result: dict[str, Any] | str, *,
         except WaitingOnDependencies as exc:
             # Claimed, then a dependency reopened (a reset, new work scaffolded in front): the
             # node cannot finish now and must not stay locked until its lease runs out.
-            if node["lock_run_id"] != run_id or not release_claim(
-                    g, node_id, run_id, at=at, why="a dependency is not done any more"):
+            if node["lock_run_id"] != run_id or not claims.release(
+                    g, node_id, run_id, reason=claims.Reason.GIVEN_BACK, at=at,
+                    why="a dependency is not done any more"):
                 raise
             refused = exc
         else:
@@ -324,12 +195,3 @@ def apply_result(g: Graph, node_id: str, result: dict[str, Any] | str, *,
         raise ClavainError(f"{refused}; the claim was released, so it runs again once they are "
                            "done")
     return outcome
-
-
-def _not_yet_added(g: Graph, node_id: str, specs: list[Any]) -> list[Any]:
-    """A retried node often proposes the same follow-up nodes again: those it already added
-    (same id, same parent) are kept as they are, so the retry's result can still be recorded.
-    The same id under another parent is still a duplicate and rejected."""
-    children = {row[0] for row in g.conn.execute(
-        "SELECT id FROM nodes WHERE graph_id = ? AND parent_id = ?", (g.id, node_id))}
-    return [spec for spec in specs if spec.id not in children]

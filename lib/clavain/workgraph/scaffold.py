@@ -13,49 +13,21 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
+from clavain.store import queries
 from clavain.store.db import transaction
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import insert_nodes, reopen
+from clavain.workgraph.statuses import NodeStatus
 
 INTEGRATE_ID = "integrate"
 FINAL_ID = "final-verify"
 
-# Every statement names the graph as its first parameter (`:g` would clash with `?`).
-_TASKS_WITHOUT_VERIFY = """SELECT t.id, t.title, t.parent_id, t.acceptance_json, t.verify_json
-  FROM nodes t
-  WHERE t.graph_id = ? AND t.type = 'task' AND t.superseded_by IS NULL
-    AND t.status <> 'cancelled'
-    AND NOT EXISTS (SELECT 1 FROM nodes v WHERE v.graph_id = t.graph_id AND v.type = 'verify'
-                    AND v.verifies = t.id)
-    AND NOT EXISTS (  -- a verify node a person or planner made for it counts too
-      SELECT 1 FROM deps d JOIN nodes v ON v.graph_id = d.graph_id AND v.id = d.node_id
-      WHERE d.graph_id = t.graph_id AND d.depends_on_id = t.id AND v.type = 'verify'
-        AND v.verifies IS NULL)
-  ORDER BY t.id"""
-
-# `down`: the given node and every node that depends on it, directly or not (parameters: the
-# node, the graph). The cast types the bound id for PostgreSQL.
-_DOWNSTREAM = """WITH RECURSIVE down(id) AS (SELECT CAST(? AS TEXT) UNION
-  SELECT d.node_id FROM deps d JOIN down ON d.graph_id = ? AND d.depends_on_id = down.id)"""
-
-# Verify nodes that come after integration (a task that depends on it) but not after the final
-# gate: integration cannot wait for them (a cycle), so the final gate, which re-runs their
-# checks, does. Parameters: integrate, graph, final, graph, graph.
-_VERIFY_AFTER_INTEGRATE = """WITH RECURSIVE
-  after_integrate(id) AS (SELECT CAST(? AS TEXT) UNION
-    SELECT d.node_id FROM deps d JOIN after_integrate a
-      ON d.graph_id = ? AND d.depends_on_id = a.id),
-  after_final(id) AS (SELECT CAST(? AS TEXT) UNION
-    SELECT d.node_id FROM deps d JOIN after_final a ON d.graph_id = ? AND d.depends_on_id = a.id)
-  SELECT id FROM nodes WHERE graph_id = ? AND type = 'verify'
-    AND id IN (SELECT id FROM after_integrate) AND id NOT IN (SELECT id FROM after_final)"""
-
 
 def _free_id(g: Graph, wanted: str, taken: set[str]) -> str:
     candidate, n = wanted, 1
-    while candidate in taken or g.conn.execute(
-            "SELECT 1 FROM nodes WHERE graph_id = ? AND id = ?", (g.id, candidate)).fetchone():
+    while candidate in taken or queries.run(g.conn, "scaffold.node_exists",
+                                            (g.id, candidate)).fetchone():
         n += 1
         candidate = f"{wanted}-{n}"
     taken.add(candidate)
@@ -74,7 +46,7 @@ def _spec(**fields: Any) -> Any:
 
 def verify_specs(g: Graph, runner: str | None, taken: set[str]) -> list[Any]:
     specs = []
-    for task in g.conn.execute(_TASKS_WITHOUT_VERIFY, (g.id,)).fetchall():
+    for task in queries.run(g.conn, "scaffold.tasks_without_verify", (g.id,)).fetchall():
         specs.append(_spec(
             id=_free_id(g, f"verify-{task['id']}", taken), type="verify",
             title=f"Verify {task['title'] or task['id']}", dependsOn=[task["id"]],
@@ -88,17 +60,12 @@ def verify_specs(g: Graph, runner: str | None, taken: set[str]) -> list[Any]:
 
 def singleton(g: Graph, node_type: str) -> sqlite3.Row | None:
     """The graph's one integrate or final_verify node (id, status), or None."""
-    return g.conn.execute("SELECT id, status FROM nodes WHERE graph_id = ? AND type = ? "
-                          "ORDER BY id LIMIT 1", (g.id, node_type)).fetchone()
+    return queries.run(g.conn, "scaffold.singleton", (g.id, node_type)).fetchone()
 
 
-def _link(g: Graph, node_id: str, dep_sql: str, params: tuple[Any, ...]) -> int:
-    """Add missing deps of `node_id` on the ids `dep_sql` selects; returns how many were added."""
-    cursor = g.conn.execute(
-        f"INSERT INTO deps (graph_id, node_id, depends_on_id) "
-        f"SELECT ?, ?, x.id FROM ({dep_sql}) x WHERE x.id <> ? ON CONFLICT DO NOTHING",
-        (g.id, node_id, *params, node_id))
-    return cursor.rowcount
+def _link(g: Graph, query: str, **ids: str) -> int:
+    """Add the missing deps a `scaffold.link_*` query selects; returns how many were added."""
+    return queries.run(g.conn, query, {"graph": g.id, **ids}).rowcount
 
 
 def ensure_scaffolding(g: Graph) -> dict[str, Any]:
@@ -121,10 +88,9 @@ def scaffold_in_transaction(g: Graph, cfg: dict[str, Any], at: str) -> dict[str,
     verify = verify_specs(g, runner, taken)
     if verify:
         report["verify"] = insert_nodes(g, cfg, verify, at=at, note="added by scaffold")
-        g.conn.executemany("UPDATE nodes SET verifies = ? WHERE graph_id = ? AND id = ?",
-                           [(spec.dependsOn[0], g.id, spec.id) for spec in verify])
-    if not g.conn.execute("SELECT 1 FROM nodes WHERE graph_id = ? AND type = 'task' LIMIT 1",
-                          (g.id,)).fetchone():
+        queries.run_many(g.conn, "scaffold.set_verifies",
+                         [(spec.dependsOn[0], g.id, spec.id) for spec in verify])
+    if not queries.run(g.conn, "scaffold.has_task", (g.id,)).fetchone():
         return report
     integrate = singleton(g, "integrate")
     if integrate is None:
@@ -133,9 +99,7 @@ def scaffold_in_transaction(g: Graph, cfg: dict[str, Any], at: str) -> dict[str,
         report["integrate"] = insert_nodes(g, cfg, [spec], at=at, note="added by scaffold")[0]
         integrate = singleton(g, "integrate")
     # Never a verify node that itself waits for integration: that edge would close a cycle.
-    linked = _link(g, integrate["id"],
-                   f"{_DOWNSTREAM} SELECT id FROM nodes WHERE graph_id = ? AND type = 'verify' "
-                   "AND id NOT IN (SELECT id FROM down)", (integrate["id"], g.id, g.id))
+    linked = _link(g, "scaffold.link_integrate", integrate=integrate["id"])
     final = singleton(g, "final_verify")
     final_linked = 0
     if final is None:
@@ -145,13 +109,10 @@ def scaffold_in_transaction(g: Graph, cfg: dict[str, Any], at: str) -> dict[str,
         report["final"] = insert_nodes(g, cfg, [spec], at=at, note="added by scaffold")[0]
         final = singleton(g, "final_verify")
     else:
-        final_linked = _link(g, final["id"],
-                             f"{_DOWNSTREAM} SELECT CAST(? AS TEXT) AS id "
-                             "WHERE CAST(? AS TEXT) NOT IN "
-                             "(SELECT id FROM down)",
-                             (final["id"], g.id, integrate["id"], integrate["id"]))
-    final_linked += _link(g, final["id"], _VERIFY_AFTER_INTEGRATE,
-                          (integrate["id"], g.id, final["id"], g.id, g.id))
+        final_linked = _link(g, "scaffold.link_final_to_integrate", final=final["id"],
+                             integrate=integrate["id"])
+    final_linked += _link(g, "scaffold.link_final_to_late_verify", final=final["id"],
+                          integrate=integrate["id"])
     report["linked"] = linked + final_linked
     gather_final_checks(g, final["id"], at)
     gates = [integrate, final] if linked else [final] if final_linked else []
@@ -164,18 +125,15 @@ def gather_final_checks(g: Graph, final_id: str, at: str, *, rebuild: bool = Fal
     run it like any verify node: its own commands first, then each verify node's, once each.
     `rebuild` drops what no verify node holds any more (a plan re-recorded with new checks).
     Returns whether its commands changed."""
-    row = g.conn.execute("SELECT verify_json FROM nodes WHERE graph_id = ? AND id = ?",
-                         (g.id, final_id)).fetchone()
+    row = queries.run(g.conn, "scaffold.verify_json_of", (g.id, final_id)).fetchone()
     current: list[str] = json.loads(row["verify_json"])
     gathered: dict[str, None] = {} if rebuild else dict.fromkeys(current)
-    for (verify_json,) in g.conn.execute(
-            "SELECT verify_json FROM nodes WHERE graph_id = ? AND type = 'verify' "
-            "AND verify_json <> '[]' AND status <> 'cancelled' ORDER BY id", (g.id,)):
+    for (verify_json,) in queries.run(g.conn, "scaffold.verify_commands", (g.id,)):
         gathered.update(dict.fromkeys(json.loads(verify_json)))
     if list(gathered) == current:
         return False
-    g.conn.execute("UPDATE nodes SET verify_json = ?, updated_at = ? WHERE graph_id = ? "
-                   "AND id = ?", (json.dumps(list(gathered)), at, g.id, final_id))
+    queries.run(g.conn, "scaffold.set_verify_json",
+                (json.dumps(list(gathered)), at, g.id, final_id))
     return True
 
 
@@ -183,9 +141,8 @@ def _reopen_finished_gates(g: Graph, gates: list[sqlite3.Row], at: str) -> list[
     """New verify nodes after integration ran mean integration must run again."""
     reopened = []
     for gate in gates:
-        status = g.conn.execute("SELECT status FROM nodes WHERE graph_id = ? AND id = ?",
-                                (g.id, gate["id"])).fetchone()[0]
-        if status in ("done", "failed"):
+        status = queries.run(g.conn, "scaffold.node_status", (g.id, gate["id"])).fetchone()[0]
+        if status in (NodeStatus.DONE, NodeStatus.FAILED):
             reopen(g, gate["id"], status, at=at, note="scaffold: new verify nodes to integrate")
             reopened.append(gate["id"])
     return reopened

@@ -14,12 +14,14 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.clock import now_iso
+from clavain.store import queries
 from clavain.store.graph_db import store_now
-from clavain.workgraph import deadlock, leases, stale
+from clavain.workgraph import claim_pick, claims, deadlock, stale
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.nodes import get_node
 from clavain.workgraph.runner_env import current_run_id
+from clavain.workgraph.statuses import NodeStatus
 
 # Why nothing is runnable, most actionable first (`idle_reason`).
 REASONS = ("empty", "running", "ready", "backoff", "needs_human", "deadlock", "all_done")
@@ -38,9 +40,10 @@ def next_node(g: Graph, *, claim: bool = False, run_id: str | None = None,
 
     def pick() -> dict[str, Any] | None:
         if claim:
-            return leases.claim_next(g, run_id=run_id, pid=pid, now=now,
-                                     lease_seconds=leases.lease_of(cfg))
-        found = leases.select_next(g, now=now)
+            taken = claims.claim_next(g, run_id=run_id, pid=pid, now=now,
+                                      lease_seconds=claims.lease_of(cfg))
+            return taken.node if taken is not None else None
+        found = claim_pick.select_next(g, now=now)
         return get_node(g, found) if found else None
 
     node = pick()
@@ -64,26 +67,20 @@ def idle_reason(g: Graph, *, cfg: dict[str, Any] | None = None,
     """Why no node is runnable now: {"reason": one of REASONS, "message": one line, ...}."""
     at = now_iso(now or store_now(g.conn))
     conn = g.conn
-    counts = dict(conn.execute("SELECT status, count(*) FROM nodes WHERE graph_id = ? "
-                               "GROUP BY status", (g.id,)).fetchall())
+    counts = dict(queries.run(conn, "schedule.status_counts", (g.id,)).fetchall())
     if not counts:
         return {"reason": "empty", "message": f"the workgraph {g.id!r} has no nodes yet"}
-    running = conn.execute(
-        "SELECT id, lock_run_id FROM nodes WHERE graph_id = ? AND status = 'in_progress' "
-        "ORDER BY id", (g.id,)).fetchall()
+    running = queries.run(conn, "schedule.running", (g.id,)).fetchall()
     if running:
         shown = ", ".join(f"{r['id']} (run {r['lock_run_id']})" for r in running[:SHOWN])
         message = f"{len(running)} node(s) in progress: {shown}"
         envelope: dict[str, Any] = {"reason": "running", "running": [r["id"] for r in running]}
-        waits = leases.ownership_waits(g, now=now)
+        waits = claim_pick.ownership_waits(g, now=now)
         if waits:
             envelope["waiting_on_ownership"] = [wait[0] for wait in waits]
             message += "; " + describe_ownership_wait(waits)
         return {**envelope, "message": message}
-    waiting = conn.execute(
-        "SELECT id, blocked_until FROM nodes WHERE graph_id = ? AND status = 'open' "
-        "AND unmet_deps = 0 AND lock_run_id IS NULL AND blocked_until > ? "
-        "ORDER BY blocked_until, id", (g.id, at)).fetchall()
+    waiting = queries.run(conn, "schedule.backoff", (g.id, at)).fetchall()
     if waiting:
         first = waiting[0]
         return {"reason": "backoff", "until": first["blocked_until"],
@@ -91,20 +88,16 @@ def idle_reason(g: Graph, *, cfg: dict[str, Any] | None = None,
                 "message": f"{first['id']} waits for its retry backoff until "
                            f"{first['blocked_until']}"
                            + (f" ({len(waiting) - 1} more waiting)" if len(waiting) > 1 else "")}
-    ready = conn.execute(
-        "SELECT id FROM nodes WHERE graph_id = ? AND status = 'open' AND unmet_deps = 0 "
-        "AND lock_run_id IS NULL AND (blocked_until IS NULL OR blocked_until <= ?) "
-        "ORDER BY rank, id LIMIT 1", (g.id, at)).fetchone()
+    ready = queries.run(conn, "schedule.first_ready", (g.id, at)).fetchone()
     if ready is not None:
         # Given back by another runner (another machine) since the claim that found nothing:
         # never "all done" while a node can run.
         return {"reason": "ready", "node_id": ready["id"],
                 "message": f"{ready['id']} became ready a moment ago; look again"}
     report = deadlock.detect(g, cfg)
-    humans = conn.execute("SELECT id, json_extract(human_question_json, '$.question') AS q "
-                          "FROM nodes WHERE graph_id = ? AND status = 'needs_human' ORDER BY id",
-                          (g.id,)).fetchall()
-    failed = [b for b in (report or {}).get("blockers", []) if b["status"] == "failed"]
+    humans = queries.run(conn, "schedule.questions", (g.id,)).fetchall()
+    failed = [b for b in (report or {}).get("blockers", [])
+              if b["status"] == NodeStatus.FAILED]
     if humans and not failed:
         first = humans[0]
         return {"reason": "needs_human", "nodes": [r["id"] for r in humans],
@@ -114,9 +107,7 @@ def idle_reason(g: Graph, *, cfg: dict[str, Any] | None = None,
                            f"(clavain graph answer {first['id']} --answer TEXT)"}
     if report is not None:
         return {"reason": "deadlock", "deadlock": report, "message": deadlock.describe(report)}
-    unfinished = conn.execute("SELECT id FROM nodes WHERE graph_id = ? "
-                              "AND status IN ('open', 'in_progress') LIMIT 1",
-                              (g.id,)).fetchone()
+    unfinished = queries.run(conn, "schedule.first_unfinished", (g.id,)).fetchone()
     if unfinished is not None:  # claimed or given back elsewhere while this looked: not done
         return {"reason": "ready", "node_id": unfinished["id"],
                 "message": f"{unfinished['id']} changed a moment ago; look again"}

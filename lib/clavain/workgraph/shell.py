@@ -95,7 +95,7 @@ def run_command(index: int, command: str, *, cwd: Path, log_path: Path, timeout:
                 ) -> CommandOutcome:
     """Run one command, its output (stdout and stderr interleaved) streamed to `log_path`;
     `renew` is called every `renew_every` seconds while it runs (a runner's lease)."""
-    from clavain.sandbox import confine
+    from clavain.confine import confine
 
     pgids = guard.pgids if guard is not None else []
     # In hard mode an agent's verify command gets its Bash's limits, though Clavain runs it.
@@ -103,17 +103,28 @@ def run_command(index: int, command: str, *, cwd: Path, log_path: Path, timeout:
     with open_inside(state_root, log_path, "wb") as log:
         log.write(f"$ {command}\n".encode())
         log.flush()
+        # A signal while the command starts waits until its group is known: the handler
+        # kills only known groups, and the command runs before Popen returns (on a loaded
+        # machine, long enough to be signalled), so it would outlive the runner.
+        interruptible = guard is not None and guard.interruptible
+        if guard is not None:
+            guard.hold()
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         pgids.append(proc.pid)
-        timed_out = _wait(proc, timeout, renew, renew_every)
-        if timed_out:
-            stop_group(proc.pid, proc=proc)
-        # Background leftovers of a finished command would hold ports and this log open.
-        kill_group(proc.pid, signal.SIGKILL)
-        pgids.remove(proc.pid)
+        try:
+            if interruptible and guard is not None:
+                guard.allow()  # a signal that came meanwhile stops it now
+            timed_out = _wait(proc, timeout, renew, renew_every)
+            if timed_out:
+                stop_group(proc.pid, proc=proc)
+        finally:
+            # Background leftovers of a finished command would hold ports and this log open;
+            # an interrupted command's group goes with them.
+            kill_group(proc.pid, signal.SIGKILL)
+            pgids.remove(proc.pid)
         footer = (f"[timed out after {timeout:g}s; process group killed]" if timed_out
                   else f"[exit {proc.returncode}]")
         log.write(f"\n{footer}\n".encode())

@@ -5,9 +5,9 @@ claimer's own lease, recorded with the claim (`lock_lease_ms`) and renewed with 
 store's clock — so every machine judges one claim the same way, whatever its own
 `lockLeaseSeconds` says (a claim from before leases were recorded is judged by the reader's).
 
-Giving a stale claim back is a crash, not the node's failure: no attempt is spent; the node's
-crash count goes up, and a node given back `defaults.maxCrashes` times fails with the reason
-(a node that kills its supervisor every time must not run forever).
+Giving a stale claim back is a crash, not the node's failure (`claims.release`, reason stale):
+no attempt is spent; the node's crash count goes up, and a node given back
+`defaults.maxCrashes` times fails with the reason.
 
 Never two runners on one node: before a claim is given back, the runner recorded with it
 (`lock_runner_pid` + identity) is stopped and waited for when it runs on this host; if it
@@ -23,16 +23,12 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.processes import pid_alive, stop_recorded_group
+from clavain.store import queries
 from clavain.store.db import transaction
 from clavain.store.graph_db import store_now
+from clavain.workgraph.claims import Reason, lease_of, release, this_host
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.leases import lease_of, this_host
-from clavain.workgraph.nodes import get_node, release_claim
-from clavain.workgraph.results import record_result, runner_died
-
-_LOCKED = ("SELECT id, lock_run_id, lock_generation, lock_pid, lock_host, lock_started_at, "
-           "lock_renewed_at, lock_lease_ms, lock_runner_pid, lock_runner_identity "
-           "FROM nodes WHERE graph_id = ? AND lock_run_id IS NOT NULL")
+from clavain.workgraph.nodes import get_node
 
 
 def _moment(text: str | None) -> datetime | None:
@@ -82,7 +78,7 @@ def _stale_rows(g: Graph, lease_seconds: float, now: datetime | None, host: str 
     now = now or store_now(g.conn)
     host = host or this_host(g.conn)
     found = []
-    for row in g.conn.execute(_LOCKED, (g.id,)).fetchall():
+    for row in queries.run(g.conn, "claims.locked", (g.id,)).fetchall():
         reason = stale_reason(row, now=now, host=host, reader_lease_seconds=lease_seconds)
         if reason is not None:
             found.append((row, reason))
@@ -104,7 +100,7 @@ def release_stale_locks(g: Graph, *, cfg: dict[str, Any] | None = None,
     for row, reason in stale:
         # Looked at again just before its runner is stopped: a holder that renewed meanwhile
         # keeps its runner and its claim.
-        fresh = g.conn.execute(_LOCKED + " AND id = ?", (g.id, row["id"])).fetchone()
+        fresh = queries.run(g.conn, "claims.locked_node", (g.id, row["id"])).fetchone()
         if fresh is None or _claim_of(fresh) != _claim_of(row) or stale_reason(
                 fresh, now=now or store_now(g.conn), host=host,
                 reader_lease_seconds=lease) is None:
@@ -117,7 +113,6 @@ def release_stale_locks(g: Graph, *, cfg: dict[str, Any] | None = None,
         return []
     now = now or store_now(g.conn)
     released, at = [], now_iso(now)
-    limit = int(config_mod.get(cfg, "defaults.maxCrashes", 5))
     with transaction(g.conn):
         for node_id, (claim, reason, stopped) in fences.items():
             node = get_node(g, node_id)
@@ -126,8 +121,8 @@ def release_stale_locks(g: Graph, *, cfg: dict[str, Any] | None = None,
             if not stopped and stale_reason(node, now=now, host=host,
                                             reader_lease_seconds=lease) is None:
                 continue  # renewed meanwhile, its runner untouched: still its holder's
-            if give_back_crashed(g, cfg, node, why=f"stale lock released: {reason}", at=at,
-                                 now=now, limit=limit):
+            if release(g, node_id, claim[0], reason=Reason.STALE, fence=claim[1], cfg=cfg,
+                       why=f"stale lock released: {reason}", at=at, now=now):
                 released.append(node_id)
     return released
 
@@ -143,22 +138,3 @@ def _runner_stopped(row: Any, host: str) -> bool | None:
         return False
     return stop_recorded_group(row["lock_runner_pid"], row["lock_runner_identity"])
 
-
-def give_back_crashed(g: Graph, cfg: dict[str, Any], node: dict[str, Any], *, why: str,
-                      at: str, now: datetime, limit: int | None = None) -> bool:
-    """Give back a claim whose holder crashed (died, or went quiet past its lease): no attempt
-    spent, one more crash; at the crash limit the node fails with the reason instead. SQL only
-    (the caller holds the transaction). False when its run held nothing."""
-    run_id = node["lock_run_id"]
-    if run_id is None:
-        return False
-    limit = limit if limit is not None else int(config_mod.get(cfg, "defaults.maxCrashes", 5))
-    if node["crashes"] + 1 < limit:
-        return release_claim(g, node["id"], run_id, at=at, why=why, crashed=True)
-    g.conn.execute("UPDATE nodes SET crashes = crashes + 1 WHERE graph_id = ? AND id = ?",
-                   (g.id, node["id"]))
-    reason = f"{why}; its holder crashed {node['crashes'] + 1} times (defaults.maxCrashes)"
-    record_result(g, cfg, {**node, "crashes": node["crashes"] + 1},
-                  runner_died(run_id, reason), run_id=run_id, at=at, now=now,
-                  event_note=f"failed: {reason}", give_up=True)
-    return True

@@ -26,22 +26,20 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 from clavain import config as config_mod
-from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import write_json_atomic
-from clavain.store.db import connect, transaction
-from clavain.store.graph_db import dialect
-from clavain.workgraph import kv
+from clavain.paths import safe_path_part
+from clavain.store.db import connect
+from clavain.store.graph_db import is_shared
+from clavain.workgraph import claims, kv
 from clavain.workgraph.export import after_commit
 from clavain.workgraph.graphs import Graph
-from clavain.workgraph.leases import claim_node, heartbeat, lease_of
-from clavain.workgraph.nodes import release_claim, require_node
+from clavain.workgraph.nodes import require_node
 from clavain.workgraph.results import apply_result, check_applicable
 from clavain.workgraph.runner_env import current_run_id, fence_from_env, runner_env
 from clavain.workgraph.shell import CommandOutcome, Interrupted, SignalGuard, run_commands
@@ -55,12 +53,6 @@ COMMAND_CHARS = 2000  # of a command quoted in the result (its log holds all of 
 # The budget's refusal of the node's last verify ("" once a verify ran unrefused): a second
 # refusal in a row asks a person instead of spending another attempt.
 BUDGET_KEY = "err.budget"
-
-
-def safe_path_part(name: str) -> str:
-    """A node or run id as one folder name: ids come from agents, so no `/` or `..` escapes."""
-    cleaned = re.sub(r"[^A-Za-z0-9._:-]", "_", name).lstrip(".")
-    return cleaned or "_"
 
 
 def log_tail(path: Path) -> str:
@@ -121,8 +113,9 @@ class TestRunBudget:
         from clavain.authority import host_environment
         from clavain.guards import gate
 
-        # Budgets are this machine's, in the project's SQLite file, wherever the graph is.
-        self.local = g.conn if dialect(g.conn) == "sqlite" else None
+        # Budgets are this machine's, in the project's SQLite file, wherever the graph is: the
+        # graph's own connection is that file unless the graph is on a shared server.
+        self.local = None if is_shared(g.conn) else g.conn
         self.db_path = g.state.db
         self.config_path = str(g.state.config)
         # What the host set (the session, budget variables, a headless run's id), not what
@@ -206,7 +199,7 @@ def _claim_for_verify(g: Graph, node: dict[str, Any], run_id: str,
         return
     if node["lock_run_id"] == run_id:
         return  # already claimed by this run (`graph next --claim`, then `verify`)
-    if claim_node(g, node_id, run_id=run_id, pid=os.getpid()) is None:
+    if claims.claim_node(g, node_id, run_id=run_id, pid=os.getpid()) is None:
         current = require_node(g, node_id)
         check_applicable(g, current, run_id)  # explains a race lost since the check
         until = current["blocked_until"]
@@ -216,8 +209,7 @@ def _claim_for_verify(g: Graph, node: dict[str, Any], run_id: str,
 
 def _give_back(g: Graph, node_id: str, run_id: str, why: str, fence: int | None) -> None:
     """Release this run's claim without spending an attempt (a person stopped it)."""
-    with transaction(g.conn):
-        release_claim(g, node_id, run_id, at=now_iso(), why=f"verifier {why}", fence=fence)
+    claims.give_back(g, claims.Claim(g.id, node_id, run_id, fence, None), why=f"verifier {why}")
 
 
 def run_verify(g: Graph, node_id: str, *, apply: bool = True, timeout: float | None = None,
@@ -250,7 +242,7 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
         raise ClavainError("bash is not on PATH; the shell verifier runs each command with "
                            "`bash -c`")
     renew = None
-    lease = lease_of(cfg)
+    lease = claims.lease_of(cfg)
     fence = fence_from_env(node_id)  # a supervisor's claim, handed to this verify
     if apply:
         _claim_for_verify(g, node, run_id, fence)
@@ -258,7 +250,7 @@ def _run_verify(g: Graph, node_id: str, guard: SignalGuard, *, apply: bool,
 
         def renew() -> None:  # a long verify is alive: its claim must not look stale
             with contextlib.suppress(Exception):  # a store briefly away costs one renewal
-                heartbeat(g, node_id, run_id=run_id, snapshot=True, fence=fence)
+                claims.renew(g, node_id, run_id=run_id, snapshot=True, fence=fence)
     # The tree the commands ran on, and the one they left: a sprint ships only when the final
     # gate ran on the tree as it is now.
     tree_before = fingerprint(state.project, state_root=state.root)

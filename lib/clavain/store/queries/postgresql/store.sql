@@ -1,0 +1,2 @@
+-- name: defer_foreign_keys
+SET CONSTRAINTS ALL DEFERRED
