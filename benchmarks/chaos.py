@@ -127,6 +127,16 @@ def finish(proc: subprocess.Popen[str], timeout: float | None = None
         return None, False
 
 
+def _sql(conn: Any, statement: str, params: Any = ()) -> Any:
+    """A measuring statement of this script's own, in the store's placeholders (the library's
+    own statements are named queries)."""
+    from clavain.store.placeholders import to_psycopg
+
+    if getattr(conn, "dialect", "sqlite") != "sqlite":
+        statement = to_psycopg(statement)
+    return conn.execute(statement, params)
+
+
 def graph_rows(state: StatePaths) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """Every node, and every (node, time) it was recorded done."""
     from clavain.workgraph.nodes import list_nodes
@@ -134,8 +144,8 @@ def graph_rows(state: StatePaths) -> tuple[list[dict[str, Any]], list[tuple[str,
     conn = open_graph_db(state)
     try:
         nodes = list_nodes(Graph(conn, DEFAULT_GRAPH, state))
-        done = [(row[0], row[1]) for row in conn.execute(
-            "SELECT node_id, at FROM events WHERE graph_id = ? AND to_status = 'done' "
+        done = [(row[0], row[1]) for row in _sql(
+            conn, "SELECT node_id, at FROM events WHERE graph_id = ? AND to_status = 'done' "
             "ORDER BY id", (DEFAULT_GRAPH,))]
     finally:
         conn.close()
@@ -184,8 +194,8 @@ def ghost_claim(state: StatePaths, node_id: str, lease_ms: int) -> None:
     try:
         with transaction(conn):
             at = now_iso(store_now(conn))
-            conn.execute(
-                "UPDATE nodes SET status = 'in_progress', lock_run_id = 'ghost-run', "
+            _sql(
+                conn, "UPDATE nodes SET status = 'in_progress', lock_run_id = 'ghost-run', "
                 "lock_started_at = :at, lock_renewed_at = :at, lock_pid = 1, "
                 f"lock_host = 'ghost-host'{lease}, lock_generation = lock_generation + 1 "
                 "WHERE graph_id = :graph AND id = :id",
@@ -265,7 +275,7 @@ def damaged_page(base: Path, args: argparse.Namespace) -> dict[str, int]:
         handle.write(bytes([0x0D]) + b"\xff" * (page_size - 1))
     report, hung = finish(start_run(state, None, "--workers", str(args.workers)))
     conn = sqlite3.connect(state.db)
-    claims = conn.execute("SELECT count(*) FROM events WHERE note = 'claimed'").fetchone()[0]
+    claims = _sql(conn, "SELECT count(*) FROM events WHERE note = 'claimed'").fetchone()[0]
     conn.close()
     stopped = bool(report) and report.get("reason") == "store_damaged"
     return {"hangs": int(hung) + int(not stopped),
