@@ -64,6 +64,26 @@ def script(path: Path, body: str) -> Path:
     return path
 
 
+def rate_limited_once(folder: Path) -> Path:
+    """A runner whose first call is refused with a 429 asking for a 2 s wait, then succeeds
+    (its calls counted in `folder`/calls)."""
+    counter = folder / "calls"
+    return script(folder / "limited.py", f"""
+        import sys
+        sys.stdin.read()
+        path = {str(counter)!r}
+        try:
+            calls = int(open(path).read())
+        except OSError:
+            calls = 0
+        open(path, "w").write(str(calls + 1))
+        if calls == 0:
+            print("API Error: 429 rate limit exceeded. Please try again in 2 seconds.")
+            sys.exit(1)
+        print('<result>{{"status": "success", "summary": "after the wait"}}</result>')
+    """)
+
+
 def add(state: StatePaths, specs: list[dict[str, Any]], *, scaffold: bool = True) -> None:
     conn = open_graph_db(state)
     try:

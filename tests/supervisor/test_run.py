@@ -130,21 +130,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_rate_limited_runner_releases_its_node_and_the_run_waits(tmp_path: Path) -> None:
-    counter = tmp_path / "calls"
-    runner = kit.script(tmp_path / "limited.py", f"""
-        import sys
-        sys.stdin.read()
-        path = {str(counter)!r}
-        try:
-            calls = int(open(path).read())
-        except OSError:
-            calls = 0
-        open(path, "w").write(str(calls + 1))
-        if calls == 0:
-            print("API Error: 429 rate limit exceeded. Please try again in 2 seconds.")
-            sys.exit(1)
-        print('<result>{{"status": "success", "summary": "after the wait"}}</result>')
-    """)
+    runner = kit.rate_limited_once(tmp_path)
     state = kit.make_project(tmp_path / "p", {"runners": {"lim": {"command": [str(runner)]}}})
     kit.add(state, _tasks(("task-a", [], ["true"])), scaffold=False)
     events: list[dict] = []

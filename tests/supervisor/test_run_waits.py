@@ -18,21 +18,7 @@ pytestmark = pytest.mark.slow
 
 
 def test_a_rate_limit_wait_is_recorded_and_drawn_as_a_band(tmp_path: Path) -> None:
-    counter = tmp_path / "calls"
-    runner = kit.script(tmp_path / "limited.py", f"""
-        import sys
-        sys.stdin.read()
-        path = {str(counter)!r}
-        try:
-            calls = int(open(path).read())
-        except OSError:
-            calls = 0
-        open(path, "w").write(str(calls + 1))
-        if calls == 0:
-            print("API Error: 429 rate limit exceeded. Please try again in 2 seconds.")
-            sys.exit(1)
-        print('<result>{{"status": "success", "summary": "after the wait"}}</result>')
-    """)
+    runner = kit.rate_limited_once(tmp_path)
     state = kit.make_project(tmp_path / "p", {"runners": {"lim": {"command": [str(runner)]}}})
     kit.add(state, [{"id": "task-a", "type": "task", "title": "task-a", "verify": ["true"]}],
             scaffold=False)
