@@ -336,14 +336,21 @@ def _answer(args: argparse.Namespace) -> int:
     return 0
 
 
+SCAFFOLD_NAMED = 20  # verify nodes named one by one in `graph scaffold`'s line
+
+
 def _scaffold(args: argparse.Namespace) -> int:
     from clavain.workgraph.scaffold import ensure_scaffolding
 
-    report = ensure_scaffolding(_named(graph_for_write(args.graph), args.graph))
+    report = ensure_scaffolding(_named(graph_for_write(args.graph), args.graph),
+                                progress=lambda line: print(line, file=sys.stderr, flush=True))
     if args.json:
         emit_json(report)
         return 0
-    made = [*report["verify"], *(x for x in (report["integrate"], report["final"]) if x)]
+    verify = report["verify"]
+    if len(verify) > SCAFFOLD_NAMED:  # 40,000 ids on one line tell a person nothing
+        verify = [f"{len(verify):,} verify nodes ({verify[0]} … {verify[-1]})"]
+    made = [*verify, *(x for x in (report["integrate"], report["final"]) if x)]
     print(f"added {', '.join(made)}" if made else "scaffolding already complete")
     if report["reopened"]:
         print(f"reopened {', '.join(report['reopened'])} (new verify nodes)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 from clavain import config as config_mod
@@ -68,17 +69,26 @@ def _link(g: Graph, query: str, **ids: str) -> int:
     return queries.run(g.conn, query, {"graph": g.id, **ids}).rowcount
 
 
-def ensure_scaffolding(g: Graph) -> dict[str, Any]:
+# Past this many new verify nodes a person waits long enough to be told what is happening.
+PROGRESS_FROM = 2000
+
+
+def ensure_scaffolding(g: Graph, *,
+                       progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Create whatever gates are missing, in one transaction, then refresh the snapshot.
-    Returns {verify: [...], integrate, final, linked, reopened}."""
+    Returns {verify: [...], integrate, final, linked, reopened}. `progress` hears a line at
+    each phase of a large scaffold (PROGRESS_FROM new verify nodes or more)."""
     cfg = config_mod.load(g.state.config)
     with transaction(g.conn):
-        report = scaffold_in_transaction(g, cfg, now_iso())
+        report = scaffold_in_transaction(g, cfg, now_iso(), progress=progress)
+    if progress and len(report["verify"]) >= PROGRESS_FROM:
+        progress("scaffold: committed; writing the snapshot")
     after_commit(g, cfg)
     return report
 
 
-def scaffold_in_transaction(g: Graph, cfg: dict[str, Any], at: str) -> dict[str, Any]:
+def scaffold_in_transaction(g: Graph, cfg: dict[str, Any], at: str, *,
+                            progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """`ensure_scaffolding` inside the caller's transaction: what `results` runs whenever a
     result adds tasks, so every task has a verify node before integration."""
     runner = config_mod.get(cfg, "defaults.verifyRunner")
@@ -86,6 +96,10 @@ def scaffold_in_transaction(g: Graph, cfg: dict[str, Any], at: str) -> dict[str,
                               "reopened": []}
     taken: set[str] = set()
     verify = verify_specs(g, runner, taken)
+    if progress and len(verify) >= PROGRESS_FROM:
+        progress(f"scaffold: adding {len(verify):,} verify node(s)")
+    else:
+        progress = None
     if verify:
         report["verify"] = insert_nodes(g, cfg, verify, at=at, note="added by scaffold")
         queries.run_many(g.conn, "scaffold.set_verifies",
@@ -93,6 +107,8 @@ def scaffold_in_transaction(g: Graph, cfg: dict[str, Any], at: str) -> dict[str,
     if not queries.run(g.conn, "scaffold.has_task", (g.id,)).fetchone():
         return report
     integrate = singleton(g, "integrate")
+    if progress:
+        progress("scaffold: linking the integrate and final gates")
     if integrate is None:
         spec = _spec(id=_free_id(g, INTEGRATE_ID, taken), type="integrate",
                      title="Integrate all verified tasks")
