@@ -36,6 +36,7 @@ from clavain import current_graph
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.processes import TERM_GRACE_SECONDS
+from clavain.sprint.headless_gate import refuse_before_execute
 from clavain.store import faults as store_faults
 from clavain.store.graph_db import (
     graph_store_exists,
@@ -401,8 +402,11 @@ def supervise(state: StatePaths, options: RunOptions, report: Report | None = No
         options = replace(options, runner=options.runner or kept.get("runner"),
                           workers=options.workers or kept.get("workers"),
                           packet_mode=options.packet_mode or kept.get("packet_mode"))
+        refuse_before_execute(state, record["graph_id"])
         return Supervisor(state, record["graph_id"], options, report).run()
-    return Supervisor(state, resolve_graph(state, options), options, report).run()
+    graph_id = resolve_graph(state, options)
+    refuse_before_execute(state, graph_id)
+    return Supervisor(state, graph_id, options, report).run()
 
 
 def resolve_graph(state: StatePaths, options: RunOptions) -> str:
