@@ -111,37 +111,138 @@ def valid(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
     return set(schema) <= _KNOWN_KEYWORDS
 
 
-def explain(where: str, user: Any, schema: dict[str, Any], name: str) -> str:
-    """One line naming the JSON path of the first problem and what is allowed there."""
+# A file with more problems than this was not written as this file (a person reads the first
+# ones and the count).
+SHOWN_PROBLEMS = 10
+
+
+def explain(where: str, user: Any, schema: dict[str, Any], name: str, *,
+            one_line: bool = False) -> str:
+    """Every problem of `user` against `schema`, in words: its JSON path, the value as written
+    (JSON, not Python) and what is expected there. One problem is one line; several are a
+    count and one indented line each, so a person fixes the file once (`one_line`: joined by
+    `; `, for a file only Clavain writes)."""
     try:
         import jsonschema
     except ModuleNotFoundError:  # a hook before the plugin venv exists
         return (f"{where}: does not match schemas/{name}; `clavain doctor` names the problem")
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema)
-                                            .iter_errors(user))
-    if error is None:  # jsonschema takes NaN and Infinity as numbers; Clavain does not
+    validator = jsonschema.Draft202012Validator(schema)
+    problems = sorted(dict.fromkeys(
+        line for error in validator.iter_errors(user) for line in _in_words(error, schema)),
+        key=lambda line: line.split(": ", 1)[0])
+    if not problems:  # jsonschema takes NaN and Infinity as numbers; Clavain does not
         path = _non_finite(user)
-        return (f"{where}: {path}: not a finite number" if path
-                else f"{where}: does not match schemas/{name}")
-    path = ".".join(str(part) for part in error.absolute_path) or "(top level)"
-    allowed = _allowed(error)
-    return f"{where}: {path}: {error.message}" + (f" ({allowed})" if allowed else "")
+        problems = [f"{path}: not a finite number"] if path else []
+    if not problems:
+        return f"{where}: does not match schemas/{name}"
+    if len(problems) == 1:
+        return f"{where}: {problems[0]}"
+    shown = problems[:SHOWN_PROBLEMS]
+    if len(problems) > len(shown):
+        shown.append(f"… and {len(problems) - len(shown)} more")
+    if one_line:
+        return f"{where}: {len(problems)} problems: " + "; ".join(shown)
+    return f"{where}: {len(problems)} problems:\n" + "\n".join(f"  {p}" for p in shown)
 
 
-def _allowed(error: Any) -> str:
-    """What the schema allows at the error's place, in words."""
+def _path(error: Any) -> str:
+    """`supervisor.claude.allowedTools[0]`: keys dotted, list places in brackets."""
+    text = ""
+    for part in error.absolute_path:
+        text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
+    return text or "(top level)"
+
+
+def _as_written(value: Any) -> str:
+    import json
+
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _in_words(error: Any, root: dict[str, Any]) -> list[str]:
+    """One error as lines `path: value as written (expected …)`; an `anyOf` whose value is an
+    object (a section that may also be null) speaks for the section's own problems."""
     rule = error.schema if isinstance(error.schema, dict) else {}
-    if error.validator == "additionalProperties":
-        return "allowed keys: " + ", ".join(sorted(rule.get("properties", {})))
+    where, value = _path(error), error.instance
+    if error.validator == "additionalProperties" and isinstance(value, dict):
+        allowed = sorted(rule.get("properties", {}))
+        return [f"{where + '.' if error.absolute_path else ''}{key}: not a known key "
+                f"({_closest(key, allowed)})" for key in value if key not in allowed]
     if error.validator == "required":
-        return "required keys: " + ", ".join(rule.get("required", []))
-    parts = []
-    if "type" in rule:
-        parts.append(f"type {rule['type']}")
-    for keyword, words in (("minimum", ">="), ("exclusiveMinimum", ">"), ("maximum", "<=")):
-        if keyword in rule:
-            parts.append(f"{words} {rule[keyword]}")
-    return "allowed: " + " ".join(parts) if parts else ""
+        missing = [key for key in rule.get("required", []) if key not in (value or {})]
+        keys = ", ".join(_as_written(key) for key in missing)
+        return [f"{where}: the key{'s' if len(missing) > 1 else ''} {keys} "
+                f"{'are' if len(missing) > 1 else 'is'} missing"]
+    if error.validator == "anyOf" and isinstance(value, dict):
+        inner = [sub for sub in error.context if sub.validator != "type"]
+        if inner:
+            return [line for sub in inner for line in _in_words(sub, root)]
+    field = rule
+    if error.validator != "anyOf":
+        field = _field_rule(error, root) or rule
+    return [f"{where}: {_as_written(value)} (expected {_expected(field, root)})"]
+
+
+def _field_rule(error: Any, root: dict[str, Any]) -> dict[str, Any] | None:
+    """The whole rule of the field an error is in (its `anyOf` options, bounds and type), so
+    the words say everything the field takes, not the one keyword that failed."""
+    parent = error.parent
+    if parent is not None and parent.validator == "anyOf" and isinstance(parent.schema, dict):
+        return parent.schema
+    return None
+
+
+# Patterns in the committed schemas, in words (a person never reads a regular expression).
+PATTERN_WORDS = {
+    "^postgres(ql)?://": "a URL starting postgres:// or postgresql:// "
+                         "(postgresql://user@host:port/db)",
+}
+
+
+def _expected(rule: dict[str, Any], root: dict[str, Any]) -> str:
+    if "$ref" in rule:
+        rule = root.get("$defs", {}).get(rule["$ref"].rsplit("/", 1)[-1], {})
+    if "anyOf" in rule:
+        return " or ".join(dict.fromkeys(_expected(option, root) for option in rule["anyOf"]))
+    if "enum" in rule:
+        return "one of " + ", ".join(_as_written(option) for option in rule["enum"])
+    if "const" in rule:
+        return _as_written(rule["const"])
+    kind = rule.get("type")
+    if "pattern" in rule:
+        return PATTERN_WORDS.get(rule["pattern"], f"text matching {rule['pattern']}")
+    words = {"integer": "a whole number", "number": "a number", "boolean": "true or false",
+             "string": "text", "null": "null", "array": "a list", "object": "an object"}
+    text = words.get(kind, "a value") if isinstance(kind, str) else "a value"
+    low = rule.get("minimum", rule.get("exclusiveMinimum"))
+    high = rule.get("maximum")
+    if low is not None and high is not None:
+        text += f" from {_number(low)} to {_number(high)}"
+    elif "exclusiveMinimum" in rule:
+        text += f" above {_number(rule['exclusiveMinimum'])}"
+    elif low is not None:
+        text += f" of at least {_number(low)}"
+    elif high is not None:
+        text += f" of at most {_number(high)}"
+    if kind == "string" and rule.get("minLength"):
+        text = "non-empty text" if rule["minLength"] == 1 else text
+    if kind == "array" and "items" in rule:
+        text += f" of {_expected(rule['items'], root)}"
+    return text
+
+
+def _number(value: float) -> str:
+    return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+
+def _closest(key: str, allowed: list[str]) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {close[0]}?"
+    return "allowed keys: " + ", ".join(allowed)
 
 
 def _non_finite(value: Any, where: str = "") -> str | None:

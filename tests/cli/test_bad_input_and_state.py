@@ -161,8 +161,8 @@ def test_doctor_names_a_bad_config_in_full(run_cli, project) -> None:
     assert result.returncode == 1
     [row] = [line for line in result.stdout.splitlines() if line.startswith("config ")]
     assert row.split()[1] == "fail"
-    assert row.endswith("defaults.maxAttempts: 0 is less than the minimum of 1 "
-                        "(allowed: type integer >= 1 <= 100)")
+    assert row.endswith("defaults.maxAttempts: 0 (expected a whole number from 1 to 100) "
+                        "(fix the file, or remove it for the defaults)")
 
 
 def test_table_cells_are_cut_so_one_long_list_cannot_blow_up_the_output(run_cli, cli_json,

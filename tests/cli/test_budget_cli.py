@@ -65,19 +65,21 @@ def test_settings_problems_reach_the_person(project: Path, run_cli, cli_json) ->
     (project / ".clavain").mkdir()
     (project / ".clavain" / "config.json").write_text('{"budgets": {"profile": "fast"}}')
     status = run_cli("budget", "status", env={"CLAVAIN_BUDGET_MAX_COMMANDS": "abc"})
-    assert status.returncode == 0
-    assert "error: budget settings: budget profile 'fast'" in status.stderr
-    assert "maxCommands 'abc' (CLAVAIN_BUDGET_MAX_COMMANDS)" in status.stderr
+    assert status.returncode == 2  # a printed error never exits 0
+    assert "Bash commands" in status.stdout  # the limits applied meanwhile are still shown
+    assert 'error: budget settings: budget profile "fast"' in status.stderr
+    assert 'maxCommands "abc" (CLAVAIN_BUDGET_MAX_COMMANDS)' in status.stderr
 
 
 def test_a_misspelled_key_is_named_in_status_report_and_doctor(project: Path, run_cli,
                                                               cli_json) -> None:
     (project / ".clavain").mkdir()
     (project / ".clavain" / "config.json").write_text('{"budgets": {"maxComands": 5}}')
-    named = "budgets key 'maxComands' is not a budget setting (did you mean maxCommands?)"
+    named = 'budgets key "maxComands" is not a budget setting (did you mean maxCommands?)'
     status = run_cli("budget", "status")
-    assert status.returncode == 0 and named in status.stderr and "error" in status.stderr
-    assert named in cli_json("budget", "status")["problems"][0]
+    assert status.returncode == 2 and named in status.stderr and "error" in status.stderr
+    as_json = run_cli("budget", "status", "--json")
+    assert as_json.returncode == 2 and named in json.loads(as_json.stdout)["problems"][0]
     assert f"Budget settings error (defaults used): {named}" in run_cli("report").stdout
     doctor = json.loads(run_cli("doctor", "--json").stdout)
     row = next(row for row in doctor["checks"] if row["check"] == "budgets")

@@ -75,8 +75,8 @@ def test_a_broken_database_lets_the_call_run_and_tells_the_person(run_hook,
 def test_a_bad_config_is_one_warning_and_the_defaults(run_hook, tmp_path: Path) -> None:
     project = _project(tmp_path, {"budgets": {"profile": "reckless", "maxCommands": "x"}})
     first = _pre(run_hook, project, "Bash", {"command": "ls"})
-    assert "budget profile 'reckless'" in first["additionalContext"]
-    assert "maxCommands 'x'" in first["additionalContext"]
+    assert 'budget profile "reckless"' in first["additionalContext"]
+    assert 'maxCommands "x"' in first["additionalContext"]
     assert _pre(run_hook, project, "Bash", {"command": "ls 2"}) is None  # warned once
     (project / ".clavain" / "config.json").write_text("{broken")
     warned = _pre(run_hook, project, "Bash", {"command": "ls 3"}, session="s3")

@@ -31,19 +31,26 @@ def test_user_file_merges_deeply(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("{not json", r"config\.json: not valid JSON"),
-    ("[1, 2]", r"config\.json: \(top level\): \[1, 2\] is not of type 'object'"),
-    ('{"defaults": 5}', r"config\.json: defaults: 5 is not of type 'object'"),
+    ("[1, 2]", r"config\.json: \(top level\): \[1, 2\] \(expected an object\)"),
+    ('{"defaults": 5}', r"config\.json: defaults: 5 \(expected an object\)"),
     ('{"defaults": {"maxAttempts": "abc"}}',
-     r"defaults\.maxAttempts: 'abc' is not of type 'integer' \(allowed: type integer >= 1"),
-    ('{"defaults": {"maxAttempts": 0}}', r"defaults\.maxAttempts: 0 is less than the minimum"),
-    ('{"defaults": {"lockLeaseSeconds": -1}}', r"defaults\.lockLeaseSeconds: .*\(allowed: "
-                                               r"type number > 0\)"),
-    ('{"defaults": {"maxAttemps": 5}}', r"'maxAttemps' was unexpected.*allowed keys: .*"
-                                        r"maxAttempts"),
-    ('{"runners": {"codex": {}}}', r"runners\.codex: 'command' is a required property"),
+     r'defaults\.maxAttempts: "abc" \(expected a whole number from 1 to 100\)'),
+    ('{"defaults": {"maxAttempts": 0}}',
+     r"defaults\.maxAttempts: 0 \(expected a whole number from 1 to 100\)"),
+    ('{"defaults": {"lockLeaseSeconds": -1}}',
+     r"defaults\.lockLeaseSeconds: -1 \(expected a number above 0\)"),
+    ('{"defaults": {"maxAttemps": 5}}',
+     r"defaults\.maxAttemps: not a known key \(did you mean maxAttempts\?\)"),
+    ('{"runners": {"codex": {}}}', r'runners\.codex: the key "command" is missing'),
     ('{"defaults": {"snapshotMaxLagSeconds": NaN}}',
      r"defaults\.snapshotMaxLagSeconds: not a finite number"),
-    ('\ufeff{"defaults": {"maxAttempts": true}}', r"True is not of type 'integer'"),
+    # JSON's value as written, never Python's (`True`).
+    ('\ufeff{"defaults": {"maxAttempts": true}}',
+     r"defaults\.maxAttempts: true \(expected a whole number"),
+    ('{"store": {"url": "postgress://db"}}',
+     r'store\.url: "postgress://db" \(expected a URL starting postgres:// or postgresql://'),
+    ('{"supervisor": {"claude": {"allowedTools": [3]}}}',
+     r"supervisor\.claude\.allowedTools\[0\]: 3 \(expected text\)"),
 ])
 def test_a_bad_file_is_one_line_naming_the_path_and_what_is_allowed(
         tmp_path: Path, text: str, message: str) -> None:
@@ -52,6 +59,20 @@ def test_a_bad_file_is_one_line_naming_the_path_and_what_is_allowed(
     with pytest.raises(ClavainError, match=message) as raised:
         config.load(path)
     assert "\n" not in str(raised.value)
+
+
+def test_every_problem_of_a_bad_file_is_named_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "config.json"
+    path.write_text('{"budgets": {"maxTestRuns": true, "maxCommands": "x"}, "store": {"url": '
+                    '"postgress://x"}, "defaults": {"maxAttempts": -1, "nope": 1}}')
+    with pytest.raises(ClavainError) as raised:
+        config.load(path)
+    first, *rest = str(raised.value).splitlines()
+    assert first == f"{path}: 5 problems:"
+    assert [line.split(":")[0].strip() for line in rest] == [
+        "budgets.maxCommands", "budgets.maxTestRuns", "defaults.maxAttempts", "defaults.nope",
+        "store.url"]
+    assert "^postgres" not in str(raised.value)  # a person never reads a regular expression
 
 
 def test_the_model_the_schemas_and_the_defaults_agree() -> None:

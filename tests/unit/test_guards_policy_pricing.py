@@ -62,22 +62,22 @@ def test_env_beats_config_beats_defaults() -> None:
 
 
 @pytest.mark.parametrize(("settings", "env", "named"), [
-    ({"profile": "reckless"}, {}, "budget profile 'reckless'"),
-    ({"scope": "huge"}, {}, "budget scope 'huge'"),
+    ({"profile": "reckless"}, {}, "budget profile \"reckless\""),
+    ({"scope": "huge"}, {}, "budget scope \"huge\""),
     ({"maxCommands": -1}, {}, "maxCommands -1"),
     ({"maxCommands": 2.5}, {}, "maxCommands 2.5"),
-    ({"maxCommands": True}, {}, "maxCommands True"),
-    ({}, {"CLAVAIN_BUDGET_MAX_COMMANDS": "lots"}, "maxCommands 'lots'"),
-    ({}, {"CLAVAIN_BUDGET_MAX_COST_USD": "nan"}, "maxCostUsd 'nan'"),
-    ({"maxPatchRepeats": "x"}, {}, "maxPatchRepeats 'x'"),
+    ({"maxCommands": True}, {}, "maxCommands true"),  # JSON as written, not Python
+    ({}, {"CLAVAIN_BUDGET_MAX_COMMANDS": "lots"}, "maxCommands \"lots\""),
+    ({}, {"CLAVAIN_BUDGET_MAX_COST_USD": "nan"}, "maxCostUsd \"nan\""),
+    ({"maxPatchRepeats": "x"}, {}, "maxPatchRepeats \"x\""),
     ({"maxCommands": 10 ** 400}, {}, "maxCommands 1000"),
-    ({"maxCommands": "3"}, {}, "maxCommands '3' is not a whole number"),
+    ({"maxCommands": "3"}, {}, "maxCommands \"3\" is not a whole number"),
     ({"maxComands": 3}, {}, "did you mean maxCommands?"),
-    ({"profile": None}, {}, "budget profile None"),
-    ({"scope": ""}, {}, "budget scope ''"),
-    ({"testPatterns": "pytest"}, {}, "budget testPatterns 'pytest'"),
-    ({}, {"CLAVAIN_BUDGET_PROFILE": "fast"}, "budget profile 'fast' (CLAVAIN_BUDGET_PROFILE)"),
-    ({"enabled": "no"}, {}, "budgets enabled 'no' is not true or false"),
+    ({"profile": None}, {}, "budget profile null"),
+    ({"scope": ""}, {}, "budget scope \"\""),
+    ({"testPatterns": "pytest"}, {}, "budget testPatterns \"pytest\""),
+    ({}, {"CLAVAIN_BUDGET_PROFILE": "fast"}, "budget profile \"fast\" (CLAVAIN_BUDGET_PROFILE)"),
+    ({"enabled": "no"}, {}, "budgets enabled \"no\" is not true or false"),
 ])
 def test_a_bad_value_is_named_and_its_default_used(settings, env, named) -> None:
     limits, problems = policy.resolve(settings, env)

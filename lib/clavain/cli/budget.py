@@ -74,11 +74,14 @@ def _status(args: argparse.Namespace) -> int:
     # report_for: a `clavain run` or `clavain loop` id names its budget run `run:<id>`.
     report = report_for(state, args.run, session_id=session_id())
     windows = _windows(state)
+    # A wrong setting is an error (the exit says so), shown beside the limits the hook
+    # applies meanwhile (its defaults).
+    failed = 2 if report["problems"] else 0
     if args.json:
         emit_json({**{key: report[key] for key in ("run", "profile", "scope", "budgets",
                                                     "problems", "reservations") if key in report},
                    "windows": windows})
-        return 0
+        return failed
     for problem in report["problems"]:
         print(f"clavain: error: budget settings: {problem}", file=sys.stderr)
     print(f"Run {report['run']} ({report['profile']}/{report['scope']})")
@@ -89,7 +92,7 @@ def _status(args: argparse.Namespace) -> int:
     if report.get("reservations"):
         _print_reservations(report["reservations"])
     _print_windows(windows)
-    return 0
+    return failed
 
 
 def _windows(state: StatePaths) -> dict:
@@ -170,7 +173,13 @@ def _report(args: argparse.Namespace) -> int:
         return write_report_page(args)
     state = StatePaths.discover()
     _readable_settings(state)
-    report = report_for(state, args.run, session_id=session_id())
+    session = session_id()
+    run = args.run
+    if run is None and session is None:  # outside a session: what `--html` shows
+        from clavain.page.collect import last_run_key
+
+        run = last_run_key(state)
+    report = report_for(state, run, session_id=session)
     if args.json:
         emit_json(report)
     else:

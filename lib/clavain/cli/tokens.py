@@ -26,13 +26,17 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def _tokens(args: argparse.Namespace) -> int:
-    from clavain.verdicts.transcript import session_usage
+    from clavain.verdicts.transcript import holds_transcript, session_usage
 
     path = Path(args.transcript)
     if not path.is_file():
         raise ClavainError(f"transcript {path} not found; pass the session's .jsonl file "
                            "(~/.claude/projects/<project>/<session>.jsonl)")
     total, per_file = session_usage(path, with_subagents=args.with_subagents)
+    if not total.usage_lines and not holds_transcript(path):
+        raise ClavainError(f"{path} holds no Claude Code transcript (no line is a transcript "
+                           "record); pass the session's .jsonl file "
+                           "(~/.claude/projects/<project>/<session>.jsonl)")
     if args.json:
         emit_json({"transcript": str(path), **total.as_dict(),
                    "files": [{"file": str(p), **u.as_dict()} for p, u in per_file]})

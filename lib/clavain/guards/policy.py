@@ -72,14 +72,15 @@ def resolve(settings: object, env: dict, complexity: object = None) -> tuple[dic
     if env.get(PROFILE_ENV):
         profile = env[PROFILE_ENV]
         if profile not in PROFILES:
-            problems.append(f"budget profile {profile!r} ({PROFILE_ENV}) is not one of "
+            problems.append(f"budget profile {_written(profile)} ({PROFILE_ENV}) is not one of "
                             f"{', '.join(PROFILES)}; using strict")
             profile = "strict"
     scope = _choice(settings, "scope", SCOPES, None, problems) or "medium"
     scope = scope_for(complexity) or scope
     enabled = settings.get("enabled", True)
     if not isinstance(enabled, bool):
-        problems.append(f"budgets enabled {enabled!r} is not true or false; budgets stay on")
+        problems.append(f"budgets enabled {_written(enabled)} is not true or false; budgets "
+                        "stay on")
         enabled = True
     limits: dict = {"profile": profile, "scope": scope, "enabled": enabled,
                     **dict(zip(LIMIT_KEYS, LIMITS[(profile, scope)], strict=True))}
@@ -93,20 +94,20 @@ def resolve(settings: object, env: dict, complexity: object = None) -> tuple[dic
                 continue
             value = parse(given, integral=integral)
             if value is None:
-                problems.append(f"budget {key} {given!r}{where} is not {kind} from 0 to "
+                problems.append(f"budget {key} {_written(given)}{where} is not {kind} from 0 to "
                                 f"{LIMIT_MAX:,}; using {limits[key]}")
             else:
                 limits[key] = value
     repeats = settings.get("maxPatchRepeats", DEFAULT_PATCH_REPEATS)
     limits["maxPatchRepeats"] = _setting(repeats, integral=True)
     if limits["maxPatchRepeats"] is None:
-        problems.append(f"budget maxPatchRepeats {repeats!r} is not a whole number from 0 to "
-                        f"{LIMIT_MAX:,}; using {DEFAULT_PATCH_REPEATS}")
+        problems.append(f"budget maxPatchRepeats {_written(repeats)} is not a whole number "
+                        f"from 0 to {LIMIT_MAX:,}; using {DEFAULT_PATCH_REPEATS}")
         limits["maxPatchRepeats"] = DEFAULT_PATCH_REPEATS
     _fan_out(settings, limits, problems)
     patterns = settings.get("testPatterns", [])
     if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-        problems.append(f"budget testPatterns {patterns!r} is not a list of texts; "
+        problems.append(f"budget testPatterns {_written(patterns)} is not a list of texts; "
                         "using the text ones")
     limits["testPatterns"] = [p for p in patterns if isinstance(p, str)] \
         if isinstance(patterns, list) else []
@@ -127,10 +128,20 @@ def _fan_out(settings: dict, limits: dict, problems: list[str]) -> None:
         top = 100 if key == WINDOW_SHARE else LIMIT_MAX
         if value is None or value > top:
             kind = "a whole number" if integral else "a number"
-            problems.append(f"budget {key} {given!r} is not {kind} from 0 to {top:,}; "
+            problems.append(f"budget {key} {_written(given)} is not {kind} from 0 to {top:,}; "
                             f"using {'none' if default is None else default}")
         else:
             limits[key] = value
+
+
+def _written(value: object) -> str:
+    """A setting as the person wrote it: JSON (`true`, `"fast"`), never Python's `True`."""
+    from clavain.fastjson import dumps  # only when a setting is wrong
+
+    try:
+        return dumps(value)
+    except (TypeError, ValueError):
+        return str(value)
 
 
 def _unknown(key: str) -> str:
@@ -140,7 +151,7 @@ def _unknown(key: str) -> str:
     close = difflib.get_close_matches(key, SETTINGS, n=1, cutoff=0.6) or \
         [name for name in SETTINGS if name.lower() == key.lower()]
     hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(SETTINGS)}"
-    return f"budgets key {key!r} is not a budget setting ({hint}); ignored"
+    return f"budgets key {_written(key)} is not a budget setting ({hint}); ignored"
 
 
 def _choice(settings: dict, key: str, allowed: tuple, default: str | None,
@@ -152,7 +163,7 @@ def _choice(settings: dict, key: str, allowed: tuple, default: str | None,
     if value in allowed and isinstance(value, str):
         return value
     fallback = default or "medium"
-    problems.append(f"budget {key} {value!r} is not one of {', '.join(allowed)}; "
+    problems.append(f"budget {key} {_written(value)} is not one of {', '.join(allowed)}; "
                     f"using {fallback}")
     return default
 

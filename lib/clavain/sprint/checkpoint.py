@@ -92,7 +92,7 @@ def read_in(root: str | os.PathLike[str]) -> dict[str, Any] | None:
         raise DamagedCheckpoint(str(exc)) from None
     rules = schema(SCHEMA)
     if not valid(document, rules, rules):
-        raise DamagedCheckpoint(lambda: explain(path, document, rules, SCHEMA))
+        raise DamagedCheckpoint(lambda: explain(path, document, rules, SCHEMA, one_line=True))
     return document
 
 

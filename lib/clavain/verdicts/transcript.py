@@ -186,6 +186,24 @@ def transcript_usage(path: Path) -> Usage:
     return usage_of_files([path])
 
 
+def holds_transcript(path: Path, max_bytes: int = 1 << 20) -> bool:
+    """Whether `path` reads as a Claude Code transcript: within its first `max_bytes`, a line
+    that is a JSON object with a text `type` (every record Claude Code writes has one). A
+    README or random bytes do not, so their zeros are never shown as a measurement."""
+    with open(path, "rb") as handle:
+        head = handle.read(max_bytes)
+    for line in head.splitlines():
+        if not line.lstrip().startswith(b"{"):
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(record, dict) and isinstance(record.get("type"), str):
+            return True
+    return False
+
+
 def subagent_files(transcript: Path) -> list[Path]:
     """`<session>.jsonl` → its subagents' `<session>/subagents/agent-*.jsonl`, and those of
     its Workflow runs' agents (`subagents/workflows/<run>/agent-*.jsonl`, as 2.1.330 writes
