@@ -141,3 +141,31 @@ def ensure(data_dir: Path, plugin_root: Path, wait_seconds: float) -> str:
             return "installing"
         time.sleep(0.2)
 
+
+# The one thing to do when the plugin's files have no venv yet.
+START_A_SESSION = ("start one Claude Code session with the plugin enabled (its first "
+                   "SessionStart builds the venv in ~/.claude/plugins/data/), then run "
+                   "`clavain doctor` inside it")
+
+
+def plugin_venvs(claude_dir: Path) -> list[Path]:
+    """The plugin's venvs Claude Code's sessions built (`<claude_dir>/plugins/data/clavain*`),
+    ready ones only: what a terminal outside a session can run the plugin's files with."""
+    try:
+        folders = sorted((claude_dir / "plugins" / "data").glob("clavain*"))
+    except OSError:
+        return []
+    return [venv_dir(folder) for folder in folders if is_ready(folder)]
+
+
+def install_fix(kind: str, claude_dir: Path) -> str:
+    """How to get the missing dependencies, for this kind of install (`paths.install_kind`)."""
+    if kind == "clone":
+        return ("from the clone: python3 -m venv .venv && .venv/bin/pip install -e '.[test]', "
+                "then run .venv/bin/clavain")
+    if kind == "package":
+        return f"{sys.executable} -m pip install --force-reinstall clavain"
+    ready = plugin_venvs(claude_dir)
+    if ready:
+        return f"run it with the plugin's venv: CLAVAIN_PYTHON={ready[0] / 'bin' / 'python'}"
+    return START_A_SESSION

@@ -10,7 +10,13 @@ from typing import Any
 
 from clavain import __version__, bootstrap
 from clavain.claude_bin import find_claude
-from clavain.paths import StatePaths, install_kind, plugin_data_dir, plugin_root
+from clavain.paths import (
+    StatePaths,
+    claude_config_dir,
+    install_kind,
+    plugin_data_dir,
+    plugin_root,
+)
 from clavain.store import db
 
 OK, WARN, FAIL = "ok", "warn", "fail"
@@ -19,6 +25,7 @@ OK, WARN, FAIL = "ok", "warn", "fail"
 PLUGIN_FOLDERS = ("skills", "commands", "agents", "schemas")
 INSTALL_KINDS = {
     "clone": "a clone: editable install or bin/clavain",
+    "export": "the plugin's files exported for Claude Code (scripts/install-plugin.sh)",
     "plugin": "Claude Code's plugin install",
     "package": "a pip-installed package: skills, commands and agents inside it, no hooks",
 }
@@ -31,23 +38,41 @@ def _row(check: str, status: str, detail: str, **extra: Any) -> dict[str, Any]:
 def _python() -> dict[str, Any]:
     version = platform.python_version()
     status = OK if sys.version_info >= (3, 10) else FAIL
-    return _row("python", status, f"{version} at {sys.executable}", executable=sys.executable)
+    fix = "" if status == OK else ": Clavain needs 3.10 or newer; point CLAVAIN_PYTHON at one"
+    return _row("python", status, f"{version} at {sys.executable}{fix}",
+                executable=sys.executable)
 
 
 def _venv() -> dict[str, Any]:
     data_dir = plugin_data_dir()
     if data_dir is None:
+        if install_kind(plugin_root()) in ("plugin", "export"):
+            return _terminal_venv()
         # Outside a session nothing names the plugin's venv, and none is needed: this
         # interpreter runs Clavain with its own packages (the dependencies row checks them).
-        return _row("venv", OK, f"this Python's ({sys.prefix}); the plugin's own venv is "
-                    "made by its first Claude Code session", python=sys.executable)
+        return _row("venv", OK, f"runs on {sys.executable} and its packages; the plugin's "
+                    "own venv is made by its first Claude Code session", python=sys.executable)
     python = bootstrap.venv_python(data_dir)
     if bootstrap.is_ready(data_dir):
         return _row("venv", OK, f"ready at {python.parent.parent}", python=str(python))
     problem = bootstrap.failure(data_dir)
     if problem:
-        return _row("venv", FAIL, f"install failed: {problem}")
-    return _row("venv", WARN, f"not ready yet at {python.parent.parent}")
+        return _row("venv", FAIL, f"install failed: {problem}; fix that (often the network "
+                    "or a Python without venv support), then start a new session: it tries "
+                    "again")
+    return _row("venv", WARN, f"not ready yet at {python.parent.parent}: the session's first "
+                "start is installing it; wait a minute and run doctor again")
+
+
+def _terminal_venv() -> dict[str, Any]:
+    """The plugin's files run from a terminal, outside any session: its venv is in Claude
+    Code's data folder once a session built it."""
+    ready = bootstrap.plugin_venvs(claude_config_dir())
+    if ready:
+        return _row("venv", OK, f"the plugin's venv is ready at {ready[0]} (outside a "
+                    f"session: CLAVAIN_PYTHON={ready[0] / 'bin' / 'python'})",
+                    python=str(ready[0] / "bin" / "python"))
+    return _row("venv", WARN, f"none yet: {bootstrap.START_A_SESSION}")
 
 
 def _dependencies() -> dict[str, Any]:
@@ -59,7 +84,9 @@ def _dependencies() -> dict[str, Any]:
             missing.append(name)
     detail = ", ".join(f"{k} {v}" for k, v in found.items())
     if missing:
-        return _row("dependencies", FAIL, f"missing {', '.join(missing)}", versions=found)
+        fix = bootstrap.install_fix(install_kind(plugin_root()), claude_config_dir())
+        return _row("dependencies", FAIL, f"{sys.executable} lacks {', '.join(missing)}: {fix}",
+                    versions=found)
     return _row("dependencies", OK, detail, versions=found)
 
 
@@ -121,7 +148,8 @@ def _config(state: StatePaths) -> dict[str, Any]:
     try:
         config.load(state.config)
     except ClavainError as exc:
-        return _row("config", FAIL, str(exc), path=str(state.config))
+        return _row("config", FAIL, f"{exc} (fix the file, or remove it for the defaults)",
+                    path=str(state.config))
     return _row("config", OK, f"{state.config} matches schemas/config.schema.json",
                 path=str(state.config))
 

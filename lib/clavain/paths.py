@@ -187,8 +187,9 @@ def plugin_root() -> Path:
 def install_kind(root: Path | None = None) -> str:
     """How this Clavain is installed, from where its plugin root is: "plugin" (Claude Code's
     plugin cache, or a session naming CLAUDE_PLUGIN_ROOT), "package" (a non-editable pip
-    install: a wheel's folders), "clone" (a checkout: editable install or bin/clavain), or
-    "unknown" (a root holding none of the plugin's folders)."""
+    install: a wheel's folders), "clone" (a checkout: editable install or bin/clavain),
+    "export" (the plugin's files copied out of a clone for Claude Code, no .git), or "unknown"
+    (a root holding none of the plugin's folders)."""
     root = plugin_root() if root is None else root
     if os.environ.get("CLAUDE_PLUGIN_ROOT"):
         return "plugin"
@@ -198,7 +199,8 @@ def install_kind(root: Path | None = None) -> str:
     if root.resolve().is_relative_to(plugins.resolve()):
         return "plugin"
     if (root / ".claude-plugin" / "plugin.json").is_file():
-        return "clone"
+        # scripts/install-plugin.sh exports what git tracks, without .git (or a venv).
+        return "clone" if (root / ".git").exists() else "export"
     return "unknown"
 
 

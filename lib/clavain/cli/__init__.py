@@ -138,11 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     except ModuleNotFoundError as exc:
         if exc.name not in THIRD_PARTY:
             raise
-        _report(
-            f"missing dependency {exc.name!r}: the plugin venv is not ready yet "
-            "(it is installed by the first session; `clavain doctor` shows its state)",
-            args,
-        )
+        from clavain.bootstrap import install_fix
+        from clavain.paths import claude_config_dir, install_kind
+
+        _report(f"{sys.executable} lacks the {exc.name} package: "
+                f"{install_fix(install_kind(), claude_config_dir())}", args)
         return 3
     except BrokenPipeError:
         return 0

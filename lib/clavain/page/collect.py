@@ -59,11 +59,23 @@ def choose(state: StatePaths, conn: Any, *, run: str | None = None, sprint: str 
 
         require_known(graphs.Graph(conn, graphs.check_id(graph), state), graph)
         return Subject("graph", graph)
+    return last_subject(state) or Subject("graph", graphs.DEFAULT_GRAPH)
+
+
+def last_subject(state: StatePaths) -> Subject | None:
+    """What a report shows unless told: the active sprint, else what started last."""
     active = _active_checkpoint(state, [])
     if active is not None:
         return Subject("sprint", active["sprint_id"])
-    latest = _latest_started(state)
-    return latest or Subject("graph", graphs.DEFAULT_GRAPH)
+    return _latest_started(state)
+
+
+def last_run_key(state: StatePaths) -> str | None:
+    """`last_subject` as the budget run the text report reads (`sprint:<id>`, a run id)."""
+    subject = last_subject(state)
+    if subject is None:
+        return None
+    return f"sprint:{subject.id}" if subject.kind == "sprint" else subject.id
 
 
 def gather(state: StatePaths, conn: Any, subject: Subject) -> dict[str, Any]:

@@ -40,6 +40,18 @@ def report_for(state: StatePaths, run: str | None, *,
     return report
 
 
+def _sprint_known(state: StatePaths, sprint_id: str) -> bool:
+    """The active sprint, or one that ended with its checkpoint kept in `runs/`."""
+    from clavain.sprint.checkpoint import DamagedCheckpoint, read_in
+
+    try:
+        active = read_in(state.root)
+    except DamagedCheckpoint:
+        active = None
+    return (active or {}).get("sprint_id") == sprint_id or \
+        (run_dir(state, sprint_id) / "checkpoint.json").is_file()
+
+
 def _report_for(state: StatePaths, run: str | None, *,
                 session_id: str | None = None) -> dict[str, Any]:
     """The budget report of `run` (else `session_id`'s current run); for a `clavain run` id also
@@ -53,6 +65,12 @@ def _report_for(state: StatePaths, run: str | None, *,
     started = bool(bare) and (run_dir(state, bare) / RECORD_NAME).is_file()
     loop = _loop_summary(state, bare) if bare and metrics is None and not started else None
     if metrics is None and loop is None and not started:
+        if run and run.startswith("sprint:") and _sprint_known(state, run[len("sprint:"):]):
+            try:
+                return project_report(state, run, session_id=session_id)
+            except ClavainError:  # a sprint whose session counted nothing yet: its limits
+                context = run_context(str(state.root), None)
+                return {**empty(run, context["limits"]), "problems": context["problems"]}
         return project_report(state, run, session_id=session_id)
     key = SUPERVISED_PREFIX + bare
     try:
