@@ -142,20 +142,23 @@ def ensure(data_dir: Path, plugin_root: Path, wait_seconds: float) -> str:
         time.sleep(0.2)
 
 
-# The one thing to do when the plugin's files have no venv yet.
-START_A_SESSION = ("start one Claude Code session with the plugin enabled (its first "
-                   "SessionStart builds the venv in ~/.claude/plugins/data/), then run "
-                   "`clavain doctor` inside it")
+def start_a_session(claude_dir: Path) -> str:
+    """The one thing to do when the plugin's files have no venv yet."""
+    return ("start one Claude Code session with the plugin enabled (its first SessionStart "
+            f"builds the venv in {claude_dir / 'plugins' / 'data'}/), then run `clavain "
+            "doctor` inside it")
 
 
 def plugin_venvs(claude_dir: Path) -> list[Path]:
     """The plugin's venvs Claude Code's sessions built (`<claude_dir>/plugins/data/clavain*`),
-    ready ones only: what a terminal outside a session can run the plugin's files with."""
+    marked ready by the bootstrap (for whichever Python and version built it): what a terminal
+    outside a session can run the plugin's files with."""
     try:
         folders = sorted((claude_dir / "plugins" / "data").glob("clavain*"))
     except OSError:
         return []
-    return [venv_dir(folder) for folder in folders if is_ready(folder)]
+    return [venv_dir(folder) for folder in folders
+            if stamp(folder) is not None and venv_python(folder).exists()]
 
 
 def install_fix(kind: str, claude_dir: Path) -> str:
@@ -166,6 +169,10 @@ def install_fix(kind: str, claude_dir: Path) -> str:
     if kind == "package":
         return f"{sys.executable} -m pip install --force-reinstall clavain"
     ready = plugin_venvs(claude_dir)
+    running = Path(sys.prefix).resolve()
+    if any(running == venv.resolve() for venv in ready):  # the plugin's own venv is broken
+        return (f"the plugin's venv {sys.prefix} is incomplete: remove that folder, then "
+                "start a Claude Code session to build it again")
     if ready:
         return f"run it with the plugin's venv: CLAVAIN_PYTHON={ready[0] / 'bin' / 'python'}"
-    return START_A_SESSION
+    return start_a_session(claude_dir)

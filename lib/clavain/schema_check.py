@@ -111,8 +111,8 @@ def valid(value: Any, schema: dict[str, Any], root: dict[str, Any]) -> bool:
     return set(schema) <= _KNOWN_KEYWORDS
 
 
-# A file with more problems than this was not written as this file (a person reads the first
-# ones and the count).
+# A file only Clavain writes (one line): past this many problems it was not written as this
+# file; a person's config file has every problem listed.
 SHOWN_PROBLEMS = 10
 
 
@@ -127,22 +127,22 @@ def explain(where: str, user: Any, schema: dict[str, Any], name: str, *,
     except ModuleNotFoundError:  # a hook before the plugin venv exists
         return (f"{where}: does not match schemas/{name}; `clavain doctor` names the problem")
     validator = jsonschema.Draft202012Validator(schema)
-    problems = sorted(dict.fromkeys(
-        line for error in validator.iter_errors(user) for line in _in_words(error, schema)),
-        key=lambda line: line.split(": ", 1)[0])
-    if not problems:  # jsonschema takes NaN and Infinity as numbers; Clavain does not
-        path = _non_finite(user)
-        problems = [f"{path}: not a finite number"] if path else []
+    problems = list(dict.fromkeys(
+        line for error in validator.iter_errors(user) for line in _in_words(error, schema)))
+    path = _non_finite(user)  # jsonschema takes NaN and Infinity as numbers; Clavain does not
+    if path:
+        problems.append(f"{path}: not a finite number")
+    problems.sort(key=lambda line: line.split(": ", 1)[0])
     if not problems:
         return f"{where}: does not match schemas/{name}"
     if len(problems) == 1:
         return f"{where}: {problems[0]}"
-    shown = problems[:SHOWN_PROBLEMS]
-    if len(problems) > len(shown):
-        shown.append(f"… and {len(problems) - len(shown)} more")
     if one_line:
+        shown = problems[:SHOWN_PROBLEMS]
+        if len(problems) > len(shown):
+            shown.append(f"… and {len(problems) - len(shown)} more")
         return f"{where}: {len(problems)} problems: " + "; ".join(shown)
-    return f"{where}: {len(problems)} problems:\n" + "\n".join(f"  {p}" for p in shown)
+    return f"{where}: {len(problems)} problems:\n" + "\n".join(f"  {p}" for p in problems)
 
 
 def _path(error: Any) -> str:
@@ -211,7 +211,7 @@ def _expected(rule: dict[str, Any], root: dict[str, Any]) -> str:
         return _as_written(rule["const"])
     kind = rule.get("type")
     if "pattern" in rule:
-        return PATTERN_WORDS.get(rule["pattern"], f"text matching {rule['pattern']}")
+        return _pattern_words(rule["pattern"])
     words = {"integer": "a whole number", "number": "a number", "boolean": "true or false",
              "string": "text", "null": "null", "array": "a list", "object": "an object"}
     text = words.get(kind, "a value") if isinstance(kind, str) else "a value"
@@ -228,8 +228,36 @@ def _expected(rule: dict[str, Any], root: dict[str, Any]) -> str:
     if kind == "string" and rule.get("minLength"):
         text = "non-empty text" if rule["minLength"] == 1 else text
     if kind == "array" and "items" in rule:
-        text += f" of {_expected(rule['items'], root)}"
+        text += f" of {_plural(_expected(rule['items'], root))}"
     return text
+
+
+def _plural(words: str) -> str:
+    """`a whole number` → `whole numbers`, `an object` → `objects`, `text` → `texts`."""
+    head, _, rest = words.partition(" or ")
+    for article in ("a ", "an "):
+        if head.startswith(article):
+            head = head[len(article):]
+            break
+    first, space, tail = head.partition(" ")
+    if tail.split(" ", 1)[0] in ("number", "numbers"):
+        first, tail = f"{first} numbers", tail.split(" ", 1)[1] if " " in tail else ""
+        head = f"{first} {tail}".strip()
+    else:
+        head = f"{first}s{space}{tail}"
+    return head + (f" or {rest}" if rest else "")
+
+
+def _pattern_words(pattern: str) -> str:
+    import re  # only once a file is wrong
+
+    if pattern in PATTERN_WORDS:
+        return PATTERN_WORDS[pattern]
+    found = re.match(r"^\^\[A-Za-z0-9\]\[A-Za-z0-9([._:-]+)\]\{0,(\d+)\}\$$", pattern)
+    if found:  # the ids of nodes, checks and graphs
+        return (f"an id: a letter or digit, then up to {found.group(2)} letters, digits or "
+                f"{' '.join(found.group(1))}")
+    return f"text matching {pattern}"
 
 
 def _number(value: float) -> str:

@@ -80,12 +80,24 @@ def test_a_misspelled_key_is_named_in_status_report_and_doctor(project: Path, ru
     assert status.returncode == 2 and named in status.stderr and "error" in status.stderr
     as_json = run_cli("budget", "status", "--json")
     assert as_json.returncode == 2 and named in json.loads(as_json.stdout)["problems"][0]
-    assert f"Budget settings error (defaults used): {named}" in run_cli("report").stdout
+    report = run_cli("report")
+    assert report.returncode == 2 and f"Budget settings error (defaults used): {named}" in \
+        report.stdout
+    assert "budgets.maxComands: not a known key" in report.stderr
     doctor = json.loads(run_cli("doctor", "--json").stdout)
     row = next(row for row in doctor["checks"] if row["check"] == "budgets")
     assert row["status"] == "fail" and named in row["detail"] and not doctor["healthy"]
     config = next(row for row in doctor["checks"] if row["check"] == "config")
     assert config["status"] == "fail"  # the schema refuses the same key
+
+
+def test_budget_status_names_every_config_problem_not_only_the_budgets(project: Path,
+                                                                       run_cli) -> None:
+    (project / ".clavain").mkdir()
+    (project / ".clavain" / "config.json").write_text('{"supervisor": {"workers": 0}}')
+    status = run_cli("budget", "status")
+    assert status.returncode == 2 and "Bash commands" in status.stdout
+    assert "supervisor.workers: 0 (expected a whole number" in status.stderr
 
 
 def test_doctor_shows_the_budgets_that_apply(project: Path, run_cli) -> None:

@@ -67,7 +67,13 @@ def test_once_a_session_built_the_venv_doctor_names_it(tmp_path: Path) -> None:
     venv = bootstrap.venv_dir(data)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     (venv / bootstrap.READY_MARKER).write_text(bootstrap.wanted_key(), encoding="utf-8")
-    rows = _doctor(export, tmp_path, str(venv / "bin" / "python"))
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    rows = _doctor(export, tmp_path, str(bare / "bin" / "python"))
     assert rows["venv"]["status"] == "ok"
     assert f"CLAVAIN_PYTHON={venv / 'bin' / 'python'}" in rows["venv"]["detail"]
     assert f"CLAVAIN_PYTHON={venv / 'bin' / 'python'}" in rows["dependencies"]["detail"]
+    # Run with that venv itself, which lacks the packages: rebuilding it is the one thing.
+    rows = _doctor(export, tmp_path, str(venv / "bin" / "python"))
+    assert f"the plugin's venv {venv} is incomplete: remove that folder" in \
+        rows["dependencies"]["detail"]

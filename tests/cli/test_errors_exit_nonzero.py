@@ -11,7 +11,8 @@ import pytest
 
 
 @pytest.mark.parametrize("content", [b"# A README\n\nSome text.\n", os.urandom(4096), b"",
-                                     b'["a", "json", "list"]\n{"no_type": 1}\n'])
+                                     b'["a", "json", "list"]\n{"no_type": 1}\n',
+                                     b'{"name": "pkg", "type": "module"}\n'])
 def test_tokens_refuses_a_file_that_holds_no_transcript(run_cli, project: Path,
                                                         content: bytes) -> None:
     (project / "not-a-transcript.jsonl").write_bytes(content)
@@ -22,8 +23,9 @@ def test_tokens_refuses_a_file_that_holds_no_transcript(run_cli, project: Path,
 
 
 def test_tokens_of_a_transcript_without_responses_yet_is_zeros(run_cli, project: Path) -> None:
-    (project / "s.jsonl").write_text(json.dumps({"type": "user", "message": {
-        "role": "user", "content": "hi"}}) + "\n")
+    (project / "s.jsonl").write_text(json.dumps({"type": "user", "sessionId": "s", "uuid": "u",
+                                                 "message": {"role": "user",
+                                                             "content": "hi"}}) + "\n")
     result = run_cli("tokens", "--transcript", "s.jsonl", "--json")
     assert result.returncode == 0 and json.loads(result.stdout)["total"] == 0
 

@@ -62,3 +62,34 @@ def test_a_graph_that_is_not_the_sprints_runs_as_before(run_cli, cli_json,
     assert run_cli("graph", "import", "other.json", "--graph", "side").returncode == 0
     ran = run_cli("run", "--runner", "shell", "--graph", "side", "--json")
     assert ran.returncode == 0, ran.stderr
+
+
+def test_the_loop_keeps_the_gate_too(run_cli, cli_json, project: Path) -> None:
+    cli_json("sprint", "start", "--complexity", "4", "rewrite the billing service")
+    for step in ("brainstorm", "strategy"):
+        assert run_cli("sprint", "done", step).returncode == 0
+    (project / "plan.md").write_text(PLAN)
+    assert run_cli("sprint", "done", "plan", "--plan", "plan.md").returncode == 0
+    offered = run_cli("iterate")
+    assert offered.returncode == 2 and "at step plan-review, before execute" in offered.stderr
+    agent = project / "agent.sh"
+    agent.write_text("#!/bin/sh\necho a > a.txt\n")
+    agent.chmod(0o755)
+    (project / ".clavain" / "config.json").write_text(json.dumps(
+        {"runners": {"agent": {"command": [str(agent)]}}}))
+    looped = run_cli("loop", "--runner", "agent", "--max-iterations", "1")
+    assert looped.returncode != 0 and "at step plan-review" in looped.stderr + looped.stdout
+    assert not (project / "a.txt").exists()
+
+
+def test_a_damaged_checkpoint_does_not_stop_a_graph_no_sprint_owns(run_cli,
+                                                                  project: Path) -> None:
+    (project / "g.json").write_text(json.dumps({"nodes": [
+        {"id": "x", "type": "task", "verify": ["test -f x.txt"], "ownership": ["x.txt"],
+         "commands": ["echo x > x.txt"]}]}))
+    assert run_cli("graph", "import", "g.json").returncode == 0
+    (project / ".clavain" / "checkpoint.json").write_text("[]")
+    ran = run_cli("run", "--runner", "shell", "--graph", "default", "--json")
+    assert ran.returncode == 0, ran.stderr
+    refused = run_cli("run", "--runner", "shell", "--graph", "sprint-20261128T000000Z-abcdef")
+    assert refused.returncode == 2 and "checkpoint.json" in refused.stderr

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from clavain.page import writer
-from clavain.page.collect import Subject
+from clavain.page.subjects import Subject
 from clavain.paths import StatePaths
 from clavain.workgraph.claims import this_host
 

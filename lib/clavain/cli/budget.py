@@ -63,6 +63,20 @@ def _readable_settings(state: StatePaths) -> None:
         raise ClavainError(f"{path}: unreadable ({exc.strerror or exc})") from None
 
 
+def _settings_error(state: StatePaths) -> str | None:
+    """Every wrong key or value of a readable config file, in words (`config.load`'s message),
+    or None: shown beside the limits, whose own problems are named too."""
+    from clavain import config
+    from clavain.errors import ClavainError
+
+    _readable_settings(state)
+    try:
+        config.load(state.config)
+    except ClavainError as exc:
+        return str(exc)
+    return None
+
+
 def _status(args: argparse.Namespace) -> int:
     from clavain.authority import session_id
     from clavain.guards.budget import amount
@@ -70,13 +84,15 @@ def _status(args: argparse.Namespace) -> int:
     from clavain.supervisor.run_report import report_for
 
     state = StatePaths.discover()
-    _readable_settings(state)
+    settings_error = _settings_error(state)
     # report_for: a `clavain run` or `clavain loop` id names its budget run `run:<id>`.
     report = report_for(state, args.run, session_id=session_id())
     windows = _windows(state)
     # A wrong setting is an error (the exit says so), shown beside the limits the hook
     # applies meanwhile (its defaults).
-    failed = 2 if report["problems"] else 0
+    failed = 2 if report["problems"] or settings_error else 0
+    if settings_error:
+        print(f"clavain: error: {settings_error}", file=sys.stderr)
     if args.json:
         emit_json({**{key: report[key] for key in ("run", "profile", "scope", "budgets",
                                                     "problems", "reservations") if key in report},
@@ -165,29 +181,28 @@ def _reset(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from clavain.authority import session_id
     from clavain.guards.report import render
+    from clavain.page.subjects import report_shown
     from clavain.paths import StatePaths
-    from clavain.supervisor.run_report import render_supervised, report_for
+    from clavain.supervisor.run_report import render_supervised
 
     check_report_flags(args)
     if args.html is not None:
         return write_report_page(args)
     state = StatePaths.discover()
-    _readable_settings(state)
-    session = session_id()
-    run = args.run
-    if run is None and session is None:  # outside a session: what `--html` shows
-        from clavain.page.collect import last_run_key
-
-        run = last_run_key(state)
-    report = report_for(state, run, session_id=session)
+    settings_error = _settings_error(state)
+    if settings_error:
+        print(f"clavain: error: {settings_error}", file=sys.stderr)
+    report = report_shown(state, args.run, session_id=session_id())
     if args.json:
         emit_json(report)
     else:
         print(render(report), end="")
-        if report.get("supervised_run"):
-            print(render_supervised(report["supervised_run"]), end="")
+        for supervised in [report.get("supervised_run"), *report.get("graph_runs", [])]:
+            if supervised:
+                print(render_supervised(supervised), end="")
         if report.get("loop_run"):
             from clavain.loop.records import render_summary
 
             print("\n" + render_summary(report["loop_run"]), end="")
-    return 0
+    # The report is shown whole; a wrong setting in it still makes the exit say so.
+    return 2 if settings_error or report.get("problems") else 0

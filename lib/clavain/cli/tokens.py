@@ -30,7 +30,8 @@ def _tokens(args: argparse.Namespace) -> int:
 
     path = Path(args.transcript)
     if not path.is_file():
-        raise ClavainError(f"transcript {path} not found; pass the session's .jsonl file "
+        what = "is a folder" if path.is_dir() else "not found"
+        raise ClavainError(f"transcript {path} {what}; pass the session's .jsonl file "
                            "(~/.claude/projects/<project>/<session>.jsonl)")
     total, per_file = session_usage(path, with_subagents=args.with_subagents)
     if not total.usage_lines and not holds_transcript(path):

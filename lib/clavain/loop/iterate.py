@@ -79,6 +79,9 @@ def collect(state: StatePaths, graph_id: str | None, *, skip: frozenset[str] = f
     from clavain.store.graph_db import graph_store_exists, open_graph_db
 
     if graph_id is not None and graph_store_exists(state):
+        from clavain.sprint.headless_gate import refuse_before_execute
+
+        refuse_before_execute(state, graph_id)  # a loop works a sprint's tasks at execute only
         conn = open_graph_db(state)
         try:
             items += runnable_nodes(Graph(conn, graph_id, state))

@@ -10,22 +10,14 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import read_json_object
+from clavain.page.subjects import Subject, last_subject, run_folders, run_ids_of_graph
 from clavain.paths import StatePaths
-
-KINDS = ("sprint", "run", "loop", "graph")
-
-
-@dataclass(frozen=True)
-class Subject:
-    kind: str  # one of KINDS
-    id: str
 
 
 def choose(state: StatePaths, conn: Any, *, run: str | None = None, sprint: str | None = None,
@@ -60,22 +52,6 @@ def choose(state: StatePaths, conn: Any, *, run: str | None = None, sprint: str 
         require_known(graphs.Graph(conn, graphs.check_id(graph), state), graph)
         return Subject("graph", graph)
     return last_subject(state) or Subject("graph", graphs.DEFAULT_GRAPH)
-
-
-def last_subject(state: StatePaths) -> Subject | None:
-    """What a report shows unless told: the active sprint, else what started last."""
-    active = _active_checkpoint(state, [])
-    if active is not None:
-        return Subject("sprint", active["sprint_id"])
-    return _latest_started(state)
-
-
-def last_run_key(state: StatePaths) -> str | None:
-    """`last_subject` as the budget run the text report reads (`sprint:<id>`, a run id)."""
-    subject = last_subject(state)
-    if subject is None:
-        return None
-    return f"sprint:{subject.id}" if subject.kind == "sprint" else subject.id
 
 
 def gather(state: StatePaths, conn: Any, subject: Subject) -> dict[str, Any]:
@@ -340,22 +316,8 @@ def _budget_of_run(state: StatePaths, run_id: str, problems: list[str]) -> dict[
         return None
 
 
-def _run_folders(state: StatePaths) -> list[Path]:
-    try:
-        return sorted(Path(entry.path) for entry in os.scandir(state.runs) if entry.is_dir())
-    except OSError:
-        return []
-
-
 def _runs_of_graph(state: StatePaths, graph_id: str, problems: list[str]) -> list[dict[str, Any]]:
-    from clavain.supervisor import run_record
-
-    found = []
-    for folder in _run_folders(state):
-        record = read_json_object(folder / run_record.RECORD_NAME)
-        if record is not None and record.get("graph_id") == graph_id:
-            found.append(_run(state, folder.name, problems))
-    return sorted(found, key=lambda run: str(run["started_at"] or ""))
+    return [_run(state, run_id, problems) for run_id in run_ids_of_graph(state, graph_id)]
 
 
 def _loops_of_graph(state: StatePaths, graph_id: str, problems: list[str]
@@ -363,31 +325,12 @@ def _loops_of_graph(state: StatePaths, graph_id: str, problems: list[str]
     from clavain.loop import records
 
     found = []
-    for folder in _run_folders(state):
+    for folder in run_folders(state):
         loop = read_json_object(folder / records.LOOP_NAME)
         if loop is not None and loop.get("graph_id") == graph_id:
             with contextlib.suppress(ClavainError):
                 found.append(_loop(state, folder.name, problems))
     return found
-
-
-def _latest_started(state: StatePaths) -> Subject | None:
-    """The run, loop run or ended sprint that started last."""
-    from clavain.loop import records
-    from clavain.supervisor import run_record
-
-    candidates = []
-    for folder in _run_folders(state):
-        for name, kind in ((run_record.RECORD_NAME, "run"), (records.LOOP_NAME, "loop"),
-                           ("checkpoint.json", "sprint")):
-            record = read_json_object(folder / name)
-            if record is not None:
-                candidates.append((str(record.get("started_at") or ""), folder.name, kind))
-                break
-    if not candidates:
-        return None
-    _, found, kind = max(candidates)
-    return Subject(kind, found)
 
 
 # ---------------------------------------------------------------- the graph

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from clavain.errors import ClavainError
-from clavain.page.collect import Subject
 from clavain.page.html import GENERATOR
+from clavain.page.subjects import Subject
 from clavain.paths import StatePaths
 
 DEFAULT_INTERVAL = 3.0

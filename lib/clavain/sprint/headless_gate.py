@@ -1,9 +1,10 @@
-"""A headless run keeps the sprint's gates: `clavain run` on the active sprint's graph is
-refused while the sprint has not reached its execute step — a plan review still open (or the
-plan itself not recorded yet) is passed by its own command, never by starting the run.
+"""A headless run keeps the sprint's gates: `clavain run`, `clavain loop` and `clavain iterate`
+on the active sprint's graph are refused while the sprint has not reached its execute step — a
+plan review still open (or the plan itself not recorded yet) is passed by its own command,
+never by starting a run.
 
-Asked by the supervisor before it claims anything; a graph that is not the active sprint's
-runs as before.
+Asked by the supervisor before it claims anything and by the loop before it offers a node; a
+graph that is not the active sprint's runs as before.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from clavain.paths import StatePaths
 from clavain.sprint.route import GATED_STEPS
 
 EXECUTE = "execute"
+# A sprint's graph is named for the sprint (`lifecycle.new_sprint_id`).
+SPRINT_GRAPH_PREFIX = "sprint-"
 
 
 def step_before_execute(active: dict[str, Any]) -> str | None:
@@ -28,9 +31,14 @@ def step_before_execute(active: dict[str, Any]) -> str | None:
 
 def refuse_before_execute(state: StatePaths, graph_id: str) -> None:
     """Raise when `graph_id` is the active sprint's and its execute step has not begun."""
-    from clavain.sprint.checkpoint import read_in
+    from clavain.sprint.checkpoint import DamagedCheckpoint, read_in
 
-    active = read_in(state.root)
+    try:
+        active = read_in(state.root)
+    except DamagedCheckpoint:
+        if graph_id.startswith(SPRINT_GRAPH_PREFIX):
+            raise  # it may be this graph's sprint: its gate cannot be told
+        return  # a graph no sprint owns runs whatever the checkpoint holds
     if active is None or active.get("graph_id") != graph_id:
         return
     step = step_before_execute(active)

@@ -188,8 +188,9 @@ def transcript_usage(path: Path) -> Usage:
 
 def holds_transcript(path: Path, max_bytes: int = 1 << 20) -> bool:
     """Whether `path` reads as a Claude Code transcript: within its first `max_bytes`, a line
-    that is a JSON object with a text `type` (every record Claude Code writes has one). A
-    README or random bytes do not, so their zeros are never shown as a measurement."""
+    that is a JSON object with a text `type` and a session, record or leaf id
+    (`TRANSCRIPT_KEYS`). A README, random bytes or a package.json do not, so their zeros are
+    never shown as a measurement."""
     with open(path, "rb") as handle:
         head = handle.read(max_bytes)
     for line in head.splitlines():
@@ -199,9 +200,14 @@ def holds_transcript(path: Path, max_bytes: int = 1 << 20) -> bool:
             record = json.loads(line)
         except (ValueError, RecursionError):
             continue
-        if isinstance(record, dict) and isinstance(record.get("type"), str):
+        if isinstance(record, dict) and isinstance(record.get("type"), str) and \
+                any(key in record for key in TRANSCRIPT_KEYS):
             return True
     return False
+
+
+# Every record Claude Code writes carries a type and one of these (a summary its leaf).
+TRANSCRIPT_KEYS = ("sessionId", "uuid", "leafUuid")
 
 
 def subagent_files(transcript: Path) -> list[Path]:
