@@ -72,7 +72,7 @@ def _terminal_venv() -> dict[str, Any]:
         return _row("venv", OK, f"the plugin's venv is ready at {ready[0]} (outside a "
                     f"session: CLAVAIN_PYTHON={ready[0] / 'bin' / 'python'})",
                     python=str(ready[0] / "bin" / "python"))
-    return _row("venv", WARN, f"none yet: {bootstrap.START_A_SESSION}")
+    return _row("venv", WARN, f"none yet: {bootstrap.start_a_session(claude_config_dir())}")
 
 
 def _dependencies() -> dict[str, Any]:
@@ -120,9 +120,12 @@ def _state(state: StatePaths) -> dict[str, Any]:
         # Normal before the first use: nothing to fix, only what will create it.
         return _row("state_dir", OK, f"none yet at {state.root} (`clavain init` or the "
                     "first command that stores anything creates it)", path=str(state.root))
-    writable = os.access(state.root, os.W_OK)
-    return _row("state_dir", OK if writable else FAIL,
-                str(state.root) + ("" if writable else " (not writable)"), path=str(state.root))
+    from clavain.store import health
+
+    if os.access(state.root, os.W_OK):
+        return _row("state_dir", OK, str(state.root), path=str(state.root))
+    return _row("state_dir", FAIL, health.make(health.READ_ONLY, str(state.db)).line,
+                path=str(state.root), state=health.READ_ONLY)
 
 
 def _authority(state: StatePaths) -> dict[str, Any]:
@@ -148,7 +151,8 @@ def _config(state: StatePaths) -> dict[str, Any]:
     try:
         config.load(state.config)
     except ClavainError as exc:
-        return _row("config", FAIL, f"{exc} (fix the file, or remove it for the defaults)",
+        listed = str(exc).replace(" problems:\n  ", " problems: ").replace("\n  ", "; ")
+        return _row("config", FAIL, f"{listed} (fix the file, or remove it for the defaults)",
                     path=str(state.config))
     return _row("config", OK, f"{state.config} matches schemas/config.schema.json",
                 path=str(state.config))
@@ -189,16 +193,16 @@ def _schema(state: StatePaths) -> dict[str, Any]:
 def _database(state: StatePaths) -> dict[str, Any]:
     """The project's SQLite file checked page by page (bounded in time): a damaged file is
     named with the fix before a run claims anything in it."""
+    from clavain.store import health
+
     if not state.db.exists():
         return _row("database", OK, "no database yet")
-    status, detail = db.integrity(state.db)
-    if status == "damaged":
-        from clavain.store.faults import damage_message
-
-        return _row("database", FAIL, damage_message(state.db, Exception(detail)).replace(
-            "nothing more was claimed; ", ""), path=str(state.db))
-    return _row("database", OK if status == "ok" else WARN, f"{state.db}: {detail}",
-                path=str(state.db))
+    judged = health.judge_path(state.db)  # the one judgement every command gives
+    if judged.kind != health.HEALTHY:
+        return _row("database", FAIL, judged.line, path=str(state.db), state=judged.kind)
+    return _row("database", WARN if judged.cause else OK,
+                f"{state.db}: {judged.cause or 'integrity ok'}", path=str(state.db),
+                state=judged.kind)
 
 
 def _git_leftovers(state: StatePaths) -> dict[str, Any]:
@@ -324,11 +328,14 @@ def run(state: StatePaths | None = None) -> dict[str, Any]:
             checks.append(check(state))
         except Exception as exc:
             from clavain.fsutil import UnsafePathError
+            from clavain.store import health
 
-            # A FIFO or a symlink for a state file: the message names it and the fix.
+            # A FIFO or a symlink for a state file: the message names it and the fix; a
+            # read-only, full, locked or damaged state: the one judgement's line.
+            judged = health.judge(exc, state.db)
             detail = str(exc) if isinstance(exc, UnsafePathError) else \
-                f"{type(exc).__name__}: {exc}"
-            checks.append(_row(name, FAIL, detail))
+                judged.line if judged is not None else f"{type(exc).__name__}: {exc}"
+            checks.append(_row(name, FAIL, detail, **({"state": judged.kind} if judged else {})))
     healthy = all(row["status"] != FAIL for row in checks)
     return {"version": __version__, "healthy": healthy, "checks": checks}
 

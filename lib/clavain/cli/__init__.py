@@ -108,6 +108,11 @@ def main(argv: list[str] | None = None) -> int:
     if handler is None:
         parser.print_help()
         return 0 if args.command is None else 2
+    from clavain.store import db
+
+    # A command, not a hook: its first open checks the file (bounded); put back after, for a
+    # caller that runs commands in-process.
+    checking, db.CHECK_ON_OPEN = db.CHECK_ON_OPEN, True
     try:
         return int(handler(args) or 0)
     except ClavainError as exc:
@@ -116,21 +121,12 @@ def main(argv: list[str] | None = None) -> int:
     except BadText as exc:
         _report(str(exc), args)
         return 2
-    except sqlite3.OperationalError as exc:
-        from clavain.paths import StatePaths
-
-        database = StatePaths.discover().db
-        if "locked" in str(exc) or "busy" in str(exc):
-            _report(f"the state database {database} stayed busy (another clavain process holds "
-                    f"it); try again", args, exc)
-        else:
-            _report(f"the state database {database}: {exc}", args, exc)
-        return 1
     except sqlite3.DatabaseError as exc:
-        from clavain.paths import StatePaths
-
-        _report(f"the state database {StatePaths.discover().db} is not a Clavain database or "
-                f"is damaged ({exc}); move it aside to start over", args, exc)
+        # The one judgement of the state (store.health): read-only, full, locked or damaged,
+        # in the same words doctor, the supervisor and the hooks use.
+        judged = _judge_state(exc)
+        _report(judged.line if judged is not None else
+                f"the state database {_database()}: {exc}", args, exc)
         return 1
     except OverflowError as exc:  # a number too large for SQLite or the calendar
         _report(f"a value is out of range ({exc})", args)
@@ -147,6 +143,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as exc:  # broken state: a file where a folder goes, no permission, a symlink
+        judged = _judge_state(exc)
+        if judged is not None:
+            _report(judged.line, args, exc)
+            return 1
         where = f"{exc.filename}: " if exc.filename else ""
         _report(f"{where}{exc.strerror or exc}", args)
         return 1
@@ -157,7 +157,32 @@ def main(argv: list[str] | None = None) -> int:
         _report(f"the workgraph store: {' '.join(str(exc).split())[:400]}", args, exc)
         return 1
     finally:
+        db.CHECK_ON_OPEN = checking
         _print_notices()
+
+
+def _database() -> Any:
+    from clavain.paths import StatePaths
+
+    return StatePaths.discover().db
+
+
+def _judge_state(exc: BaseException) -> Any:
+    """store.health's judgement of the state database for a failure (None: not the state's).
+    A damage is checked on the file itself (another file's, such as a copy's target, is not
+    the state's) and remembered, so every later write is refused until it is recovered."""
+    from clavain.store import health
+    from clavain.store.faults import StoreDamaged
+
+    try:
+        database = _database()
+        judged = health.judge(exc, database)
+        if judged is not None and judged.kind == health.DAMAGED and \
+                not isinstance(exc, StoreDamaged) and health.confirm_damage(database) is False:
+            return None
+    except Exception:  # the state cannot even be located: keep the failure's own words
+        return None
+    return judged
 
 
 def _print_notices() -> None:

@@ -99,10 +99,21 @@ def _run(args: argparse.Namespace) -> int:
         else:
             progress.print_plan(plan)
         return 0
-    if args.html is None:
-        report = supervise(state, options, progress.Printer(sys.stderr))
-    else:
-        report = _supervise_with_page(state, options, args.html)
+    from clavain.store.faults import StoreDamaged
+
+    try:
+        if args.html is None:
+            report = supervise(state, options, progress.Printer(sys.stderr))
+        else:
+            report = _supervise_with_page(state, options, args.html)
+    except StoreDamaged as exc:
+        if not args.json:
+            raise  # one line, as every command says it
+        # Found damaged as the run started (its first open checks the file): the run's
+        # ending, as when a worker finds it, with nothing claimed.
+        emit_json({"status": "blocked", "reason": "store_damaged", "message": str(exc),
+                   "error": str(exc), "store": "damaged", "exit_code": 1})
+        return 1
     if args.json:
         emit_json(report)
     else:

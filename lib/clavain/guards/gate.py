@@ -322,6 +322,11 @@ def _not_counted(exc: Exception, root: str, payload: dict, database: str, call: 
     spent = _spent_when_unwritable(database, call, context)
     if spent:
         return _deny(spent)
+    from clavain.store import health  # only now that something failed: the one judgement
+
+    judged = health.judge(exc, database)
+    if judged is not None:
+        message = judged.line
     if call["kind"] == "agent":
         return _deny(UNRESERVED.format(problem=message))
     warning = UNRECORDED.format(problem=message, root=root)

@@ -110,8 +110,10 @@ def recording_problem(state: StatePaths) -> str:
     blocked = [path for path in (root, db) if os.path.exists(path) and not os.access(path, os.W_OK)]
     if not blocked:
         return ""
-    return (f"Clavain cannot record tool calls here: {blocked[0]} is not writable, so budgets "
-            "and loop guards are not counted; ask the user to fix its permissions.")
+    from clavain.store.health import read_only_fix  # the one wording of a read-only state
+
+    return (f"Clavain cannot record tool calls here, so budgets and loop guards are not "
+            f"counted; ask the user to fix it: {read_only_fix(blocked[0])}.")
 
 
 def _sections(state: StatePaths, payload: dict) -> dict[str, str | list[str]]:

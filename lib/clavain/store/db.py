@@ -141,20 +141,39 @@ class SqliteStore(sqlite3.Connection):
         return False
 
 
+# Set by a command (the CLI), never by a hook: the first read-write open of each database in
+# such a process checks it page by page (`store.health.check_opened`, bounded in time) and
+# refuses a damaged one before anything is written.
+CHECK_ON_OPEN = False
+_checked: set[str] = set()
+# Written beside a database found damaged (`store.health.mark_damaged`): every later read-write
+# open refuses it until the file is replaced. One stat on the hook path.
+DAMAGE_MARKER = "-damage.json"
+
+
 def connect(path: str | os.PathLike[str], *, migrate_schema: bool = True,
             busy_timeout_ms: int | None = None) -> sqlite3.Connection:
     """Open (creating if needed) the state database with Clavain's pragmas applied; a writer
     waits `busy_timeout_ms` (default: `busy_timeout()`) for another. UnsafePathError (an
-    OSError) when `unsafe_database` refuses it."""
+    OSError) when `unsafe_database` refuses it; StoreDamaged when it was found damaged."""
     db_path = os.fspath(path)
     _refuse_unsafe(db_path)
     if db_path != ":memory:":
+        if os.path.exists(db_path + DAMAGE_MARKER):
+            from clavain.store.health import refuse_marked
+
+            refuse_marked(db_path)
         os.makedirs(os.path.dirname(os.path.abspath(db_path)), exist_ok=True)
     busy_ms = busy_timeout() if busy_timeout_ms is None else max(0, int(busy_timeout_ms))
     conn = sqlite3.connect(db_path, isolation_level=None, timeout=busy_ms / 1000,
                            factory=SqliteStore)
     conn.row_factory = sqlite3.Row
     conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+    if CHECK_ON_OPEN and db_path != ":memory:" and db_path not in _checked:
+        _checked.add(db_path)
+        from clavain.store.health import check_opened
+
+        check_opened(conn, db_path)
     _use_wal(conn, busy_ms)
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
@@ -221,7 +240,8 @@ class transaction:  # lower case: used like the function it replaced, `with tran
             self.conn.execute("ROLLBACK")
 
 
-SHM_NOT_MADE = ("unable to open", "disk I/O error", "database or disk is full")
+SHM_NOT_MADE = ("unable to open", "disk I/O error", "database or disk is full",
+                "readonly database")
 
 
 def connect_readonly(path: str | os.PathLike[str], *, timeout_ms: int = 1000,
@@ -241,7 +261,8 @@ def connect_readonly(path: str | os.PathLike[str], *, timeout_ms: int = 1000,
         conn.execute("PRAGMA schema_version")  # the first read opens the -wal and the -shm
     except sqlite3.OperationalError as exc:
         conn.close()
-        # Read-only: "unable to open"; a full disk: the -shm cannot grow ("disk I/O error",
+        # Read-only: "unable to open" (or, the file itself read-only with no -shm, "attempt to
+        # write a readonly database"); a full disk: the -shm cannot grow ("disk I/O error",
         # "database or disk is full"). Either way no whole -shm means nobody has it open.
         if not any(why in str(exc) for why in SHM_NOT_MADE) or not os.path.isfile(db_path) \
                 or _shm_in_use(db_path + "-shm"):

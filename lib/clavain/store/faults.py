@@ -60,14 +60,6 @@ def kind(exc: BaseException) -> str | None:
     return None
 
 
-def damage_message(path: Any, exc: BaseException) -> str:
-    """One line naming the damaged file and the fix."""
-    return (f"the workgraph database {path} is damaged ({' '.join(str(exc).split())[:160]}): "
-            "nothing more was claimed; stop every Clavain process using it, keep a copy, "
-            f"rebuild it with `sqlite3 {path} .recover | sqlite3 repaired.sqlite` and put "
-            "repaired.sqlite in its place (`clavain doctor` checks a database)")
-
-
 def outage_seconds(cfg: dict[str, Any]) -> float:
     from clavain import config as config_mod
 

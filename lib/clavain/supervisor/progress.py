@@ -204,7 +204,11 @@ def print_final(report: dict[str, Any]) -> None:
               + (f" (${spend['charged']['cost_usd']:.4f} charged for "
                  f"{spend['charged']['count']} runner(s) that ended unmeasured)"
                  if spend["charged"]["count"] else ""))
-    print(f"Done: {len(report['done'])} node(s); left: {left_summary(report['left'])}")
+    if report.get("reason") == "store_damaged":  # its nodes cannot be read: never "nothing"
+        print(f"Done: {len(report['done'])} node(s) before the damage; what is left cannot be "
+              "read until the database is recovered (the line above says how)")
+    else:
+        print(f"Done: {len(report['done'])} node(s); left: {left_summary(report['left'])}")
     if metrics.get("crashes"):
         print("Crashes (given back, no attempt spent): "
               + ", ".join(f"{node} {n}" for node, n in metrics["crashes"].items()))

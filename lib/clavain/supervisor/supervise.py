@@ -38,6 +38,7 @@ from clavain.paths import StatePaths
 from clavain.processes import TERM_GRACE_SECONDS
 from clavain.sprint.headless_gate import refuse_before_execute
 from clavain.store import faults as store_faults
+from clavain.store import health as store_health
 from clavain.store.graph_db import (
     graph_store_exists,
     open_graph_db,
@@ -283,7 +284,7 @@ class Supervisor:
             except Exception as exc:
                 if store_faults.kind(exc) != store_faults.DAMAGED:
                     raise
-                ctx.halt_run(store_faults.damage_message(self.state.db, exc))
+                ctx.halt_run(store_health.damage_message(self.state.db, exc))
                 continue  # `hold` says so
             if envelope["node"] is None:
                 return self._idle(envelope)

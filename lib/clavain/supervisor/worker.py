@@ -26,6 +26,7 @@ from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
 from clavain.paths import StatePaths
 from clavain.processes import process_identity
 from clavain.store import faults as store_faults
+from clavain.store import health as store_health
 from clavain.store.db import transaction
 from clavain.store.graph_db import open_graph_db
 from clavain.supervisor import invocation, worktrees
@@ -205,7 +206,7 @@ def _failure(ctx: RunContext, exc: Exception) -> tuple[str, str]:
         return "released", str(exc)
     fault = store_faults.kind(exc)
     if fault == store_faults.DAMAGED:
-        ctx.halt_run(store_faults.damage_message(ctx.state.db, exc))
+        ctx.halt_run(store_health.damage_message(ctx.state.db, exc))
         return "store_damaged", f"the workgraph database is damaged: {exc}"
     if fault == store_faults.UNAVAILABLE:
         return "store_unavailable", f"the workgraph store is unavailable: {exc}"
