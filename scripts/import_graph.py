@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # What the rules are and what is recorded: the hook path's guards, verdict files, the
     # workgraph, the sprint's own records, and the pydantic models that mirror the stdlib rules
     # (their bounds are the rules' constants: the hook path cannot import pydantic).
-    ("domain", ("models", "guards", "verdicts", "workgraph", "sprint.checkpoint",
+    ("domain", ("models", "guards", "verdicts", "workgraph", "plans", "sprint.checkpoint",
                 "sprint.typed_once", "sprint.route")),
     ("sprint", ("sprint", "current_graph")),
     ("runs", ("session", "supervisor", "loop", "status", "statusline", "page", "doctor")),
@@ -45,6 +45,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # hook path's start-up cost is a reason: each tool call imports what that call needs.
 _G = "clavain.guards."
 DEFERRED: dict[tuple[str, str], str] = {
+    ("clavain.store.db", "clavain.store.health"): "every hook opens the database: the damage "
+                                                  "judgement only once a marker exists or a "
+                                                  "command checks the file",
     (_G + "gate", _G + "agents"): "PreToolUse: a subagent's transcript only for a call made "
                                   "inside a subagent",
     (_G + "gate", _G + "window"): "PreToolUse: the 5-hour window only for a call that starts "
