@@ -112,7 +112,7 @@ def test_damage_seen_once_is_refused_by_every_later_open(run_cli, tmp_path: Path
 
     database = _build(run_cli, tmp_path, project)
     _checkpoint(database)
-    recovered = tmp_path / "recovered.sqlite"  # a stand-in for what `.recover` makes
+    recovered = tmp_path / "recovered.sqlite"  # a file put in its place by hand
     recovered.write_bytes(database.read_bytes())
     damage_page_of(database, "nodes")
     assert run_cli("graph", "ls").returncode == 1
@@ -137,7 +137,7 @@ def test_a_read_only_state_folder_is_read_only_not_damaged(run_cli, tmp_path: Pa
     rows = {r["check"]: r for r in json.loads(doctor.stdout)["checks"]}
     for name, row in rows.items():
         assert "damaged" not in row["detail"] or name == "sprint", row
-        assert "Error" not in row["detail"] and ".recover" not in row["detail"], row
+        assert "Error" not in row["detail"] and "db recover" not in row["detail"], row
     for name in ("state_dir", "database"):
         assert rows[name]["status"] == "fail" and "read-only" in rows[name]["detail"]
         assert "is not writable by" in rows[name]["detail"] and "chmod" in rows[name]["detail"]
@@ -145,3 +145,65 @@ def test_a_read_only_state_folder_is_read_only_not_damaged(run_cli, tmp_path: Pa
     assert added.returncode == 1
     assert "read-only" in added.stderr and "damaged" not in added.stderr
     assert "is not writable by" in added.stderr
+
+
+def test_db_recover_keeps_every_readable_row_and_the_damaged_file(run_cli, tmp_path: Path,
+                                                                  project: Path) -> None:
+    """The advice's one command: the rows SQLite can still read come back, the damaged file is
+    kept beside the new one, writes work again, and nothing waits on a lost edge."""
+    database = _build(run_cli, tmp_path, project)
+    chain = tmp_path / "chain.json"  # edges, so a lost node leaves dependents to recount
+    chain.write_text(json.dumps({"nodes": [
+        {"id": f"c-{i:03d}", "type": "task", "verify": ["test -f c.txt"],
+         "dependsOn": [f"t-{i * 7 % NODES:04d}"]} for i in range(60)]}))
+    assert run_cli("graph", "import", str(chain)).returncode == 0
+    _checkpoint(database)
+    before = sqlite3.connect(database)
+    nodes_before = before.execute("SELECT count(*) FROM nodes").fetchone()[0]
+    events_before = before.execute("SELECT count(*) FROM events").fetchone()[0]
+    before.close()
+    damage_page_of(database, "nodes")
+    assert run_cli("graph", "ls").returncode == 1
+    recovered = run_cli("db", "recover", "--json")
+    assert recovered.returncode == 0, recovered.stderr
+    report = json.loads(recovered.stdout)
+    kept = Path(report["kept"])
+    assert kept.is_file() and kept.name.startswith("state.sqlite.damaged-")
+    copied, lost = report["tables"]["nodes"]["copied"], report["tables"]["nodes"]["lost"]
+    assert 0 < copied < nodes_before and lost > 0
+    assert report["tables"]["events"]["copied"] == events_before
+    after = sqlite3.connect(database)
+    assert after.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    assert after.execute("SELECT count(*) FROM nodes").fetchone()[0] == copied
+    stuck = after.execute(
+        "SELECT count(*) FROM nodes n WHERE n.unmet_deps <> (SELECT count(*) FROM deps e "
+        "LEFT JOIN nodes d ON d.graph_id = e.graph_id AND d.id = e.depends_on_id WHERE "
+        "e.graph_id = n.graph_id AND e.node_id = n.id AND coalesce(d.status, '') <> 'done')"
+    ).fetchone()[0]
+    after.close()
+    assert stuck == 0
+    assert not Path(f"{database}-damage.json").exists()
+    assert run_cli("graph", "add", "--id", "after", "--type", "task").returncode == 0
+    assert run_cli("doctor").returncode in (0, 1)
+    assert "damaged" not in run_cli("doctor").stdout.split("database", 1)[1].splitlines()[0]
+
+
+def test_db_recover_of_a_healthy_file_copies_every_row(run_cli, tmp_path: Path,
+                                                      project: Path) -> None:
+    database = _build(run_cli, tmp_path, project)
+    _checkpoint(database)
+
+    def contents(path: Path) -> dict[str, list]:
+        conn = sqlite3.connect(path)
+        tables = [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        found = {name: sorted(map(repr, conn.execute(f'SELECT * FROM "{name}"')))
+                 for name in tables}
+        found["_schema"] = sorted(row[0] for row in conn.execute(
+            "SELECT sql FROM sqlite_master WHERE sql IS NOT NULL"))
+        conn.close()
+        return found
+
+    wanted = contents(database)
+    assert run_cli("db", "recover").returncode == 0
+    assert contents(database) == wanted

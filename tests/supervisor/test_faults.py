@@ -228,7 +228,7 @@ def test_a_damaged_database_stops_the_run_at_the_first_damage(tmp_path: Path) ->
     assert done.returncode == 1, done.stderr
     assert report["reason"] == "store_damaged"
     assert str(state.db) in report["message"] and "damaged" in report["message"]
-    assert ".recover" in report["message"]
+    assert "clavain db recover" in report["message"]
     raw = sqlite3.connect(state.db)
     claims = raw.execute("SELECT count(*) FROM events WHERE note = 'claimed'").fetchone()[0]
     assert claims <= 2  # the workers' first claims only: none after the first damage

@@ -48,7 +48,8 @@ def test_each_failure_has_one_kind_and_one_fix(tmp_path: Path, monkeypatch) -> N
     path = str(tmp_path / "state.sqlite")
     damaged = health.judge(sqlite3.DatabaseError("database disk image is malformed"), path)
     assert damaged.kind == health.DAMAGED and damaged.fix_line == health.recovery(path)
-    assert ".recover" in damaged.fix_line and "keep it" in damaged.fix_line
+    assert "clavain db recover" in damaged.fix_line and "keeps the damaged one" in \
+        damaged.fix_line
     assert "rm " not in damaged.fix_line and "start over" not in damaged.line
     assert health.judge(faults.StoreDamaged("x"), path).fix_line == health.recovery(path)
     locked = health.judge(sqlite3.OperationalError("database is locked"), path)

@@ -22,6 +22,27 @@ def register(commands: argparse._SubParsersAction) -> None:
     migrate.add_argument("--replace", action="store_true",
                          help="overwrite a graph the target holds with other content")
     add_json_flag(migrate)
+    recover = add_command(sub, "recover", "rebuild a damaged state database: every row SQLite "
+                          "can still read goes into a new file put in its place; the damaged "
+                          "file is kept beside it", _recover)
+    add_json_flag(recover)
+
+
+def _recover(args: argparse.Namespace) -> int:
+    from clavain.paths import StatePaths
+    from clavain.store.recover import recover
+
+    report = recover(str(StatePaths.discover().db))
+    if args.json:
+        emit_json(report)
+        return 0
+    print_table([{"table": name, "rows": counts["copied"], "unreadable": counts["lost"]}
+                 for name, counts in report["tables"].items()], ["table", "rows", "unreadable"])
+    lost = sum(counts["lost"] for counts in report["tables"].values())
+    print(f"recovered into {report['path']} (integrity ok"
+          + (f"; {lost} row place(s) could not be read" if lost else "") + ")")
+    print(f"the damaged file is kept as {report['kept']}")
+    return 0
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:

@@ -5,10 +5,10 @@ supervisor and the hooks' failure path, so a person reads the same words whereve
 - read-only: the folder or the file cannot be written by this user (fix the owner or modes);
 - full: the disk holding it has no room (free space);
 - locked: another process holds the database past the wait (wait for it or stop it);
-- damaged: SQLite found the file malformed. The advice never throws data away: keep the file,
-  rebuild it with `.recover` into a new file, set the damaged one aside (kept) and put the new
-  one in its place. Every later open refuses it (a marker beside it, `refuse_marked`) until
-  that is done, so no command writes into a damaged file.
+- damaged: SQLite found the file malformed. The advice never throws data away: `clavain db
+  recover` (`store.recover`) rebuilds every readable row into a new file, keeps the damaged one
+  beside it and puts the new one in its place. Every later open refuses it (a marker beside
+  it, `refuse_marked`) until that is done, so no command writes into a damaged file.
 
 Only imported once something failed, or by a command's first open of the database
 (`quick_check`): never on the per-tool-call hook path.
@@ -66,12 +66,10 @@ def _cause(cause: str) -> str:
 
 
 def recovery(path: str) -> str:
-    """The one recovery text for a damaged database: nothing is deleted."""
-    folder, name = os.path.split(os.path.abspath(path))
-    return (f"keep it; stop every Clavain process using it, then in {folder} rebuild it into a "
-            f"new file (`sqlite3 {name} .recover | sqlite3 {name}.recovered`), move the damaged "
-            f"file aside and keep it (`mv {name} {name}.damaged`, and its `-wal` beside it if "
-            f"there is one) and put the new one in its place (`mv {name}.recovered {name}`); "
+    """The one recovery text for a damaged database: nothing is deleted (`store.recover`)."""
+    return (f"stop every Clavain process using it, then run `clavain db recover`: it rebuilds "
+            f"every row SQLite can still read into a new file, keeps the damaged one beside it "
+            f"({os.path.basename(path)}.damaged-<time>) and puts the new one in its place; "
             "every write is refused until then (`clavain doctor` checks it again)")
 
 
@@ -273,6 +271,11 @@ def refuse_marked(path: str) -> None:
 def _forget(path: str) -> None:
     with contextlib.suppress(OSError):
         os.unlink(marker(path))
+
+
+def forget_damage(path: str) -> None:
+    """A recovered file is in place: no later open refuses it."""
+    _forget(path)
 
 
 def confirm_damage(path: Any) -> bool | None:
