@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 SCHEMA = "checkpoint.schema.json"
 DECISIONS_KEPT = 5
 MAX_BYTES = 1 << 20
+# A sprint's id (and its graph's, and its runs/ folder's) is `sprint-<UTC stamp>-<hex>`.
+SPRINT_ID_PREFIX = "sprint"
 
 
 class DamagedCheckpoint(ClavainError):
@@ -210,7 +212,7 @@ def last_archived(state: StatePaths) -> tuple[Path, dict[str, Any]] | None:
         entries = []
     for entry in entries:
         path = os.path.join(entry.path, "checkpoint.json")
-        if not entry.name.startswith("sprint-"):
+        if not entry.name.startswith(f"{SPRINT_ID_PREFIX}-"):
             continue
         # A regular file or nothing: a FIFO left here must not hang `sprint start`.
         archived = read_json_object(path)

@@ -16,8 +16,6 @@ from clavain.paths import StatePaths
 from clavain.sprint.route import GATED_STEPS
 
 EXECUTE = "execute"
-# A sprint's graph is named for the sprint (`lifecycle.new_sprint_id`).
-SPRINT_GRAPH_PREFIX = "sprint-"
 
 
 def step_before_execute(active: dict[str, Any]) -> str | None:
@@ -31,12 +29,12 @@ def step_before_execute(active: dict[str, Any]) -> str | None:
 
 def refuse_before_execute(state: StatePaths, graph_id: str) -> None:
     """Raise when `graph_id` is the active sprint's and its execute step has not begun."""
-    from clavain.sprint.checkpoint import DamagedCheckpoint, read_in
+    from clavain.sprint.checkpoint import SPRINT_ID_PREFIX, DamagedCheckpoint, read_in
 
     try:
         active = read_in(state.root)
     except DamagedCheckpoint:
-        if graph_id.startswith(SPRINT_GRAPH_PREFIX):
+        if graph_id.startswith(f"{SPRINT_ID_PREFIX}-"):  # a sprint's graph bears its id
             raise  # it may be this graph's sprint: its gate cannot be told
         return  # a graph no sprint owns runs whatever the checkpoint holds
     if active is None or active.get("graph_id") != graph_id:

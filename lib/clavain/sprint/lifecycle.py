@@ -23,9 +23,10 @@ from clavain.sprint.route import STEPS, check_complexity, check_step, plan_route
 
 
 def new_sprint_id() -> str:
+    from clavain.sprint.checkpoint import SPRINT_ID_PREFIX
     from clavain.workgraph.runner_env import new_run_id
 
-    return new_run_id("sprint")
+    return new_run_id(SPRINT_ID_PREFIX)
 
 
 PERSON_ONLY = ("{what} is a person's decision, not an agent's: the user types `{slash}` in "
