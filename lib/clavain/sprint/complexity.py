@@ -64,6 +64,8 @@ from clavain.sprint import complexity_forms as form
 
 LABELS = {1: "trivial", 2: "simple", 3: "moderate", 4: "complex", 5: "research"}
 MAX_FILES = 100_000
+# Words from which a request describes enough work that a simplicity cue in it is an aside.
+LONG = 30
 
 
 @dataclass
@@ -119,7 +121,11 @@ def _decide(text: str, file_count: int
     asks = [(_judge(piece, 0, [piece], part=True), piece) for piece in pieces] \
         if len(pieces) > 1 else []
     if asks:
-        index = max(range(len(asks)), key=lambda at: asks[at][0].score)
+        # A question answered by the fix the request asks for (`find out why and fix it`) is
+        # not research on its own either.
+        ranked = [at for at in range(len(asks))
+                  if not (asks[at][0].score == 5 and "fix_after" in whole.cues)]
+        index = max(ranked or [0], key=lambda at: asks[at][0].score)
         best, ask = asks[index]
         if best.score >= 3 and best.score > whole.score:
             quoted = ask if len(ask) <= 60 else ask[:57].rstrip() + "…"
@@ -150,9 +156,13 @@ def _score(text: str, files: int, pieces: list[str], seen: dict[str, list[str]],
     strong = cue.cues(text, found, cue.RESEARCH_STRONG) + (
         ["X vs Y"] if cue.VS.search(text) else []) + cue.stems(text, form.RESEARCH_FORMS)
     weak = cue.cues(text, found, cue.RESEARCH_WEAK) + (
-        ["a question"] if "?" in text or "？" in text else [])
+        ["a question"] if ("?" in text or "？" in text)
+        and not cue.stems(text, form.POLITE_ASK) else [])
     seen.update(research=strong, research_weak=weak, trivial=trivial)
-    if (strong and not trivial) or len(strong) >= 2 or (len(weak) >= 2 and not trivial):
+    fixed = cue.stems(text, form.FIX_AFTER) if strong or weak else []
+    seen["fix_after"] = fixed
+    if ((strong and not trivial) or len(strong) >= 2 or (len(weak) >= 2 and not trivial)) \
+            and not fixed:
         return _Verdict(5, [f"an open question: {', '.join(strong + weak)}"])
 
     danger = (cue.cues(text, found, cue.DANGER) + cue.stems(text, cue.SCOPE)
@@ -160,6 +170,10 @@ def _score(text: str, files: int, pieces: list[str], seen: dict[str, list[str]],
     major = _major_upgrade(text)
     named = {kind: hits for kind, vocab in cue.COMPLEX.items()
              if (hits := cue.cues(text, found, vocab))}
+    if cue.stems(text, form.CONCURRENT):
+        once = cue.stems(text, form.SHARED_WRITE)
+        if once:
+            named["concurrency"] = once
     if once := cue.stems(text, form.COMPLEX_FORMS):
         named["concurrency"] = named.get("concurrency", []) + once
     changed = _changed_concerns(text, pieces)
@@ -193,14 +207,20 @@ def _score(text: str, files: int, pieces: list[str], seen: dict[str, list[str]],
         quoted = beside if len(beside) <= 60 else beside[:57].rstrip() + "…"
         reasons[0] = f"more than a mechanical edit ({', '.join(trivial)}): \"{quoted.strip()}\""
     moderate = [] if beside else (cue.cues(text, found, cue.MODERATE)
-                                  + cue.stems(text, form.MODERATE_FORMS) + form.built(text))
+                                  + cue.stems(text, form.MODERATE_FORMS) + form.built(text)
+                                  + [f"a cause to find, then a fix ({hit})" for hit in fixed])
     parts = _parts(text)
+    # Something built to a spec of several parts (`implement X: a, b, and c`).
+    if not moderate and parts >= 4 and cue.stems(text, form.CONSTRUCT):
+        moderate = [f"built with {parts} parts"]
     if moderate or parts >= 6:
         score += 1
         reasons.append(f"moderate: {', '.join(moderate) or f'{parts} parts'}")
     simple = cue.cues(text, found, cue.SIMPLE)
     seen.update(moderate=moderate, simplicity=simple)
-    if simple and score > 2:
+    # An aside (`the file just looks wrong`) in a long description, or a fix whose cause must
+    # be found first, does not make the work small.
+    if simple and score > 2 and count < LONG and not fixed:
         score -= 1
         reasons.append(f"simpler: {', '.join(simple)}")
     step = 2 if files >= 20 else 1 if files >= 5 and score < 3 else 0
@@ -258,7 +278,8 @@ def _beside(pieces: list[str]) -> str | None:
     button and fix the typo in its label`), or None: the request is then more than the edit."""
     if len(pieces) < 2:
         return None
-    return next((piece for piece in pieces if cue.stems(piece, form.BUILD)
+    # `new` alone describes (`the new board ships at 115200`); it builds only with a verb.
+    return next((piece for piece in pieces if set(cue.stems(piece, form.BUILD)) - {"new"}
                  and not cue.cues(piece, cue.words(piece), cue.TRIVIAL)
                  and not cue.stems(piece, form.TRIVIAL_FORMS)), None)
 

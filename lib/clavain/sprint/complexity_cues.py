@@ -47,10 +47,12 @@ RESEARCH_WEAK = ("explore", "should we", "why", "random", "randomly", "sometimes
                  "为什么", "偶尔", "有时", "是否", "なぜ", "たまに", "時々", "どうか")
 TRIVIAL = (
     "typo", "typos", "spelling", "misspelled", "rename", "renamed", "bump", "reformat",
-    "formatting", "prettier", "indentation", "whitespace", "sort the imports", "comment",
+    "formatting", "prettier", "indentation", "whitespace", "sort the imports",
     "commented-out", "docstring", "changelog", "wording", "copyright", "display name",
     "alt text", "broken link", "image tag", "table of contents", "toc", "help text",
-    "column header", "mechanical", "no functional change", "constant", "deprecationwarning",
+    "column header", "mechanical", "no functional change", "nothing functional",
+    "cosmetic", "ortografía", "errata", "faute de frappe", "coquille", "tippfehler",
+    "rechtschreibfehler", "erro de digitação", "constant", "deprecationwarning",
     "misspelling", "misspellings", "unsorted", "stray", "unused", "leftover", "dead code",
     "console.log", "debug print", "print statement", "grammar", "punctuation", "casing",
     "capitalization", "capitalisation", "capitalize", "capitalise", "lowercase", "uppercase",
@@ -76,7 +78,7 @@ SIMPLE = ("just", "quick", "only", "one call site", "line", "that's it",
 
 # Named large work on its own: the word alone says the blast radius is large.
 COMPLEX = {
-    "auth": ("oauth", "sso", "scim", "idp", "idps", "two-factor", "multi-factor", "saml", "oidc",
+    "auth": ("oauth", "oauth2", "sso", "scim", "idp", "idps", "two-factor", "multi-factor", "saml", "oidc",
              "rbac", "2fa", "totp", "mfa", "row-level security",
              "session tokens", "permissions", "jwt", "jwts", "passkey", "passkeys", "webauthn",
              "single sign-on", "ldap", "单点登录", "シングルサインオン"),
@@ -92,7 +94,10 @@ COMPLEX = {
                     "conflict resolution", "offline"),
     "security": ("secrets", "prod creds", "vault", "rotate", "path traversal", "pentest",
                  "pci", "card data", "card numbers", "cardholder",
-                 "xss", "csrf", "security review", "bcrypt", "argon2", "scrypt", "pbkdf2",
+                 "xss", "csrf", "security review",
+                 "code signing", "signed images", "signed firmware", "signed updates",
+                 "signed releases", "signature verification", "secure boot", "over-the-air",
+                 "ota", "automatic rollback", "auto-rollback", "bcrypt", "argon2", "scrypt", "pbkdf2",
                  "漏洞", "脆弱性"),
     "scale": ("multi-tenant", "tenant", "monolith", "all services", "across all",
               "every service", "microservices", "microservice", "own service", "legacy",
@@ -104,7 +109,7 @@ COMPLEX = {
 }
 # A system-wide concern: large work when the request changes it (below), not when it names it.
 CONCERNS = {
-    "auth": r"auth|authn|authz|authenticat\w*|authori[sz]\w*|log(?:in|on)s?|sign[- ]?(?:in|on)s?"
+    "auth": r"auth|authn|authz|authenticat\w*|autentica\w*|authentifi\w*|authori[sz]\w*|log(?:in|on)s?|sign[- ]?(?:in|on)s?"
             r"|sessions?|passwords?|credentials?|identity|(?:access|refresh|bearer|api) tokens?"
             r"|roles?|acls?|access control|认证|鉴权|授权|登录|密码|权限|認証|認可|ログイン"
             r"|パスワード|権限",
@@ -153,6 +158,7 @@ SCOPE = (
     r"|buckets?|topics?|indexe?s?|schemas?|databases?|jobs?|workers?|queues?|columns?|fields?)"
     r"|\d+ (?:micro)?services|dozens of (?:micro)?services"
     r"|(?:the )?(?:whole|entire) (?:api|app|application|codebase|system|platform|frontend"
+    r"|project|repo|repository|monorepo|fleet"
     r"|backend|site|product|stack)|全局|所有服务|所有接口|所有模块|整个系统|整个项目|全サービス"
     r"|全体|すべてのサービス")
 RISK = (r"in prod(?:uction)?|on prod(?:uction)?|(?:zero|no|without) downtime|downtime"
@@ -175,14 +181,19 @@ UI = (r"button|page|screen|modal|dialog|tooltip|label|icon|colou?r|css|layout|ba
 # whole-number version (`upgrade from Rails 6 to Rails 7`, `move to Django 5`).
 VERSION_JUMP = re.compile(
     r"\bv?(\d+)(?:\.\d+)*(?:\.x)?\s*(?:->|→)\s*v?(\d+)(?:\.\d+)*\b"
-    r"|\b(?:upgrade|bump|migrate)\s+\S+\s+(?:from\s+)?v?(\d+)(?:\.\d+)*\s+to\s+v?(\d+)")
+    r"|\b(?:upgrade|bump|migrate)\s+\S+\s+(?:from\s+)?v?(\d+)(?:\.\d+)*\s+to\s+v?(\d+)"
+    # `upgrade the whole project from python 2.7 to 3.11`
+    r"|\b(?:upgrad|migrat|port|mov|bump|switch)\w*\s+(?:\S+\s+){0,5}?from\s+[a-z][\w.+-]*\s+"
+    r"v?(\d+)(?:\.\d+)*\s+to\s+(?:[a-z][\w.+-]*\s+)?v?(\d+)")
 # Words that make a bare `2 -> 3` a version rather than a value (`replicaCount 2 -> 3`).
 VERSIONED = r"upgrad\w*|bump\w*|migrat\w*|versions?|releases?|major|v\d+"
 MAJOR_TARGET = re.compile(
     r"\b(?:upgrad|migrat|mov|switch|port)\w*(?: \S+){0,5}? to (?!v?\d)[a-z][\w.-]* v?(\d{1,2})"
     r"(?:\.0)?(?![\d.])|\bupgrad\w* [a-z][\w.-]* to v?(\d{1,2})(?:\.0)?(?![\d.])")
+# A path ends before the punctuation that closes its sentence (`… at ~200 events/s)?` still
+# asks a question).
 PATH = re.compile(
-    r"(?<!\S)\S*/\S*|`[^`]*`|\b[\w-]+\.(?:py|js|jsx|ts|tsx|go|rs|rb|java|kt|swift|cs|cpp|php"
+    r"(?<!\S)\S*/\S*?(?=[?？.,;:!)]*(?:\s|$))|`[^`]*`|\b[\w-]+\.(?:py|js|jsx|ts|tsx|go|rs|rb|java|kt|swift|cs|cpp|php"
     r"|vue|ya?ml|json|toml|tf|sql|sh|html|css)\b")
 VS = re.compile(r"\bvs\.?\b")
 # Chinese characters and Japanese kana, written without spaces between words.

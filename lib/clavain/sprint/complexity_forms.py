@@ -25,7 +25,17 @@ RESEARCH_FORMS = (
     r"|before (?:we|anyone|you) (?:\S+ )?(?:touch|write|change|fix)|would (?:it|this|that) work"
     r"|how (?:do|are|did) (?:other|others|most|big) |tell (?:me|us) (?:where|what|why|how|which"
     r"|if|whether)|estimate (?:the|how)|how much (?:effort|work)|what would it take"
-    r"|^[^?]{0,80}\b\w+ or \w+\b[^?]{0,60}\?")
+    r"|^[^?]{0,80}\b\w+ or \w+\b[^?]{0,60}\?"
+    r"|what (?:are|were) (?:our |the |my |some |your )?(?:options|choices|alternatives)"
+    r"|what options (?:do|are|have)|(?:want|need|looking for|give me|some) (?:\S+ ){0,2}?ideas"
+    r"|ideas (?:first|only)|(?:don't|do not|dont) (?:change|touch|implement|fix) anything"
+    r"|(?:nobody|no one|none of us) (?:\S+ ){0,3}?(?:figured out|knows?|understands?|can explain)"
+    r"|every other (?:run|time|build|deploy\w*|day|request|call)")
+# After an open question, the fix asked for (`find out why and fix it`): a defect whose cause
+# must be found is moderate work, not research.
+FIX_AFTER = (r"(?:and|then|&|\+) (?:\S+ ){0,2}?(?:fix|patch|repair|resolve)(?:e?s)? (?:it|them"
+             r"|this|that|the (?:\S+ )?(?:bug|issue|problem|test))|(?:and|then) (?:get|have)"
+             r" (?:it|them|this) fixed")
 # A mechanical edit in a shape rather than a word: one value set to another (`from 60 to 30`,
 # `set MAX_UPLOAD_MB to 25`, `2 -> 3`), stale text (`still says`, `should say`), a link, a
 # colour, a single line or string.
@@ -62,7 +72,20 @@ TRIVIAL_FORMS = (
     r"|item|link|tooltip|emoji)s?(?![a-z])|(?:fix|correct)\w* (?:the )?(?:\S+ ){0,2}?(?:translation"
     r"|label|wording|text|copy|string|message|title|spelling|caption)s?(?![a-z])"
     r"|[“\"'][^”\"']{1,20}[”\"'] ?(?:统一)?(?:改成|改为|换成|替换为|に変更|に置き換え)"
-    r"|链接|邮箱地址|年份|リンク|文言|表記")
+    r"|链接|邮箱地址|年份|リンク|文言|表記"
+    # A code comment, not a comment box or comment feature (`the keyboard covers the comment
+    # box`).
+    r"|comment(?! ?(?:box|section|field|thread|form|input|button|count|list|moderation|page"
+    r"|screen|view|widget|area|editor|system|feature|api|endpoint|s? ?(?:page|feed|tab)))"
+    # Quoted text changed to other quoted text (`change 'Submit' to 'Send'`).
+    r"|(?:chang|renam|replac|updat|edit|swap|turn)\w* (?:\S+ ){0,6}?[\"'‘“][^\"'’”]{1,40}[\"'’”]"
+    r" (?:to|with|into|by|for) (?=[\"'‘“])"
+    r"|(?:debería|deberia) (?:ser|decir) (?=[\"'‘“])|(?:devrait|doit) (?:être|dire) (?=[\"'‘“])"
+    r"|missing (?:an?|the|one) (?:[a-z]|letter|char\w*|comma|period|full stop|space|apostrophe"
+    r"|hyphen|dash|quote|accent)(?![\w'])|says? (?:\S+ ){1,2}?instead of"
+    r"|(?:rm|remov\w*|delet\w*|drop) (?:the |one |that )?(?:duplicat\w*|extra|second|repeated)"
+    r" (?:\S+ )?(?:log|print|call|line|import|entry|statement|comment)s?(?![a-z])"
+    r"|从\s?\S.{0,40}?(?:改成|改为|换成)")
 # Building something new (`add`, `implement`, `support` …, `a new …`): beside a mechanical
 # edit it makes the request more than one; before a capability (`FEATURES`), moderate work.
 BUILD = (r"add(?:s|ed|ing)?|allow(?:s|ing)?|implement\w*|build(?:s|ing)?|creat(?:e|es|ing)"
@@ -71,9 +94,11 @@ BUILD = (r"add(?:s|ed|ing)?|allow(?:s|ing)?|implement\w*|build(?:s|ing)?|creat(?
          r"|enabl(?:e|es|ing)|expos(?:e|es|ing)|set(?:ting)? up|wir(?:e|es|ing)(?: up)?"
          r"|integrat\w*|hook(?:ing)? up|new|增加|添加|新增|加一个|加个|加上|实现|支持"
          r"|追加|実装|対応")
+# Building a whole thing, not adding to one: with a spec of several parts, moderate.
+CONSTRUCT = r"implement\w*|build(?:s|ing)?|creat(?:e|es|ing)|develop\w*|introduc\w*"
 # Built anew, a thing of its own (`build an activity feed`, `a new feature`): moderate.
 NEW_THINGS = (r"feeds?|integrations?|sync|invit\w*|history|features?|tools?|apis?"
-              r"|export(?:s|ing)?|import(?:ing)?|upload(?:s|ing)?")
+              r"|export(?:s|ing)?|import(?:ing)?|upload(?:s|ing)?|commands?(?!-)|shells?")
 # Built anew, a place (`add a changelog page`): more than the mechanical edit its name
 # suggests, but a page alone is not moderate.
 NEW_PLACES = r"pages?|screens?|views?|settings|dashboards?|portals?|flows?"
@@ -122,10 +147,25 @@ MODERATE_FORMS = (
     r"|port(?:s|ed|ing)? (?:\S+ ){0,5}?(?:from|to)(?= )|virtuali[sz]\w*|lazy[- ]load\w*"
     r"|infinite scroll"
     r"|\d+k (?:rows|items|records)|performan\w*"
+    r"|(?:split|break|divid|separat|carv)\w* (?:\S+ ){0,6}?(?:up |out |apart )?into (?:\S+ ){0,3}?"
+    r"(?:modules?|packages?|services?|files|classes|components|layers|interfaces?"
+    r"|implementations?|plugins?|crates?|libraries|apps?)(?![a-z])"
     r"|(?:rewrit\w*|rewrote|re-?implement\w*|rebuil\w*|overhaul\w*|redesign\w*|rework\w*"
     r"|revamp\w*|restructur\w*|convert\w* (?:\S+ ){0,8}?into)(?! (?:the |this |that |an? )?"
     r"(?:\S+ )?(?:message|copy|text|paragraph|sentence|wording|title|heading|description|docs?"
     r"|readme|comment|docstring)s?(?![a-z]))")
+# A deliverable asked for politely (`could you add …?`): its question mark asks for work.
+POLITE_ASK = (r"(?:could|can|would|will) (?:you|we|u|someone) (?:please |pls |also |quickly )?"
+              r"(?:add|fix|chang|make|implement|updat|remov|delet|writ|creat|build|set|renam"
+              r"|bump|refactor|split|wire|hook|port|convert|replac|swap|wrap|expos|introduc)\w*")
+# Concurrent work on one shared thing (`in parallel … some jobs write the same file`): a race
+# to design against, large work; read only with a `CONCURRENT` cue.
+SHARED_WRITE = (r"(?:writ\w*|wrote|updat\w*|modif\w*|touch\w*|edit\w*|appends?|append\w*"
+                r"|increment\w*) (?:\S+ ){0,2}?(?:to |in |into |on )?(?:the )?same (?:\S+ )?"
+                r"(?:files?|rows?|records?|tables?|resources?|accounts?|keys?|documents?"
+                r"|objects?|state|memory|variables?|counters?|cache|director(?:y|ies)|folders?)")
+CONCURRENT = (r"parallel\w*|concurren\w*|threads?|multi-?thread\w*|simultaneous\w*"
+              r"|at the same time|at once|workers|processes")
 # Named large work in a shape rather than a word: a job that must run exactly once.
 COMPLEX_FORMS = (r"(?:exactly|at (?:most|least))[- ]once|distributed|two (?:boxes|nodes|pods"
                  r"|workers|instances|servers|machines)|never (?:\S+ ){0,2}?the same \w+"
