@@ -12,23 +12,31 @@ Signals are whole words, phrases or stems, case-insensitive, in four families, i
 1. research (5): an open question rather than a deliverable — research, investigate, spike,
    recommend, propose, "find out", "should we", "pros/cons", "X vs Y", a choice ("which queue
    fits us best", "gRPC or REST?"), a design to settle ("how failover should work"), an
-   intermittent failure ("once a week", "nobody can reproduce it") … One strong cue or two
-   weak ones (why, whether, audit, "don't know", a question mark …) decide it, unless a
-   trivial cue names a concrete edit ("research shows we should just bump lodash").
+   intermittent failure ("once a week", "every other run", "nobody has worked out why"), a
+   request for options or ideas only ("what are our options", "don't change anything") … One
+   strong cue or two weak ones (why, whether, audit, "don't know", a question mark …) decide
+   it, unless a trivial cue names a concrete edit ("research shows we should just bump
+   lodash"), or the request asks for the fix too ("find out why and fix it": a defect whose
+   cause must be found, 3 — no ask alone makes it research then). A question mark on a
+   deliverable asked politely ("could you add … ?") is no question.
 2. trivial (1): a mechanical edit — typo, rename, version bump within a major version, a
    comment, docstring, changelog, formatting, one value set to another ("from 60 to 30",
-   "set MAX_UPLOAD_MB to 25", "2 -> 3", "to `pip`"), stale text ("still says", "should say
-   'X'"), a link, a colour, an unused import … — unless a danger cue (production, live data,
+   "set MAX_UPLOAD_MB to 25", "2 -> 3", "to `pip`", quoted text to quoted text), stale or
+   misspelt text ("still says", "should say 'X'", "says X instead of Y", "missing a comma"),
+   a link, a colour, a code comment (not a comment box), an unused import or a duplicated log
+   line … — unless a danger cue (production, live data,
    a migration, "everywhere", across services, a schema) says the blast radius is large, the
    edit changes a system-wide concern (3.), the request builds something (`add a changelog
    page`; a separate ask that builds — "add a tooltip … and fix the typo" — makes it simple,
    2), or `--files` is 10 or more (a mechanical edit over many files still is one when it
    says "mechanical").
 3. complex (4): a large blast radius — named large work (OAuth, JWT, RBAC, personal data,
-   deletion, encryption, concurrency and races, secrets and security findings, a monolith,
-   a major version upgrade …), or a system-wide concern (authentication, password hashing,
-   payments, a database, the service layout, a framework) that the request changes (rewrite,
-   replace, migrate, split, upgrade …, or alters its scheme, pipeline, provider …), applies
+   deletion, encryption, concurrency and races — work in parallel that writes one shared
+   file, row or table —, secrets, security findings and signed updates, a monolith, a major
+   version upgrade ("from python 2.7 to 3.11") …), or a system-wide concern (authentication,
+   password hashing, payments, a database, the service layout, a framework) that the request
+   changes (rewrite, replace, migrate, split, upgrade …, or alters its scheme, pipeline,
+   provider …), applies
    everywhere (every endpoint, across the codebase) or risks live data (in production,
    existing rows, downtime); adding something everywhere ("audit history on every model")
    counts too, as does work that must happen exactly once ("never runs a job twice"). A
@@ -40,12 +48,16 @@ Signals are whole words, phrases or stems, case-insensitive, in four families, i
    area: "implement password reset"), by naming a capability without reporting a defect in
    it ("paginate the orders list", but not "the /health endpoint returns 200 even when …"),
    by performance, concurrency, background-job or restructuring work ("speed up", "thread
-   pool", "into a celery task", "convert the page into tabs"), by a defect whose cause must be
-   found, or by a request that lists six or more parts; lowered by simplicity cues (just,
-   quick, one call site, a line number). `--files` moves it too: 5+ files lift simple work to
-   moderate (moderate work often spans that many), 20+ files +2 (kept within 1–4), and the
-   reasons say so. It must be a whole number from 0 (unknown) to MAX_FILES, else a one-line
-   ClavainError.
+   pool", "into a celery task", "convert the page into tabs", "split it into modules",
+   "refactor the X module"), by a defect whose cause must be found (a flaky test to
+   diagnose), by a request that lists six or more parts, or four when it builds a whole thing
+   (implement, build, create: "implement X: a, b and c"), or by 40+ words that report no
+   defect and never say the work is small (quick, small, tiny …);
+   lowered by simplicity cues (just, quick, one call site, a line number) unless the request
+   runs to 30+ words (an aside then) or must find a cause first. `--files` moves it too: 5+
+   files lift simple work to moderate (moderate work often spans that many), 20+ files +2
+   (kept within 1–4), and the reasons say so. It must be a whole number from 0 (unknown) to
+   MAX_FILES, else a one-line ClavainError.
 
 Words are counted in any script; Chinese and Japanese, written without spaces, count one word
 per two characters. When the score rests on little (too few words, a sensitive area touched
@@ -66,6 +78,9 @@ LABELS = {1: "trivial", 2: "simple", 3: "moderate", 4: "complex", 5: "research"}
 MAX_FILES = 100_000
 # Words from which a request describes enough work that a simplicity cue in it is an aside.
 LONG = 30
+# Words from which a request that reports no defect and never says the work is small describes
+# moderate work (several parts, constraints, context), whatever words it uses.
+LONG_WORK = 40
 
 
 @dataclass
@@ -121,10 +136,12 @@ def _decide(text: str, file_count: int
     asks = [(_judge(piece, 0, [piece], part=True), piece) for piece in pieces] \
         if len(pieces) > 1 else []
     if asks:
-        # A question answered by the fix the request asks for (`find out why and fix it`) is
-        # not research on its own either.
-        ranked = [at for at in range(len(asks))
-                  if not (asks[at][0].score == 5 and "fix_after" in whole.cues)]
+        # A question answered by the fix the request asks for (`find out why and fix it`), or
+        # weak cues in a deliverable asked for politely (`could you add …, whether …?`), are
+        # not research in one ask either.
+        ranked = [at for at in range(len(asks)) if not (asks[at][0].score == 5 and (
+            "fix_after" in whole.cues
+            or ("request" in whole.cues and "research" not in asks[at][0].cues)))]
         index = max(ranked or [0], key=lambda at: asks[at][0].score)
         best, ask = asks[index]
         if best.score >= 3 and best.score > whole.score:
@@ -155,10 +172,10 @@ def _score(text: str, files: int, pieces: list[str], seen: dict[str, list[str]],
     trivial = cue.cues(text, found, cue.TRIVIAL) + cue.stems(text, form.TRIVIAL_FORMS)
     strong = cue.cues(text, found, cue.RESEARCH_STRONG) + (
         ["X vs Y"] if cue.VS.search(text) else []) + cue.stems(text, form.RESEARCH_FORMS)
+    request = cue.stems(text, form.POLITE_ASK) if "?" in text or "？" in text else []
     weak = cue.cues(text, found, cue.RESEARCH_WEAK) + (
-        ["a question"] if ("?" in text or "？" in text)
-        and not cue.stems(text, form.POLITE_ASK) else [])
-    seen.update(research=strong, research_weak=weak, trivial=trivial)
+        ["a question"] if ("?" in text or "？" in text) and not request else [])
+    seen.update(research=strong, research_weak=weak, trivial=trivial, request=request)
     fixed = cue.stems(text, form.FIX_AFTER) if strong or weak else []
     seen["fix_after"] = fixed
     if ((strong and not trivial) or len(strong) >= 2 or (len(weak) >= 2 and not trivial)) \
@@ -211,7 +228,7 @@ def _score(text: str, files: int, pieces: list[str], seen: dict[str, list[str]],
                                   + [f"a cause to find, then a fix ({hit})" for hit in fixed])
     parts = _parts(text)
     # Something built to a spec of several parts (`implement X: a, b, and c`).
-    if not moderate and parts >= 4 and cue.stems(text, form.CONSTRUCT):
+    if not moderate and parts >= 4 and cue.stems(cue.unquote(text), form.CONSTRUCT):
         moderate = [f"built with {parts} parts"]
     if moderate or parts >= 6:
         score += 1
@@ -223,6 +240,11 @@ def _score(text: str, files: int, pieces: list[str], seen: dict[str, list[str]],
     if simple and score > 2 and count < LONG and not fixed:
         score -= 1
         reasons.append(f"simpler: {', '.join(simple)}")
+    if score == 2 and count >= LONG_WORK and not trivial and not cue.stems(text, form.DEFECT) \
+            and not cue.cues(text, found, cue.SMALL):
+        score = 3
+        reasons.append(f"moderate: {count} words describe the work, with no defect reported "
+                       f"and no word that it is small")
     step = 2 if files >= 20 else 1 if files >= 5 and score < 3 else 0
     if step:
         score += step

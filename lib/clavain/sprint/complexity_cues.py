@@ -72,13 +72,17 @@ MODERATE = (
     "接口", "子命令", "缓存", "分页", "上传", "导入", "仪表盘", "限流",
     "エンドポイント", "サブコマンド", "キャッシュ", "ページネーション", "アップロード",
     "インポート", "ダッシュボード")
+# Words that say the work itself is small (`quick one`, `a small thing`), not an aside.
+SMALL = ("quick", "small", "tiny", "simple", "easy", "minor", "trivial", "one-liner", "little",
+         "简单", "小改动", "簡単", "ちょっと")
 SIMPLE = ("just", "quick", "only", "one call site", "line", "that's it",
           "thats it",
           "只需", "只要", "简单", "一行", "だけ", "簡単")
 
 # Named large work on its own: the word alone says the blast radius is large.
 COMPLEX = {
-    "auth": ("oauth", "oauth2", "sso", "scim", "idp", "idps", "two-factor", "multi-factor", "saml", "oidc",
+    "auth": ("oauth", "oauth2", "sso", "scim", "idp", "idps", "two-factor", "multi-factor",
+             "saml", "oidc",
              "rbac", "2fa", "totp", "mfa", "row-level security",
              "session tokens", "permissions", "jwt", "jwts", "passkey", "passkeys", "webauthn",
              "single sign-on", "ldap", "单点登录", "シングルサインオン"),
@@ -97,7 +101,8 @@ COMPLEX = {
                  "xss", "csrf", "security review",
                  "code signing", "signed images", "signed firmware", "signed updates",
                  "signed releases", "signature verification", "secure boot", "over-the-air",
-                 "ota", "automatic rollback", "auto-rollback", "bcrypt", "argon2", "scrypt", "pbkdf2",
+                 "ota", "automatic rollback", "auto-rollback", "bcrypt", "argon2", "scrypt",
+                 "pbkdf2",
                  "漏洞", "脆弱性"),
     "scale": ("multi-tenant", "tenant", "monolith", "all services", "across all",
               "every service", "microservices", "microservice", "own service", "legacy",
@@ -109,7 +114,8 @@ COMPLEX = {
 }
 # A system-wide concern: large work when the request changes it (below), not when it names it.
 CONCERNS = {
-    "auth": r"auth|authn|authz|authenticat\w*|autentica\w*|authentifi\w*|authori[sz]\w*|log(?:in|on)s?|sign[- ]?(?:in|on)s?"
+    "auth": r"auth|authn|authz|authenticat\w*|autentica\w*|authentifi\w*|authori[sz]\w*"
+            r"|log(?:in|on)s?|sign[- ]?(?:in|on)s?"
             r"|sessions?|passwords?|credentials?|identity|(?:access|refresh|bearer|api) tokens?"
             r"|roles?|acls?|access control|认证|鉴权|授权|登录|密码|权限|認証|認可|ログイン"
             r"|パスワード|権限",

@@ -33,9 +33,9 @@ RESEARCH_FORMS = (
     r"|every other (?:run|time|build|deploy\w*|day|request|call)")
 # After an open question, the fix asked for (`find out why and fix it`): a defect whose cause
 # must be found is moderate work, not research.
-FIX_AFTER = (r"(?:and|then|&|\+) (?:\S+ ){0,2}?(?:fix|patch|repair|resolve)(?:e?s)? (?:it|them"
-             r"|this|that|the (?:\S+ )?(?:bug|issue|problem|test))|(?:and|then) (?:get|have)"
-             r" (?:it|them|this) fixed")
+FIX_AFTER = (r"(?:(?:and|then|&|\+) |(?<=, ))(?:\S+ ){0,2}?(?:fix|patch|repair|resolve)(?:e?s)?"
+             r" (?:it|them|this|that|the (?:\S+ )?(?:bug|issue|problem|test))"
+             r"|(?:and|then) (?:get|have) (?:it|them|this) fixed")
 # A mechanical edit in a shape rather than a word: one value set to another (`from 60 to 30`,
 # `set MAX_UPLOAD_MB to 25`, `2 -> 3`), stale text (`still says`, `should say`), a link, a
 # colour, a single line or string.
@@ -129,6 +129,7 @@ FEATURES = (
 DEFECT = (r"off[- ]by[- ]one|is off by|never \w+s|even (?:when|if|though)|returns (?:an? )?\d{3}"
           r"|(?:does|is|are|do)(?:n't| not)|isnt|doesnt|wrong|incorrect\w*|instead of|bug"
           r"|drops|fails|crash(?:es|ing)|breaks|chokes|skips|hangs|loses|ignores|misses"
+          r"|[45]\d\ds|fix(?:es|ed)?|points? (?:to|at) (?:the )?wrong"
           r"|(?:the |an? )?(?:existing|current) (?:\S+ )?(?:\S+ )?(?:endpoint|api|route|cache"
           r"|search|queue|worker|upload|import|export)s?")
 # Moderate in any wording: performance work, concurrency, moving work off the request path,
@@ -147,6 +148,9 @@ MODERATE_FORMS = (
     r"|port(?:s|ed|ing)? (?:\S+ ){0,5}?(?:from|to)(?= )|virtuali[sz]\w*|lazy[- ]load\w*"
     r"|infinite scroll"
     r"|\d+k (?:rows|items|records)|performan\w*"
+    r"|flak(?:y|es|iness)|diagnos\w*|(?:make|get) (?:it|them|this|the \S+) (?:reliable|stable"
+    r"|deterministic)|refactor\w* (?:the |our |this |that )?(?:\S+ ){0,2}?(?:module|package|class"
+    r"|component|subsystem|layer)s?(?![a-z])"
     r"|(?:split|break|divid|separat|carv)\w* (?:\S+ ){0,6}?(?:up |out |apart )?into (?:\S+ ){0,3}?"
     r"(?:modules?|packages?|services?|files|classes|components|layers|interfaces?"
     r"|implementations?|plugins?|crates?|libraries|apps?)(?![a-z])"
