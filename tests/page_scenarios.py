@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from clavain.verdicts import files as verdict_files
+from tests.checks import PASSES
 
 REPO = Path(__file__).resolve().parents[1]
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost"]
@@ -149,7 +150,7 @@ def blocked_run(project: Path, run_cli: RunCli, *, run_id: str = "night") -> str
             if layer > 3:
                 deps.append(FAILING)
             tasks.append({"id": f"task-{layer}-{column}", "type": "task",
-                          "title": f"step {layer} of part {column}", "verify": ["true"],
+                          "title": f"step {layer} of part {column}", "verify": [PASSES],
                           "dependsOn": sorted(set(deps))})
     _standin_project(project, cap=60.0, tasks=tasks)
     done = run_cli("run", "--runner", "standin", "--workers", "4", "--run-id", run_id)
@@ -160,7 +161,7 @@ def blocked_run(project: Path, run_cli: RunCli, *, run_id: str = "night") -> str
 def budget_run(project: Path, run_cli: RunCli, *, run_id: str = "capped") -> str:
     """Twenty independent tasks run by the stand-in against a $3 cap: it stops at the cap."""
     tasks: list[dict[str, object]] = [
-        {"id": f"task-{n}", "type": "task", "title": f"task {n}", "verify": ["true"]}
+        {"id": f"task-{n}", "type": "task", "title": f"task {n}", "verify": [PASSES]}
         for n in range(1, 21)]
     _standin_project(project, cap=3.0, tasks=tasks)
     done = run_cli("run", "--runner", "standin", "--workers", "2", "--run-id", run_id)

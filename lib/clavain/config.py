@@ -59,6 +59,7 @@ DEFAULTS: dict[str, Any] = {
              "breaker": {"noProgress": 3, "sameError": 5, "permissionDenials": 2,
                          "cooldownSeconds": 1800}},
     "store": {"url": None, "outageWaitSeconds": 120},
+    "plans": {"requireVerify": False, "maxTasks": 200},
 }
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:

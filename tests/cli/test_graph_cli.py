@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.checks import PASSES
 from tests.conftest import BIN, subprocess_env
 
 # Every test here on both workgraph backends (tests/conftest.py `backend`).
@@ -153,10 +154,11 @@ def test_import_scaffold_answer_reset_export_mermaid(run_cli, cli_json, project,
                                                      tmp_path: Path) -> None:
     spec = tmp_path / "plan.json"
     spec.write_text(json.dumps({"nodes": [
-        {"id": "t1", "type": "task", "verify": ["true"]},
+        {"id": "t1", "type": "task", "verify": [PASSES]},
         {"id": "t2", "type": "task", "dependsOn": ["t1"]}]}))
-    assert cli_json("graph", "import", str(spec)) == {"graph_id": "default",
-                                                      "added": ["t1", "t2"]}
+    assert cli_json("graph", "import", str(spec)) == {
+        "graph_id": "default", "added": ["t1", "t2"], "updated": {}, "unchanged": [],
+        "done": [], "lint": [], "lint_accepted": None}
     report = cli_json("graph", "scaffold")
     assert report["verify"] == ["verify-t1", "verify-t2"] and report["final"] == "final-verify"
     assert run_cli("graph", "scaffold").stdout.strip() == "scaffolding already complete"

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.checks import PASSES
 from tests.conftest import BIN, REPO, subprocess_env
 
 RUNNER_BIN = ("from clavain.paths import StatePaths; from clavain.workgraph.runner_env import "
               "runner_env; print(runner_env(StatePaths.discover(), {'id': 'n'}, 'r', 'default')"
               "['CLAVAIN_BIN'])")
-PLAN = {"nodes": [{"id": "task-a", "type": "task", "verify": ["true"]}]}
+PLAN = {"nodes": [{"id": "task-a", "type": "task", "verify": [PASSES]}]}
 
 
 def _exercise(clavain: list[str], python: str, project: Path, env: dict[str, str]) -> None:

@@ -12,10 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.checks import PASSES
 from tests.conftest import BIN, REPO
 from tests.supervisor import kit
 
-PLAN = json.dumps({"nodes": [{"id": "task-a", "type": "task", "verify": ["true"]}]})
+PLAN = json.dumps({"nodes": [{"id": "task-a", "type": "task", "verify": [PASSES]}]})
 STATUS_BLOCK = ("---CLAVAIN_STATUS---\nTASK_COMPLETED: none\nSTATUS: IN_PROGRESS\n"
                 "FILES_MODIFIED: 0\nTESTS_STATUS: FAILING\nEXIT_SIGNAL: false\n"
                 "NEXT_RECOMMENDATION: keep going\n---END_CLAVAIN_STATUS---\n")

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.checks import PASSES
 from tests.conftest import BIN, subprocess_env
 from tests.page_scenarios import finished_run, loop_run, sprint_with_verdicts_and_waiver
 
@@ -183,7 +184,7 @@ def test_a_file_clavain_did_not_write_is_never_replaced(run_cli, project: Path,
 def _slow_graph(project: Path, run_cli, seconds: float) -> None:
     """Two task nodes whose shell commands take `seconds`, on two workers."""
     nodes = [{"id": f"slow-{n}", "type": "task", "title": f"slow {n}",
-              "commands": [f"sleep {seconds}"], "verify": ["true"],
+              "commands": [f"sleep {seconds}"], "verify": [PASSES],
               "ownership": [f"slow-{n}.txt"]} for n in (1, 2)]
     (project / "plan.json").write_text(json.dumps({"nodes": nodes}))
     assert run_cli("init").returncode == 0

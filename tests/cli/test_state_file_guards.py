@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from clavain.store import db
+from tests.checks import PASSES
 from tests.conftest import BIN, subprocess_env
 
 BOUND = 20  # seconds: "returned, did not hang"
@@ -26,7 +27,7 @@ def _clavain(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.fixture
 def spec(tmp_path: Path) -> Path:
     path = tmp_path / "plan.json"
-    path.write_text(json.dumps({"nodes": [{"id": "t1", "type": "task", "verify": ["true"]}]}))
+    path.write_text(json.dumps({"nodes": [{"id": "t1", "type": "task", "verify": [PASSES]}]}))
     return path
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from clavain.store import health
+from tests.checks import PASSES
 from tests.unwritable import unwritable
 
 NODES = 300
@@ -24,7 +25,7 @@ def _build(run_cli, tmp_path: Path, project: Path) -> Path:
     spec = tmp_path / "nodes.json"
     spec.write_text(json.dumps({"nodes": [
         {"id": f"t-{i:04d}", "type": "task", "title": f"task {i} " + "x" * 200,
-         "commands": ["true"], "verify": ["true"]} for i in range(NODES)]}))
+         "commands": ["true"], "verify": [PASSES]} for i in range(NODES)]}))
     done = run_cli("graph", "import", str(spec))
     assert done.returncode == 0, done.stderr
     return project / ".clavain" / "state.sqlite"

@@ -9,6 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from tests.checks import PASSES
 from tests.conftest import BIN, subprocess_env
 
 OUTSIDE = {"CLAVAIN_PROJECT_DIR": "", "CLAUDE_PROJECT_DIR": ""}
@@ -225,7 +226,7 @@ def test_a_blocked_run_and_the_questions_waiting(tmp_path: Path) -> None:
     from tests.supervisor import kit
 
     state = kit.make_project(tmp_path / "p")
-    kit.add(state, [{"id": q, "type": "task", "title": q, "verify": ["true"]}
+    kit.add(state, [{"id": q, "type": "task", "title": q, "verify": [PASSES]}
                     for q in ("q1", "q2")], scaffold=False)
     conn = open_graph_db(state)
     for q in ("q1", "q2"):

@@ -29,7 +29,7 @@ PLAN = """# Plan: a greeting
 
 ```json
 {"nodes": [{"id": "task-greet", "type": "task", "title": "greet() says hello",
-            "verify": ["echo forged-by-verify > .clavain/forged-by-verify.txt"],
+            "verify": ["echo forged-by-verify > .clavain/forged-by-verify.txt && test -e .git"],
             "ownership": ["greet.txt"]}]}
 ```
 """

@@ -10,6 +10,7 @@ from clavain.paths import StatePaths
 from clavain.store import db
 from clavain.workgraph import claims, edits, nodes, packets
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
+from tests.checks import PASSES
 
 from .test_subagent_stop import payload, transcript_lines
 
@@ -28,7 +29,7 @@ def _claimed_task(project: Path, run_id: str = "r-exec") -> tuple[StatePaths, st
     state = StatePaths(project / ".clavain")
     conn = db.connect(state.db)
     g = Graph(conn, DEFAULT_GRAPH, state)
-    edits.add_nodes(g, [{"id": "task-a", "type": "task", "verify": ["true"]}])
+    edits.add_nodes(g, [{"id": "task-a", "type": "task", "verify": [PASSES]}])
     claims.claim_node(g, "task-a", run_id=run_id)
     packet = packets.render_packet(g, "task-a", thin=True)["packet"]
     conn.close()
@@ -96,7 +97,7 @@ def test_the_result_is_recorded_on_the_graph_the_packet_names(run_hook, tmp_path
     conn = db.connect(state.db)
     try:
         g = Graph(conn, "run-side", state)
-        edits.add_nodes(g, [{"id": "task-a", "type": "task", "verify": ["true"]}])
+        edits.add_nodes(g, [{"id": "task-a", "type": "task", "verify": [PASSES]}])
         claims.claim_node(g, "task-a", run_id="r-exec")
         packet = packets.render_packet(g, "task-a", thin=True)["packet"]
     finally:

@@ -146,7 +146,8 @@ def test_a_rich_recovery_note_is_shortened_not_lost(run_hook, tmp_path: Path) ->
     state = StatePaths.discover(project)
     active = lifecycle.start(state, "add OAuth login with refresh tokens " * 3, complexity=2)
     (project / "plan.md").write_text('```json\n{"nodes": [{"id": "task-a", "type": "task", '
-                                     '"verify": ["true"], "ownership": ["src/**"]}]}\n```\n')
+                                     '"verify": ["test -e .git"], '
+                                     '"ownership": ["src/**"]}]}\n```\n')
     for step, extra in (("plan", {"plan_path": "plan.md"}), ("execute", {}), ("test", {})):
         lifecycle.done(state, step, decision=f"decided {step}: " + "because " * 10, **extra)
         if step == "plan":  # the execute and test gates want the task done and verified

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from clavain.loop.driver import Loop, LoopOptions
+from tests.checks import PASSES
 from tests.supervisor import kit
 
 # Both workgraph backends (tests/conftest.py `backend`).
@@ -310,7 +311,7 @@ def test_a_rejected_status_block_is_named_in_the_next_prompt(tmp_path) -> None:
 def test_work_left_in_the_graph_is_never_done(tmp_path) -> None:
     runner = _runner(tmp_path, 'print(status(task="none", exit="true"))')
     state = _project(tmp_path, runner, checks=[])
-    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}],
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": [PASSES]}],
             scaffold=False)
     from clavain.store.graph_db import open_graph_db
     from clavain.workgraph.claims import claim_node
@@ -382,7 +383,7 @@ def test_an_item_the_agent_claimed_and_left_goes_back_unspent(tmp_path) -> None:
         print(status(task="task-a", status="IN_PROGRESS"))
     """)
     state = _project(tmp_path, runner, checks=[])
-    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}],
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": [PASSES]}],
             scaffold=False)
     result = _run(state, max_iterations=1)
     assert result["status"] == "max_iterations", result["message"]

@@ -20,6 +20,7 @@ from clavain.workgraph.edits import add_nodes
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 from clavain.workgraph.nodes import get_node, list_nodes
 from clavain.workgraph.scaffold import ensure_scaffolding
+from tests.checks import PASSES
 
 REPO = Path(__file__).resolve().parents[2]
 GIT_ENV = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@localhost",
@@ -215,7 +216,7 @@ def flock_tasks(tmp_path: Path, seconds: dict[str, float]) -> tuple[list[dict[st
     folder = tmp_path / "work-logs"
     folder.mkdir(exist_ok=True)
     work = script(tmp_path / "work.py", FLOCK_WORK)
-    specs = [{"id": node, "type": "task", "title": node, "verify": ["true"],
+    specs = [{"id": node, "type": "task", "title": node, "verify": [PASSES],
               "commands": [f"{work} {folder} {node} {secs}"]}
              for node, secs in seconds.items()]
     return specs, folder

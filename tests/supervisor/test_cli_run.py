@@ -6,6 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
+from tests.checks import PASSES
 from tests.supervisor import kit
 
 
@@ -26,7 +27,7 @@ def test_help_names_every_option(tmp_path: Path) -> None:
 
 def test_dry_run_prints_a_plan_and_runs_nothing(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p")
-    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}])
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": [PASSES]}])
     shown = _cli(state, "run", "--dry-run")
     assert shown.returncode == 0, shown.stderr
     assert "executor" in shown.stdout and "claude" in shown.stdout
@@ -39,7 +40,7 @@ def test_dry_run_prints_a_plan_and_runs_nothing(tmp_path: Path) -> None:
 
 def test_bad_input_is_one_line_and_nothing_runs(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p")
-    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}])
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": [PASSES]}])
     for args, needle in ((["--workers", "0"], "at least 1"),
                          (["--runner", "nope"], "unknown work runner 'nope'"),
                          (["--runner", "shellVerify"], "unknown work runner"),
@@ -53,7 +54,7 @@ def test_bad_input_is_one_line_and_nothing_runs(tmp_path: Path) -> None:
 def test_a_run_prints_progress_and_a_final_table(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p")
     kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "commands": ["true"],
-                     "verify": ["true"]}])
+                     "verify": [PASSES]}])
     done = _cli(state, "run", "--runner", "shell")
     assert done.returncode == 0, done.stderr
     assert "▶ task-a" in done.stderr and "✔ verify-task-a" in done.stderr
@@ -64,7 +65,7 @@ def test_a_run_prints_progress_and_a_final_table(tmp_path: Path) -> None:
 
 def test_nothing_to_run_says_why(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p")
-    kit.add(state, [{"id": "q", "type": "task", "title": "q", "verify": ["true"]}],
+    kit.add(state, [{"id": "q", "type": "task", "title": "q", "verify": [PASSES]}],
             scaffold=False)
     from clavain.store.graph_db import open_graph_db
     from clavain.workgraph.graphs import Graph
@@ -84,7 +85,7 @@ def test_microcall_prints_and_stores_the_json_answer(tmp_path: Path) -> None:
     fake = kit.script(tmp_path / "claude", kit.FAKE_CLAUDE)
     log = tmp_path / "calls.log"
     state = kit.make_project(tmp_path / "p")
-    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}],
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": [PASSES]}],
             scaffold=False)
     env = {"CLAVAIN_CLAUDE_BIN": str(fake), "FAKE_CLAUDE_LOG": str(log),
            "FAKE_CLAUDE_RESULT": '{"label": "bugfix"}'}
@@ -118,7 +119,7 @@ def test_a_retry_line_says_when_the_node_runs_again(tmp_path: Path) -> None:
     metrics.json), not only how long the failed attempt took."""
     state = kit.make_project(tmp_path / "p", {"defaults": {"retryBackoffSeconds": 1}})
     marker = tmp_path / "failed-once"
-    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"],
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": [PASSES],
                      "commands": [f"test -f {marker} || {{ touch {marker}; exit 3; }}"]}])
     done = _cli(state, "run", "--runner", "shell")
     assert done.returncode == 0, done.stderr
@@ -133,9 +134,9 @@ def test_a_retry_line_says_when_the_node_runs_again(tmp_path: Path) -> None:
 
 def test_the_final_line_names_a_few_left_nodes_and_counts_the_rest(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p", {"defaults": {"maxAttempts": 1}})
-    kit.add(state, [{"id": "task-root", "type": "task", "title": "root", "verify": ["true"],
+    kit.add(state, [{"id": "task-root", "type": "task", "title": "root", "verify": [PASSES],
                      "commands": ["exit 3"]}]
-            + [{"id": f"task-{n}", "type": "task", "title": str(n), "verify": ["true"],
+            + [{"id": f"task-{n}", "type": "task", "title": str(n), "verify": [PASSES],
                 "commands": ["true"], "dependsOn": ["task-root"]} for n in range(12)])
     done = _cli(state, "run", "--runner", "shell")
     assert done.returncode == 1, done.stderr
@@ -179,7 +180,7 @@ def test_init_then_a_parallel_run_starts_at_once(tmp_path: Path) -> None:
     done = _cli(state, "init")
     assert done.returncode == 0, done.stderr
     assert kit.git(state.project, "status", "--porcelain", "--untracked-files=all") == ""
-    kit.add(state, [{"id": f"task-{n}", "type": "task", "title": n, "verify": ["true"],
+    kit.add(state, [{"id": f"task-{n}", "type": "task", "title": n, "verify": [PASSES],
                      "commands": ["true"]} for n in ("a", "b")])
     done = _cli(state, "run", "--workers", "2", "--runner", "shell")
     assert done.returncode == 0, done.stderr
@@ -189,7 +190,7 @@ def test_init_then_a_parallel_run_starts_at_once(tmp_path: Path) -> None:
 def test_a_persons_untracked_file_still_stops_a_parallel_run(tmp_path: Path) -> None:
     state = _fresh_repo(tmp_path / "p")
     assert _cli(state, "init").returncode == 0
-    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"],
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": [PASSES],
                      "commands": ["true"]}])
     (state.project / "notes.txt").write_text("my own work\n")
     done = _cli(state, "run", "--workers", "2", "--runner", "shell")

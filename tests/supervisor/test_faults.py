@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from clavain.supervisor import fault_injection, run_record
+from tests.checks import PASSES
 from tests.supervisor import kit
 from tests.supervisor.test_run import _alive
 
@@ -369,7 +370,7 @@ def test_a_result_holding_nul_is_recorded_alike_on_both_backends(tmp_path: Path)
         print("<result>" + json.dumps(result) + "</result>")  # \u0000 and \ud800 escapes
     """)
     state = kit.make_project(tmp_path / "p", {"runners": {"nul": {"command": [str(runner)]}}})
-    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]}],
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": [PASSES]}],
             scaffold=False)
     report = kit.run(state, runner="nul")
     assert report["status"] == "complete", report["message"]

@@ -16,6 +16,7 @@ import pytest
 from clavain.errors import ClavainError
 from clavain.supervisor.metrics import peak_concurrency
 from clavain.workgraph.ownership import ownership_overlaps
+from tests.checks import PASSES
 from tests.supervisor import kit
 
 # Both workgraph backends (tests/conftest.py `backend`).
@@ -51,7 +52,7 @@ def test_shell_runner_drives_a_graph_to_the_end_with_no_llm(tmp_path: Path) -> N
 
 def test_a_failing_command_is_a_failed_attempt_with_its_reason(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p", {"defaults": {"maxAttempts": 1}})
-    kit.add(state, _tasks(("task-a", ["echo nope; exit 3"], ["true"])))
+    kit.add(state, _tasks(("task-a", ["echo nope; exit 3"], [PASSES])))
     report = kit.run(state, runner="shell")
     assert report["status"] == "blocked"
     assert kit.node(state, "task-a")["status"] == "failed"
@@ -82,7 +83,7 @@ def test_the_last_result_block_decides(tmp_path: Path, output: str, status: str,
     runner = kit.script(tmp_path / "runner.py", f"import sys\nsys.stdin.read()\n"
                                                 f"print({output!r})\n")
     state = kit.make_project(tmp_path / "p", {"runners": {"fake": {"command": [str(runner)]}}})
-    kit.add(state, _tasks(("task-a", [], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-a", [], [PASSES])), scaffold=False)
     kit.run(state, runner="fake", max_iterations=1)
     node = kit.node(state, "task-a")
     assert node["status"] == status
@@ -108,7 +109,7 @@ def test_a_runner_past_its_timeout_is_killed_and_counted(tmp_path: Path) -> None
     """)
     state = kit.make_project(tmp_path / "p", {"runners": {"slow": {"command": [str(runner)],
                                                                    "timeoutSeconds": 1}}})
-    kit.add(state, _tasks(("task-a", [], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-a", [], [PASSES])), scaffold=False)
     report = kit.run(state, runner="slow", max_iterations=1)
     node = kit.node(state, "task-a")
     assert node["attempts"] == 1 and node["lock_run_id"] is None
@@ -132,7 +133,7 @@ def _alive(pid: int) -> bool:
 def test_a_rate_limited_runner_releases_its_node_and_the_run_waits(tmp_path: Path) -> None:
     runner = kit.rate_limited_once(tmp_path)
     state = kit.make_project(tmp_path / "p", {"runners": {"lim": {"command": [str(runner)]}}})
-    kit.add(state, _tasks(("task-a", [], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-a", [], [PASSES])), scaffold=False)
     events: list[dict] = []
     began = time.monotonic()
     report = kit.run(state, events, runner="lim")
@@ -154,9 +155,9 @@ def test_parallel_workers_really_run_at_once_and_never_overlap(tmp_path: Path) -
     """)
     state = kit.make_project(tmp_path / "p", {"runners": {"sleepy": {"command": [str(runner)]}}})
     specs = [{"id": f"task-{n}", "type": "task", "title": n, "ownership": [f"src/{n}/**"],
-              "verify": ["true"]} for n in ("a", "b", "c")]
+              "verify": [PASSES]} for n in ("a", "b", "c")]
     specs += [{"id": "task-d", "type": "task", "title": "d", "ownership": ["src/a/x.py"],
-               "verify": ["true"]}]
+               "verify": [PASSES]}]
     kit.add(state, specs, scaffold=False)
     report = kit.run(state, runner="sleepy", workers=3)
     assert report["status"] == "complete", report["message"]
@@ -175,8 +176,8 @@ def test_parallel_workers_really_run_at_once_and_never_overlap(tmp_path: Path) -
 
 def test_parallel_work_is_merged_and_a_conflict_fails_the_node(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p", {"defaults": {"maxAttempts": 1}})
-    kit.add(state, _tasks(("task-a", ["echo A > shared.txt; echo a > a.txt"], ["true"]),
-                          ("task-b", ["echo B > shared.txt; echo b > b.txt"], ["true"])),
+    kit.add(state, _tasks(("task-a", ["echo A > shared.txt; echo a > a.txt"], [PASSES]),
+                          ("task-b", ["echo B > shared.txt; echo b > b.txt"], [PASSES])),
             scaffold=False)
     report = kit.run(state, runner="shell", workers=2)
     statuses = {n: kit.node(state, n)["status"] for n in ("task-a", "task-b")}
@@ -194,7 +195,7 @@ def test_parallel_work_is_merged_and_a_conflict_fails_the_node(tmp_path: Path) -
 def test_parallel_runs_refuse_a_dirty_tree(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p")
     (state.project / "README.md").write_text("changed by a person\n")
-    kit.add(state, _tasks(("task-a", ["true"], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-a", ["true"], [PASSES])), scaffold=False)
     with pytest.raises(ClavainError, match=r"README\.md"):
         kit.run(state, runner="shell", workers=2)
     assert (state.project / "README.md").read_text() == "changed by a person\n"
@@ -203,7 +204,7 @@ def test_parallel_runs_refuse_a_dirty_tree(tmp_path: Path) -> None:
 def test_claude_runner_records_usage_and_the_budget_stops_the_run(tmp_path: Path) -> None:
     fake = kit.script(tmp_path / "claude", kit.FAKE_CLAUDE)
     state = kit.make_project(tmp_path / "p", {"budgets": {"maxCostUsd": 0.6}})
-    kit.add(state, _tasks(*[(f"task-{n}", [], ["true"]) for n in "abcd"]), scaffold=False)
+    kit.add(state, _tasks(*[(f"task-{n}", [], [PASSES]) for n in "abcd"]), scaffold=False)
     os.environ["CLAVAIN_CLAUDE_BIN"] = str(fake)
     try:
         report = kit.run(state, runner="claude")
@@ -223,7 +224,7 @@ def test_claude_runner_records_usage_and_the_budget_stops_the_run(tmp_path: Path
 
 def test_max_iterations_and_once_stop_cleanly(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p")
-    kit.add(state, _tasks(("task-a", ["true"], ["true"]), ("task-b", ["true"], ["true"])),
+    kit.add(state, _tasks(("task-a", ["true"], [PASSES]), ("task-b", ["true"], [PASSES])),
             scaffold=False)
     report = kit.run(state, runner="shell", max_iterations=1)
     assert report["status"] == "stopped_at_limit" and len(report["done"]) == 1
@@ -235,7 +236,7 @@ def test_dry_run_projects_calls_and_cost_per_role(tmp_path: Path) -> None:
 
     state = kit.make_project(tmp_path / "p")
     kit.add(state, [{"id": "plan-x", "type": "plan", "title": "plan"},
-                    *_tasks(("task-a", [], ["true"]))])
+                    *_tasks(("task-a", [], [PASSES]))])
     plan = project(state, "default")
     roles = {row["id"]: (row["role"], row["runner"], row["model"]) for row in plan["nodes"]}
     assert roles["plan-x"] == ("planner", "claude", "opus")
@@ -275,7 +276,7 @@ def _hanging_runner(tmp_path: Path) -> tuple[Path, Path]:
 def test_a_signal_releases_claims_and_kills_runners(tmp_path: Path, signum: int) -> None:
     runner, pidfile = _hanging_runner(tmp_path)
     state = kit.make_project(tmp_path / "p", {"runners": {"hang": {"command": [str(runner)]}}})
-    kit.add(state, _tasks(("task-b", [], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-b", [], [PASSES])), scaffold=False)
     proc = kit.start_cli(state, "run", "--runner", "hang", "--graph", "default")
     runner_pid = int(_wait_for(pidfile))
     os.kill(proc.pid, signum)
@@ -304,8 +305,8 @@ def test_kill_9_then_resume_redoes_nothing_and_stops_the_orphan(tmp_path: Path) 
     state = kit.make_project(tmp_path / "p", {"runners": {"hang": {"command": [str(runner)]},
                                                           "count": {"command": [str(counting)]}},
                                               "budgets": {"enabled": False}})
-    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": ["true"]},
-                    {"id": "task-b", "type": "task", "title": "b", "verify": ["true"],
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": [PASSES]},
+                    {"id": "task-b", "type": "task", "title": "b", "verify": [PASSES],
                      "dependsOn": ["task-a"]}], scaffold=False)
     proc = kit.start_cli(state, "run", "--runner", "hang", "--graph", "default")
     orphan = int(_wait_for(pidfile))
@@ -330,7 +331,7 @@ def test_kill_9_then_resume_redoes_nothing_and_stops_the_orphan(tmp_path: Path) 
 
 def test_report_includes_the_runs_metrics(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p")
-    kit.add(state, _tasks(("task-a", ["true"], ["true"])))
+    kit.add(state, _tasks(("task-a", ["true"], [PASSES])))
     report = kit.run(state, runner="shell")
     out = subprocess.run([str(kit.REPO / "bin" / "clavain"), "report", "--run",
                           report["run_id"]], cwd=state.project, env=kit.cli_env(state),
@@ -349,7 +350,7 @@ def test_a_long_runner_keeps_its_lease_alive(tmp_path: Path) -> None:
     """)
     state = kit.make_project(tmp_path / "p", {"runners": {"long": {"command": [str(runner)]}},
                                               "defaults": {"lockLeaseSeconds": 2}})
-    kit.add(state, _tasks(("task-a", [], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-a", [], [PASSES])), scaffold=False)
     import threading
 
     from clavain.store.graph_db import open_graph_db
@@ -376,7 +377,7 @@ def test_a_long_runner_keeps_its_lease_alive(tmp_path: Path) -> None:
 
 def test_a_node_is_reported_finished_before_what_it_made_ready_starts(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p")
-    kit.add(state, _tasks(*((f"task-{n}", ["true"], ["true"]) for n in "abcdef")))
+    kit.add(state, _tasks(*((f"task-{n}", ["true"], [PASSES]) for n in "abcdef")))
     events: list[dict] = []
     report = kit.run(state, events, runner="shell", workers=2)
     assert report["status"] == "complete", report["message"]

@@ -12,6 +12,7 @@ import pytest
 
 from clavain.clock import now_iso
 from clavain.page import collect, timeline_section
+from tests.checks import PASSES
 from tests.supervisor import kit
 
 pytestmark = pytest.mark.slow
@@ -20,7 +21,7 @@ pytestmark = pytest.mark.slow
 def test_a_rate_limit_wait_is_recorded_and_drawn_as_a_band(tmp_path: Path) -> None:
     runner = kit.rate_limited_once(tmp_path)
     state = kit.make_project(tmp_path / "p", {"runners": {"lim": {"command": [str(runner)]}}})
-    kit.add(state, [{"id": "task-a", "type": "task", "title": "task-a", "verify": ["true"]}],
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "task-a", "verify": [PASSES]}],
             scaffold=False)
     report = kit.run(state, [], runner="lim")
     on_disk = json.loads((state.runs / report["run_id"] / "metrics.json").read_text())

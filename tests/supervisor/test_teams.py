@@ -14,6 +14,7 @@ import pytest
 from clavain.store.graph_db import open_graph_db
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
 from clavain.workgraph.nodes import list_nodes
+from tests.checks import PASSES
 from tests.supervisor import kit
 
 pytestmark = pytest.mark.slow
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.slow
 
 def _tasks(count: int, seconds: float) -> list[dict]:
     return [{"id": f"task-{i:02d}", "type": "task", "title": f"task {i}",
-             "commands": [f"sleep {seconds}"], "verify": ["true"]} for i in range(count)]
+             "commands": [f"sleep {seconds}"], "verify": [PASSES]} for i in range(count)]
 
 
 def _claims_per_node(conn) -> dict[str, int]:

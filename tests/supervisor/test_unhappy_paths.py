@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from clavain.supervisor import run_record
+from tests.checks import PASSES
 from tests.supervisor import kit
 from tests.supervisor.test_run import _alive, _tasks, _wait_for
 
@@ -23,7 +24,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("backend")]
 def test_a_runner_that_cannot_start_stops_the_run_and_spends_nothing(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p", {"runners": {"typo": {
         "command": [str(tmp_path / "no-such-runner.py")]}}})
-    kit.add(state, _tasks(("task-a", [], ["true"]), ("task-b", [], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-a", [], [PASSES]), ("task-b", [], [PASSES])), scaffold=False)
     report = kit.run(state, runner="typo")
     assert report["status"] == "blocked" and report["reason"] == "runner_unusable"
     assert "no-such-runner.py" in report["message"]
@@ -35,7 +36,7 @@ def test_a_runner_that_cannot_start_stops_the_run_and_spends_nothing(tmp_path: P
 def test_a_logged_out_claude_stops_the_run_with_its_own_words(tmp_path: Path) -> None:
     fake = kit.script(tmp_path / "claude", kit.LOGGED_OUT_CLAUDE)
     state = kit.make_project(tmp_path / "p")
-    kit.add(state, _tasks(("task-a", [], ["true"]), ("task-b", [], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-a", [], [PASSES]), ("task-b", [], [PASSES])), scaffold=False)
     os.environ["CLAVAIN_CLAUDE_BIN"] = str(fake)
     try:
         report = kit.run(state, runner="claude", workers=1)
@@ -60,7 +61,7 @@ def test_a_limit_whose_reset_has_passed_still_waits(tmp_path: Path) -> None:
         print('<result>{{"status": "success", "summary": "ok"}}</result>')
     """)
     state = kit.make_project(tmp_path / "p", {"runners": {"lim": {"command": [str(runner)]}}})
-    kit.add(state, _tasks(("task-a", [], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-a", [], [PASSES])), scaffold=False)
     events: list[dict] = []
     kit.run(state, events, runner="lim")
     assert counter.read_text() == "2"
@@ -70,7 +71,7 @@ def test_a_limit_whose_reset_has_passed_still_waits(tmp_path: Path) -> None:
 
 def test_recovery_never_kills_a_process_that_reused_a_runners_pid(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p")
-    kit.add(state, _tasks(("task-a", [], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-a", [], [PASSES])), scaffold=False)
     bystander = subprocess.Popen(["sleep", "60"], start_new_session=True)
     try:
         folder = state.runs / "run-old"
@@ -110,7 +111,7 @@ def test_a_second_ctrl_c_kills_runners_that_ignore_sigterm(tmp_path: Path) -> No
         time.sleep(600)
     """)
     state = kit.make_project(tmp_path / "p", {"runners": {"s": {"command": [str(stubborn)]}}})
-    kit.add(state, _tasks(("task-a", [], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-a", [], [PASSES])), scaffold=False)
     proc = kit.start_cli(state, "run", "--runner", "s", "--graph", "default")
     runner_pid = int(_wait_for(pidfile))
     os.kill(proc.pid, signal.SIGINT)
@@ -133,7 +134,7 @@ def test_a_person_editing_during_a_parallel_run_is_never_merged_over(tmp_path: P
         print('<result>{"status": "success", "summary": "worked"}</result>')
     """)
     state = kit.make_project(tmp_path / "p", {"runners": {"m": {"command": [str(runner)]}}})
-    kit.add(state, _tasks(("task-a", [], ["true"])), scaffold=False)
+    kit.add(state, _tasks(("task-a", [], [PASSES])), scaffold=False)
     report = kit.run(state, runner="m", workers=2)
     assert report["reason"] == "runner_unusable" and "README.md" in report["message"]
     assert (state.project / "README.md").read_text() == "a person's edit\n"
@@ -146,7 +147,7 @@ def test_a_person_editing_during_a_parallel_run_is_never_merged_over(tmp_path: P
 
 def test_resume_goes_on_with_the_runner_the_run_began_with(tmp_path: Path) -> None:
     state = kit.make_project(tmp_path / "p")
-    kit.add(state, _tasks(("task-a", ["true"], ["true"]), ("task-b", ["true"], ["true"])),
+    kit.add(state, _tasks(("task-a", ["true"], [PASSES]), ("task-b", ["true"], [PASSES])),
             scaffold=False)
     first = kit.run(state, runner="shell", max_iterations=1)
     again = kit.run(state, resume=first["run_id"])  # no --runner: still the shell runner

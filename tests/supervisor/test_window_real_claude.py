@@ -20,6 +20,7 @@ import pytest
 
 from clavain.claude_bin import find_claude
 from clavain.guards import window
+from tests.checks import PASSES
 from tests.e2e.scripted_model import ScriptedModel, text
 from tests.supervisor import kit
 
@@ -91,7 +92,7 @@ def test_the_real_binary_reports_the_window_and_the_run_waits(
             "budgets": {"windowShareMax": 80},
             "supervisor": {"claude": {"maxTurns": 3, "allowedTools": ["Read"],
                                       "extraArgs": ["--verbose"]}}})
-        kit.add(state, [{"id": name, "type": "task", "title": name, "verify": ["true"]}
+        kit.add(state, [{"id": name, "type": "task", "title": name, "verify": [PASSES]}
                         for name in ("task-a", "task-b")], scaffold=False)
         events: list[dict] = []
         report = kit.run(state, events, runner="claude")

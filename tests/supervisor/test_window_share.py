@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from clavain.guards import window
+from tests.checks import PASSES
 from tests.supervisor import kit
 
 # The stand-in: it reports a window at 95% (the shape 2.1.330 prints with --verbose) on its
@@ -38,7 +39,7 @@ print('<result>{{"status": "success", "summary": "call ' + str(n) + '"}}</result
 
 
 def tasks(*names: str) -> list[dict]:
-    return [{"id": name, "type": "task", "title": name, "verify": ["true"]} for name in names]
+    return [{"id": name, "type": "task", "title": name, "verify": [PASSES]} for name in names]
 
 
 def project(tmp_path: Path, *, share: float | None = 80, ahead: int = 3,

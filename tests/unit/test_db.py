@@ -232,7 +232,8 @@ def test_a_version_3_database_moves_into_the_default_graph(tmp_path: Path) -> No
             assert {row.pop("commands_json") for row in after} == {"[]"}
             assert {row.pop("lock_generation") for row in after} == {0}
             assert {row.pop("crashes") for row in after} == {0}
-            for column in ("lock_lease_ms", "lock_runner_pid", "lock_runner_identity"):
+            for column in ("lock_lease_ms", "lock_runner_pid", "lock_runner_identity",
+                           "origin_json"):
                 assert {row.pop(column) for row in after} == {None}
         assert after == rows, table
     assert conn.execute("SELECT value FROM meta WHERE key = 'kept'").fetchone()[0] == "yes"

@@ -13,6 +13,7 @@ from clavain.errors import ClavainError
 from clavain.workgraph import claim_pick, claims, deadlock, edits, nodes, results, schedule
 from clavain.workgraph.scaffold import ensure_scaffolding
 from clavain.workgraph.verifier import run_verify
+from tests.checks import PASSES
 from tests.sql import run_sql
 
 OK = {"status": "success", "summary": "ok"}
@@ -131,7 +132,7 @@ def test_tasks_a_plan_adds_after_scaffolding_get_verify_nodes(g) -> None:
     ensure_scaffolding(g)
     out = results.apply_result(g, "plan-more", {
         "status": "success", "summary": "more work",
-        "next": {"addNodes": [{"id": "t2", "type": "task", "verify": ["check-2"]}]}})
+        "next": {"addNodes": [{"id": "t2", "type": "task", "verify": ["test -f check-2"]}]}})
     assert out["scaffold"]["verify"] == ["verify-t2"]
     _every_task_is_verified_before_integration(g)
 
@@ -179,7 +180,7 @@ def test_the_planners_add_a_fix_task_remedy_converges(g) -> None:
     edits.add_nodes(g, [
         {"id": "task-a", "type": "task", "verify": ["test -f fixed"],
          "retryPolicy": {"maxAttempts": 1}},
-        {"id": "task-b", "type": "task", "dependsOn": ["task-a"], "verify": ["true"]},
+        {"id": "task-b", "type": "task", "dependsOn": ["task-a"], "verify": [PASSES]},
     ])
     ensure_scaffolding(g)
     out = _fail_for_good(g, "task-a")
@@ -217,7 +218,7 @@ def test_a_failed_check_runs_again_after_the_escalations_fix(g) -> None:
     assert run_verify(g, "verify-t", run_id="v")["apply"]["to"] == "failed"
     applied = results.apply_result(g, "plan-escalate-verify-t", {
         "status": "success", "summary": "needs the fixture",
-        "next": {"addNodes": [{"id": "make-fixture", "type": "task", "verify": ["true"]}]}})
+        "next": {"addNodes": [{"id": "make-fixture", "type": "task", "verify": [PASSES]}]}})
     assert applied["replaced"]["action"] == "rerun_after"
     check = nodes.get_node(g, "verify-t")
     assert check["status"] == "open" and "make-fixture" in check["depends_on"]
@@ -341,13 +342,13 @@ def test_an_escalation_may_follow_its_own_advice_and_reset_the_node(g) -> None:
 
 
 def test_a_replacement_is_what_the_reused_check_reads(g) -> None:
-    edits.add_nodes(g, [{"id": "t", "type": "task", "verify": ["true"],
+    edits.add_nodes(g, [{"id": "t", "type": "task", "verify": [PASSES],
                          "retryPolicy": {"maxAttempts": 1}}])
     ensure_scaffolding(g)
     _fail_for_good(g, "t")
     results.apply_result(g, "plan-escalate-t", {
         "status": "success", "summary": "s",
-        "next": {"addNodes": [{"id": "t2", "type": "task", "verify": ["true"]}]}})
+        "next": {"addNodes": [{"id": "t2", "type": "task", "verify": [PASSES]}]}})
     check = nodes.get_node(g, "verify-t")
     assert check["depends_on"] == ["t2"]
     assert check["inputs"] == [{"node_id": "t2", "key": "out.summary", "as": "taskSummary"}]
@@ -400,11 +401,11 @@ def test_what_comes_after_a_plan_waits_for_the_plans_work(g) -> None:
 
 
 def test_a_claimed_node_whose_dependency_reopened_gives_its_claim_back(g) -> None:
-    edits.add_nodes(g, [{"id": "t1", "type": "task", "verify": ["true"]}])
+    edits.add_nodes(g, [{"id": "t1", "type": "task", "verify": [PASSES]}])
     ensure_scaffolding(g)
     run_sql(g.conn, "UPDATE nodes SET status = 'done' WHERE id IN ('t1', 'verify-t1')")
     claims.claim_node(g, "integrate", run_id="r1")
-    edits.add_nodes(g, [{"id": "t2", "type": "task", "verify": ["true"]}])
+    edits.add_nodes(g, [{"id": "t2", "type": "task", "verify": [PASSES]}])
     with pytest.raises(ClavainError, match=r"waits on verify-t2.*the claim was released"):
         results.apply_result(g, "integrate", OK, run_id="r1")
     node = nodes.get_node(g, "integrate")

@@ -14,6 +14,7 @@ from clavain.store.db import transaction
 from clavain.workgraph import edits, export, graphs, nodes, results
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.scaffold import ensure_scaffolding
+from tests.checks import PASSES
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 
@@ -184,7 +185,7 @@ def test_committed_schemas_match_the_models() -> None:
 def test_schemas_accept_good_and_reject_bad_documents() -> None:
     node_schema = json.loads((SCHEMAS / "node.schema.json").read_text())
     result_schema = json.loads((SCHEMAS / "result.schema.json").read_text())
-    good = {"nodes": [{"id": "t1", "type": "task", "dependsOn": [], "verify": ["true"],
+    good = {"nodes": [{"id": "t1", "type": "task", "dependsOn": [], "verify": [PASSES],
                        "inputs": [{"nodeId": "p", "key": "out.summary", "as": "plan"}],
                        "retryPolicy": {"maxAttempts": 2}}]}
     jsonschema.validate(good, node_schema)

@@ -6,6 +6,7 @@ import pytest
 from clavain.errors import ClavainError
 from clavain.workgraph import edits, kv, packets
 from clavain.workgraph.graphs import Graph
+from tests.checks import PASSES
 
 
 @pytest.fixture
@@ -18,7 +19,7 @@ def g(g: Graph) -> Graph:
          "inputs": [{"nodeId": "plan-1", "key": "ctx.design", "as": "design"},
                     {"nodeId": "plan-1", "key": "out.log"},
                     {"nodeId": "plan-1", "key": "out.missing"}]},
-        {"id": "verify-form", "type": "verify", "dependsOn": ["task-form"], "verify": ["true"]},
+        {"id": "verify-form", "type": "verify", "dependsOn": ["task-form"], "verify": [PASSES]},
         {"id": "integrate", "type": "integrate", "dependsOn": ["verify-form"]},
         {"id": "final-verify", "type": "final_verify", "dependsOn": ["integrate"]},
     ])

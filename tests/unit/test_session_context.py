@@ -290,7 +290,8 @@ def test_record_then_show_after_compaction(state: StatePaths, tmp_path: Path) ->
     active = lifecycle.start(state, "add OAuth login", complexity=2)
     (state.project / "docs").mkdir()
     (state.project / "docs" / "plan.md").write_text(
-        '# Plan\n\n```json\n{"nodes": [{"id": "task-login", "type": "task", "verify": ["true"], '
+        '# Plan\n\n```json\n{"nodes": [{"id": "task-login", "type": "task", '
+        '"verify": ["test -e .git"], '
         '"ownership": ["src/**"]}]}\n```\n')
     lifecycle.done(state, "plan", plan_path="docs/plan.md", decision="tokens in a cookie")
     transcript = _transcript(tmp_path / "t.jsonl", {"type": "user", "message": {

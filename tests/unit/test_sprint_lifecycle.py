@@ -285,12 +285,12 @@ def test_done_plan_imports_the_tasks_with_their_gates(state) -> None:
     ("no block at all", "exactly one ```json block"),
     ("```json\n{\"nodes\": []}\n```", "1 to 6 tasks"),
     ("```json\n{\"nodes\": [" + ",".join(
-        f'{{"id": "t{i}", "verify": ["true"], "ownership": ["a"]}}' for i in range(7))
+        f'{{"id": "t{i}", "verify": ["test -e .git"], "ownership": ["a"]}}' for i in range(7))
      + "]}\n```", "1 to 6 tasks"),
-    ('```json\n{"nodes": [{"id": "v", "type": "verify", "verify": ["true"], '
+    ('```json\n{"nodes": [{"id": "v", "type": "verify", "verify": ["test -e .git"], '
      '"ownership": ["a"]}]}\n```', "tasks only"),
     ('```json\n{"nodes": [{"id": "t", "ownership": ["a"]}]}\n```', "needs at least one verify"),
-    ('```json\n{"nodes": [{"id": "t", "verify": ["true"]}]}\n```',
+    ('```json\n{"nodes": [{"id": "t", "verify": ["test -e .git"]}]}\n```',
      "needs at least one ownership"),
     ('```json\n{"nodes": [{"id": "t", "verify": ["x"], "ownership": ["a"], '
      '"dependsOn": ["ghost"]}]}\n```', "depends on unknown node 'ghost'"),

@@ -14,6 +14,7 @@ from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.sprint import lifecycle
 from clavain.workgraph import nodes
+from tests.checks import PASSES
 from tests.unit import sprint_work as work
 
 
@@ -21,7 +22,7 @@ def _plan(*tasks: dict) -> str:
     return "# Plan\n\n```json\n" + json.dumps({"nodes": list(tasks)}, indent=1) + "\n```\n"
 
 
-A = {"id": "task-a", "type": "task", "title": "write a", "verify": ["true"],
+A = {"id": "task-a", "type": "task", "title": "write a", "verify": [PASSES],
      "ownership": ["a.txt"]}
 B = {"id": "task-b", "type": "task", "title": "write b", "verify": ["test -f b.txt"],
      "ownership": ["b.txt"]}
@@ -79,7 +80,7 @@ def test_a_task_that_ran_refuses_a_change_naming_it(state) -> None:
     with pytest.raises(ClavainError, match=r"task 'task-a' already started, and the plan "
                                            r"changes it \(verify\)"):
         work.record_plan(state, _plan({**A, "verify": ["false"]}, B))
-    assert _node(state, "task-a")["verify"] == ["true"]
+    assert _node(state, "task-a")["verify"] == [PASSES]
     assert state.sprint_checkpoint.read_bytes() == before
     with pytest.raises(ClavainError, match=r"task 'task-b' already started, and the plan "
                                            r"changes it \(dropped from the plan\)"):

@@ -38,6 +38,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                         "`session:<id>`, a `clavain run` or `clavain loop` id, or the bare id "
                         "(default: the current run); a `clavain run` adds its metrics, a "
                         "`clavain loop` its summary")
+    report.add_argument("--routing", action="store_true",
+                        help="the routing of every recorded sprint start instead: agreement "
+                             "with the classifier, overrides by who and which way, classifier "
+                             "x used, the cues behind the misses")
     add_report_flags(report)
     add_json_flag(report)
 
@@ -185,6 +189,8 @@ def _report(args: argparse.Namespace) -> int:
     from clavain.paths import StatePaths
     from clavain.supervisor.run_report import render_supervised
 
+    if args.routing:
+        return _routing(args)
     check_report_flags(args)
     if args.html is not None:
         return write_report_page(args)
@@ -206,3 +212,25 @@ def _report(args: argparse.Namespace) -> int:
             print("\n" + render_summary(report["loop_run"]), end="")
     # The report is shown whole; a wrong setting in it still makes the exit say so.
     return 2 if settings_error or report.get("problems") else 0
+
+
+def _routing(args: argparse.Namespace) -> int:
+    """`clavain report --routing`: across sprints, so it names no run, sprint, graph or page."""
+    from clavain.errors import ClavainError
+    from clavain.paths import StatePaths
+    from clavain.sprint.routing_log import render, report
+
+    named = [flag for flag, value in (("--run", args.run), ("--sprint", args.sprint),
+                                      ("--graph", args.graph), ("--html", args.html),
+                                      ("--watch", args.watch),
+                                      ("--interval", args.interval))
+             if value not in (None, False)]
+    if named:
+        raise ClavainError(f"--routing reads every recorded sprint start; it takes --json, "
+                           f"not {named[0]}")
+    found = report(StatePaths.discover())
+    if args.json:
+        emit_json(found)
+    else:
+        print(render(found), end="")
+    return 0

@@ -49,9 +49,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     add_json_flag(p)
 
     p = add_command(sub, "import",
-                    'add nodes from {"nodes": [...]} in one transaction '
-                    "(format: schemas/node.schema.json)", _import)
-    p.add_argument("file", metavar="FILE|-", help="the JSON file, or - for stdin")
+                    'add nodes from {"nodes": [...]} (schemas/node.schema.json), or --from a '
+                    "tracker's file, in one transaction, linted first; importing again updates "
+                    "what has not started", _import)
+    p.add_argument("file", metavar="FILE|-", help="the file, or - for stdin")
+    p.add_argument("--from", dest="fmt", metavar="FORMAT",
+                   help="the file's format: github (gh issue list --json number,title,body,"
+                        "labels), markdown, beads (.beads/issues.jsonl), taskmaster "
+                        "(.taskmaster/tasks/tasks.json)")
+    p.add_argument("--accept-lint", metavar="REASON",
+                   help="import despite lint errors: a person's decision, recorded on the graph")
     add_graph_flag(p)
     add_json_flag(p)
 
@@ -165,7 +172,7 @@ def _print_node(node: dict[str, Any]) -> None:
         value = node.get(key)
         if value not in (None, "", [], 0) or (key == "attempts" and value == 0):
             print(f"{key + ':':<16}{', '.join(value) if isinstance(value, list) else value}")
-    for key in ("inputs", "acceptance", "verify", "ownership", "human_question"):
+    for key in ("inputs", "acceptance", "verify", "ownership", "human_question", "origin"):
         if node.get(key):
             print(f"{key + ':':<16}{json.dumps(node[key])}")
 
@@ -186,23 +193,37 @@ def _add(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from clavain.errors import ClavainError
     from clavain.paths import StatePaths
-    from clavain.textio import BadText, load_json
-    from clavain.workgraph import edits
+    from clavain.workgraph import imports
 
+    specs = imports.read_specs(read_input(args.file), args.file, args.fmt)
+    peek = graph_for_read(args.graph)  # creates nothing: a refused import writes nothing
     try:
-        document = load_json(read_input(args.file), args.file)
-    except BadText as exc:
-        raise ClavainError(str(exc)) from None
-    # Refused before `.clavain/` exists.
-    edits.check_specs(StatePaths.discover(), edits.import_specs(document))
-    g = graph_for_write(args.graph)
-    added = edits.import_nodes(g, document)
+        known = imports.node_ids(peek)
+    finally:
+        peek.conn.close()
+    decided_by = None
+    if args.accept_lint is not None:
+        from clavain.authority import who_asks
+
+        asker = who_asks()
+        decided_by = asker.provenance if asker.is_person else None
+    checked = imports.check(StatePaths.discover(), specs, source=args.file, known_ids=known,
+                            fmt=args.fmt, accept_lint=args.accept_lint, decided_by=decided_by)
+    for finding in checked.findings:
+        print(finding.line(), file=sys.stderr)
+    report = imports.record(graph_for_write(args.graph), checked)
     if args.json:
-        emit_json({"graph_id": g.id, "added": added})
-    else:
-        print(f"added {len(added)} node(s) to graph {g.id}")
+        emit_json(report)
+        return 0
+    print(f"added {len(report['added'])} node(s) to graph {report['graph_id']}")
+    for kind, ids in (("updated", list(report["updated"])), ("unchanged", report["unchanged"]),
+                      ("done at its source", report["done"])):
+        if ids:
+            print(f"{kind}: {len(ids)} node(s): {', '.join(ids[:10])}"
+                  f"{' …' if len(ids) > 10 else ''}")
+    if report["lint_accepted"]:
+        print(f"lint findings accepted: {report['lint_accepted']['reason']}")
     return 0
 
 
@@ -349,7 +370,7 @@ def _scaffold(args: argparse.Namespace) -> int:
         return 0
     verify = report["verify"]
     if len(verify) > SCAFFOLD_NAMED:  # 40,000 ids on one line tell a person nothing
-        verify = [f"{len(verify):,} verify nodes ({verify[0]} … {verify[-1]})"]
+        verify = [f"{len(verify):,} verify nodes"]
     made = [*verify, *(x for x in (report["integrate"], report["final"]) if x)]
     print(f"added {', '.join(made)}" if made else "scaffolding already complete")
     if report["reopened"]:

@@ -22,6 +22,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("text", nargs="+", help="the request")
     p.add_argument("--files", type=int, default=0, metavar="N",
                    help="how many files it touches, when known")
+    p.add_argument("--explain", action="store_true",
+                   help="show the cues: for the whole request and each ask, each family of "
+                        "cues (research, trivial, complex, danger, moderate, simplicity …), "
+                        "the words and phrases that matched, and the score they gave")
     add_json_flag(p)
 
     p = add_command(sub, "start", "start a sprint: classify, route, write the checkpoint",
@@ -52,6 +56,10 @@ def register(commands: argparse._SubParsersAction) -> None:
     p.add_argument("--waive", metavar="REASON",
                    help="a person passes the step's gate on purpose; recorded as WAIVED with "
                         "the reason (denied to the agent inside Claude Code)")
+    p.add_argument("--accept-lint", metavar="REASON",
+                   help="with step plan: a person records a plan whose lint found errors; the "
+                        "findings and the reason go into the checkpoint and the sprint's "
+                        "summary (denied to the agent inside Claude Code)")
     add_json_flag(p)
 
     p = add_command(sub, "resume", "where the active sprint stands and what to do next",
@@ -87,9 +95,9 @@ def _state() -> Any:
 
 
 def _classify(args: argparse.Namespace) -> int:
-    from clavain.sprint.complexity import classify
+    from clavain.sprint.complexity import classify, explain
 
-    result = classify(" ".join(args.text), args.files)
+    result = (explain if args.explain else classify)(" ".join(args.text), args.files)
     if args.json:
         emit_json(result)
     else:
@@ -99,7 +107,28 @@ def _classify(args: argparse.Namespace) -> int:
         if result.get("uncertain"):
             print(f"Uncertain: {result['uncertain']}; a sprint can be started with "
                   "--complexity N instead")
+        if args.explain:
+            _print_cues(result)
     return 0
+
+
+def _print_cues(result: dict[str, Any]) -> None:
+    """The cues behind the score: the whole request's, then each ask's."""
+    from clavain.cli._output import print_table
+
+    judged = [("whole request", result["whole"])] + [
+        (f"ask {at}", ask) for at, ask in enumerate(result["asks"], 1)]
+    decider = result["decided_by"]
+    print(f"Decided by: {'the whole request' if decider == 'whole' else decider}")
+    for name, one in judged:
+        print(f"\n{name}: \"{one['text']}\" -> {one['score']}/5 ({one['label']}): "
+              f"{'; '.join(one['reasons'])}")
+        if one["cues"]:
+            print_table([{"family": family, "matched": ", ".join(hits)}
+                         for family, hits in one["cues"].items()], ["family", "matched"],
+                        unclipped=["matched"])
+        else:
+            print("(no cue matched)")
 
 
 def _start(args: argparse.Namespace) -> int:
@@ -107,7 +136,7 @@ def _start(args: argparse.Namespace) -> int:
     from clavain.sprint import lifecycle
 
     record = None  # what the person typed in Claude Code (`--from-prompt`)
-    args.waive = None
+    args.waive = args.accept_lint = None
     if args.stdin or args.from_prompt:
         from clavain.sprint.invocation import parse
 
@@ -125,16 +154,26 @@ def _start(args: argparse.Namespace) -> int:
             if value not in (None, False, 0):
                 setattr(args, key, value)
     decided_by = _decided_by(record)
-    if args.waive:  # `/clavain:sprint --waive STEP REASON`: the text is the reason
-        others = [name for name in ("complexity", "skip_to", "resume", "from_step", "files")
+    if args.waive or args.accept_lint:
+        # `/clavain:sprint --waive STEP REASON`, `--accept-lint PLAN REASON`: the text is the
+        # reason
+        flag = "--waive STEP" if args.waive else "--accept-lint PLAN"
+        others = [name for name in ("complexity", "skip_to", "resume", "from_step", "files",
+                                    "accept_lint" if args.waive else "waive")
                   if getattr(args, name, None)]
         if others:
             from clavain.errors import ClavainError
 
-            raise ClavainError(f"--waive STEP REASON takes nothing else (got --"
+            raise ClavainError(f"{flag} REASON takes nothing else (got --"
                                f"{others[0].replace('_', '-')})")
-        args.step, args.waive = args.waive, " ".join(args.text)
+        reason = " ".join(args.text)
         args.plan = args.decision = None
+        if args.accept_lint:
+            args.step, args.plan = "plan", args.accept_lint
+            return _report_done(lifecycle.done(_state(), "plan", plan_path=args.plan,
+                                               accept_lint=reason, decided_by=decided_by),
+                                args)
+        args.step, args.waive = args.waive, reason
         return _report_done(lifecycle.done(_state(), args.step, waive=args.waive,
                                            decided_by=decided_by), args)
     if args.resume:
@@ -149,6 +188,8 @@ def _start(args: argparse.Namespace) -> int:
                               complexity=args.complexity, skip_to=args.skip_to,
                               file_count=args.files, decided_by=decided_by)
     _worked_on(started["sprint_id"])
+    if started.get("routing_log_problem"):
+        print(f"clavain: warning: {started['routing_log_problem']}", file=sys.stderr)
     if args.json:
         emit_json(started)
         return 0
@@ -168,9 +209,11 @@ def _done(args: argparse.Namespace) -> int:
     def progress(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
+    person = args.waive is not None or args.accept_lint is not None
     report = lifecycle.done(_state(), args.step, plan_path=args.plan, decision=args.decision,
                             waive=args.waive, progress=None if args.json else progress,
-                            decided_by=_decided_by(None) if args.waive is not None else None)
+                            accept_lint=args.accept_lint,
+                            decided_by=_decided_by(None) if person else None)
     return _report_done(report, args)
 
 
@@ -188,6 +231,8 @@ def _report_done(report: dict, args: argparse.Namespace) -> int:
 
     if not report["archived"]:
         _worked_on(report["sprint_id"])
+    for finding in report.get("lint", []):  # the plan's warnings, or the findings accepted
+        print(f"{finding['severity']}: {finding['message']}", file=sys.stderr)
     if args.json:
         emit_json(report)
         return 0
@@ -196,6 +241,8 @@ def _report_done(report: dict, args: argparse.Namespace) -> int:
         line += f"; plan recorded: {_plan_changes(report['plan'])}"
     if report["waived"]:
         line += f"; gate WAIVED ({report['waived']['reason']})"
+    if report["plan"] is not None and report.get("plan_lint"):
+        line += f"; lint findings ACCEPTED ({report['plan_lint']['reason']})"
     print(line)
     if report["archived"]:
         print(f"Sprint shipped; archived in {report['archived']}")

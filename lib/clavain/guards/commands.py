@@ -211,7 +211,8 @@ def lifts_budget(command: str) -> bool:
 
 # Words of a `clavain` command that make it a person's decision (`clavain.authority` decides in
 # the CLI too: this deny comes first and changes nothing).
-PERSON_OPTIONS = ("--waive", "--skip-to", "--reset-circuit", "--reset-rate", "--from-prompt")
+PERSON_OPTIONS = ("--waive", "--skip-to", "--reset-circuit", "--reset-rate", "--from-prompt",
+                  "--accept-lint")
 PERSON_PAIRS = (("budget", "reset"), ("loop", "session-start"), ("loop", "cancel"))
 # How a runner's packets name the CLI: the launcher the supervisor puts in its environment.
 CLAVAIN_VARIABLES = ("$CLAVAIN_BIN", "${CLAVAIN_BIN}")

@@ -58,6 +58,53 @@ class PersonDecision(BaseModel):
     decided_by: DecidedBy
 
 
+class RoutingDecision(BaseModel):
+    """How the sprint's complexity was decided: the classifier's verdict and the cues behind
+    it, the score used and whose it was (`clavain report --routing` reads these across sprints
+    from `.clavain/logs/routing.jsonl`)."""
+
+    model_config = ConfigDict(extra="forbid", title="RoutingDecision")
+
+    classifier_score: int = Field(ge=1, le=5, description="the classifier's score")
+    classifier_label: str = Field(min_length=1, max_length=20)
+    classifier_reasons: list[str] = Field(description="the classifier's reasons")
+    cues: dict[str, list[str]] = Field(
+        description="cue family (research, trivial, complex, danger, moderate, simplicity …) "
+                    "-> the words and phrases of the request that matched")
+    score: int = Field(ge=1, le=5, description="the score the sprint was routed by")
+    decided_by: Literal["classifier", "person", "agent"] = Field(
+        description="whose score it is: the classifier's, or a --complexity given by a person "
+                    "or by an agent (an agent may only raise it)")
+    direction: Literal["raised", "lowered", "same"] | None = Field(
+        description="the --complexity against the classifier's; null when none was given")
+    steps: int = Field(ge=-4, le=4, description="score minus the classifier's score")
+
+
+class LintFinding(BaseModel):
+    """One finding of plan lint (`clavain.plans.lint.Finding`)."""
+
+    model_config = ConfigDict(extra="forbid", title="LintFinding")
+
+    severity: Literal["error", "warning"]
+    code: str = Field(min_length=1, max_length=100, description="the rule, e.g. "
+                                                                 "verify_always_passes")
+    task: str | None = Field(description="the task it names; null for the plan as a whole")
+    message: str = Field(min_length=1, max_length=20_000, description="the line it printed")
+
+
+class PlanLint(BaseModel):
+    """A plan recorded with lint errors because a person accepted them (`clavain sprint done
+    plan --accept-lint REASON`)."""
+
+    model_config = ConfigDict(extra="forbid", title="PlanLint")
+
+    accepted: list[LintFinding] = Field(min_length=1,
+                                        description="every finding of the plan when accepted")
+    reason: str = Field(min_length=1, max_length=2000, description="why, in the person's words")
+    decided_by: DecidedBy
+    at: str = Field(min_length=1, description="when (UTC)")
+
+
 class Checkpoint(BaseModel):
     """Where the active sprint stands; rewritten atomically after every step."""
 
@@ -99,6 +146,12 @@ class Checkpoint(BaseModel):
                                   description="gates a person passed on purpose")
     person_decisions: list[PersonDecision] = Field(
         default_factory=list, description="steps skipped, complexity lowered: by whom, when")
+    plan_lint: PlanLint | None = Field(
+        default=None, description="the plan's lint findings a person accepted to record it; "
+                                  "absent when the plan passed lint")
+    routing_decision: RoutingDecision | None = Field(
+        default=None, description="the classifier's score, its cues and the score used: whose "
+                                  "(absent in checkpoints from before it was recorded)")
 
 
 def render_schema() -> str:

@@ -232,6 +232,15 @@ class Store(_Strict):
                                      "with the cause")
 
 
+class Plans(_Strict):
+    """Plan lint (`clavain plan lint`, and every front door that records a plan)."""
+
+    requireVerify: bool = Field(False, description="a task with no verify command is an error "
+                                "(a sprint's plan file already needs one per task)")
+    maxTasks: int = Field(200, ge=1, description="more tasks than this in one plan is a "
+                          "warning")
+
+
 class Config(_Strict):
     """`.clavain/config.json`; every key is optional."""
 
@@ -244,6 +253,7 @@ class Config(_Strict):
     checks: list[Check] = Field(default_factory=list, description="checks the loop runs")
     loop: Loop = Field(default_factory=Loop)
     store: Store = Field(default_factory=Store)
+    plans: Plans = Field(default_factory=Plans)
 
 
 def render_schema() -> str:

@@ -38,6 +38,24 @@ class RetryPolicy(_Strict):
     maxAttempts: int = Field(ge=1, le=100, description="failed attempts before the node fails")
 
 
+class NodeOrigin(_Strict):
+    """Where an imported node came from (`clavain graph import --from`): a re-import finds the
+    node by it and updates it rather than adding a second one."""
+
+    format: str = Field(min_length=1, max_length=40,
+                        description="the source's format, e.g. github, markdown, beads")
+    source_id: str = Field(min_length=1, max_length=500,
+                           description="the item's id at its source (issue number, bead id)")
+    status: str | None = Field(default=None, max_length=100,
+                               description="its status at the source (closed/done: imported "
+                                           "as done)")
+    priority: str | int | None = Field(default=None, description="its priority at the source")
+    url: str | None = Field(default=None, max_length=2000, description="where it lives")
+    unresolved: list[str] = Field(default_factory=list,
+                                  description="references the source had that the import could "
+                                              "not turn into dependencies")
+
+
 class NodeSpec(_Strict):
     """One node to add to the workgraph."""
 
@@ -58,6 +76,8 @@ class NodeSpec(_Strict):
                                             "runs them, no LLM)")
     retryPolicy: RetryPolicy | None = Field(default=None,
                                             description="default: defaults.maxAttempts")
+    origin: NodeOrigin | None = Field(default=None,
+                                      description="set by an import: the item it came from")
 
 
 class NodeBatch(_Strict):

@@ -4,21 +4,24 @@ The command's text never holds it: the UserPromptSubmit hook records the raw pro
 and `clavain sprint start --from-prompt` takes them (`clavain.sprint.typed_request`), so no shell
 ever parses them (an apostrophe in "fix the user's login" cannot break the command, a `$(…)` or
 a heredoc delimiter cannot run anything). Leading options are read here — `--complexity N`,
-`--skip-to STEP`, `--files N`, `--resume`, `--from-step STEP`, `--waive STEP` (the rest is
-the reason), also as `--option=value` — and the rest, untouched, is the request.
+`--skip-to STEP`, `--files N`, `--resume`, `--from-step STEP`, `--waive STEP` and
+`--accept-lint PLAN` (the rest is the reason), also as `--option=value` — and the rest,
+untouched, is the request.
 """
 
 from __future__ import annotations
 
 from clavain.errors import ClavainError
 
-VALUED = ("--complexity", "--skip-to", "--files", "--from-step", "--waive")
+VALUED = ("--complexity", "--skip-to", "--files", "--from-step", "--waive", "--accept-lint")
 FLAGS = ("--resume",)
 
 
 def parse(raw: str) -> dict[str, object]:
     """{"complexity", "skip_to", "files", "from_step", "resume", "waive", "text"} from the raw
-    line (`waive`: the step whose gate the person passes; the text is then the reason)."""
+    line, and "accept_lint" when typed (`waive`: the step whose gate the person passes;
+    `accept_lint`: the plan recorded with its lint findings accepted; the text is then the
+    reason)."""
     options: dict[str, object] = {"complexity": None, "skip_to": None, "files": 0,
                                   "from_step": None, "resume": False, "waive": None}
     rest = raw.strip()

@@ -17,7 +17,8 @@ from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.sprint import checkpoint as store
-from clavain.sprint.complexity import LABELS, classify
+from clavain.sprint import routing_log
+from clavain.sprint.complexity import LABELS, explain
 from clavain.sprint.guides import guide_path, next_action
 from clavain.sprint.route import STEPS, check_complexity, check_step, plan_route, routing_line
 
@@ -62,7 +63,7 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
                 what="skipping steps (--skip-to)", slash="/clavain:sprint --skip-to STEP TASK",
                 terminal="clavain sprint start --skip-to STEP TASK"))
     override = check_complexity(complexity) if complexity is not None else None
-    classified = classify(text, file_count)
+    classified = explain(text, file_count)  # classify's result with the cues behind it
     classified_score = int(classified["score"])  # type: ignore[call-overload]
     if override is not None and override < classified_score and decided_by is None:
         raise ClavainError(PERSON_ONLY.format(
@@ -77,6 +78,7 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
         *([f"complexity {override}, below the classifier's {classified_score}"]
           if override is not None and override < classified_score else []))]
     route = plan_route(score, skip_to=skip_to)
+    routing = routing_log.decision(classified, override, person=decided_by is not None)
     reasons = ([f"set by the user: {override}"] if override else []) + list(
         classified["reasons"])  # type: ignore[call-overload]
     at = now_iso()
@@ -102,12 +104,19 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
             "git_sha": store.git_head(state.project), "started_at": at, "updated_at": at,
             "graph_id": sprint_id, "branch": store.git_branch(state.project),
             "step_started_at": at, "waivers": [], "person_decisions": person_decisions,
+            "routing_decision": routing,
         }
 
     created = store.change(state, begin)
     assert created is not None
+    try:  # after the checkpoint: a start that was refused or failed is not in the log
+        routing_log.append(state, created["sprint_id"], at, text, routing)
+        unlogged = None
+    except OSError as exc:  # the sprint has started; the caller names what was not recorded
+        unlogged = f"the routing was not logged in {routing_log.log_path(state)}: {exc}"
     return {**created, "routing": routing_line(score, LABELS[score], route),
-            "uncertain": None if override else classified.get("uncertain")}
+            "uncertain": None if override else classified.get("uncertain"),
+            **({"routing_log_problem": unlogged} if unlogged else {})}
 
 
 def _check_floor(state: StatePaths, score: int) -> None:
@@ -195,21 +204,25 @@ def check_order(active: dict[str, Any], step: str) -> None:
 def done(state: StatePaths, step: str, *, plan_path: str | None = None,
          decision: str | None = None, waive: str | None = None,
          progress: Callable[[str], None] | None = None,
-         wait_seconds: float | None = None,
+         wait_seconds: float | None = None, accept_lint: str | None = None,
          decided_by: dict[str, Any] | None = LIBRARY_CALLER) -> dict[str, Any]:
     """Record `step` as finished: only the current step, only through its gate (or with a
-    person's waiver, `decided_by` recorded with it), with the plan it produced and a decision;
-    ship archives the sprint."""
+    person's waiver, `decided_by` recorded with it), with the plan it produced (through plan
+    lint, or with its findings accepted by a person: `accept_lint`) and a decision; ship
+    archives the sprint."""
     from clavain.sprint import gates
+    from clavain.sprint.plan import check_accept_lint, with_lint_acceptance
 
     check_step(step)
-    decided_by = _decider(decided_by) if waive is not None else None
+    decided_by = _decider(decided_by) if waive is not None or accept_lint is not None else None
     if waive is not None and not waive.strip():
         raise ClavainError("a waiver needs a reason (--waive \"why this gate is passed\")")
     if waive is not None and decided_by is None:
         raise ClavainError(PERSON_ONLY.format(
             what="passing a gate (--waive)", slash=f"/clavain:sprint --waive {step} REASON",
             terminal=f"clavain sprint done {step} --waive REASON"))
+    if accept_lint is not None:
+        check_accept_lint(step, accept_lint, decided_by, plan_path)
     active = require_active(state)
     check_order(active, step)
     if step == "plan":
@@ -229,11 +242,13 @@ def done(state: StatePaths, step: str, *, plan_path: str | None = None,
         with store.locked(state):
             current = store.require_same(store.read(state), sprint_id)
             check_order(current, step)
-            recorded = None
+            recorded, lint = None, {}
             if step == "plan":
                 from clavain.sprint.plan import record_plan
 
-                recorded = record_plan(g, plan_path)
+                recorded = record_plan(g, plan_path, accepted_by=decided_by
+                                       if accept_lint is not None else None)
+                lint = {"lint": recorded.pop("lint", [])}  # shown beside the plan's changes
             refused = gates.problems(g, current, step)
             waiver = None
             if refused and waive is None:
@@ -245,6 +260,9 @@ def done(state: StatePaths, step: str, *, plan_path: str | None = None,
                 waiver = {"step": step, "reason": " ".join(waive.split()), "problems": refused,
                           "at": now_iso(), "decided_by": decided_by}
             updated = _advance(state, current, step, plan_path, decision, waiver)
+            if recorded is not None:
+                updated = with_lint_acceptance(updated, lint["lint"], accept_lint, decided_by,
+                                               now_iso())
             archived = budget = None
             if updated["current_step"] is None:
                 # Shipped: the graph is closed and the archive written straight from `updated`,
@@ -259,7 +277,7 @@ def done(state: StatePaths, step: str, *, plan_path: str | None = None,
         conn.close()
     if archived:
         _write_reports(state, updated, archived, budget)
-    return {**updated, "plan": recorded, "waived": waiver, "archived": archived}
+    return {**updated, "plan": recorded, **lint, "waived": waiver, "archived": archived}
 
 
 def _advance(state: StatePaths, current: dict[str, Any], step: str, plan_path: str | None,

@@ -12,8 +12,8 @@ say anything about the plan.
 
 from __future__ import annotations
 
-import json
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +25,18 @@ from clavain.workgraph.results import PLANNER_MAX_TASKS as MAX_TASKS
 from clavain.workgraph.statuses import NodeStatus
 
 _JSON_FENCE = re.compile(r"^```json[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
-# What a plan says about a task, as the database stores it (node JSON keys).
-DEFINITION = ("title", "depends_on", "verify", "ownership", "acceptance", "inputs", "runner",
-              "retry_policy", "commands")
+
+
+def nodes_blocks(text: str) -> list[str]:
+    """The ```json blocks of a plan's Markdown that hold `"nodes"` (a plan has exactly one)."""
+    return [block for block in _JSON_FENCE.findall(text) if '"nodes"' in block]
 
 
 def plan_document(text: str, where: str) -> dict[str, Any]:
     """The `{"nodes": [...]}` block of a plan, checked for what a sprint's plan must hold."""
     from clavain.textio import BadText, load_json
 
-    blocks = [block for block in _JSON_FENCE.findall(text) if '"nodes"' in block]
+    blocks = nodes_blocks(text)
     if len(blocks) != 1:
         raise ClavainError(f"{where}: a plan holds exactly one ```json block with "
                            f'{{"nodes": [...]}} (found {len(blocks)}); see the writing-plans '
@@ -80,9 +82,13 @@ def read_plan(state: StatePaths, plan_path: str) -> list[dict[str, Any]]:
     return document["nodes"]
 
 
-def record_plan(g: Graph, plan_path: str) -> dict[str, Any]:
-    """Record the plan in the sprint's graph in one transaction (module docstring). Returns
-    {"added", "updated": {id: [fields]}, "removed", "unchanged"}."""
+def record_plan(g: Graph, plan_path: str, *,
+                accepted_by: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Record the plan in the sprint's graph in one transaction (module docstring), once plan
+    lint passed it: an error refuses it (`PlanRefused`, nothing written) unless a person
+    accepted the findings (`accepted_by`, their provenance). Returns {"added", "updated": {id:
+    [fields]}, "removed", "unchanged"}, and "lint": [finding JSON] when lint found anything
+    (warnings, or every finding when accepted)."""
     from clavain import config as config_mod
     from clavain.clock import now_iso
     from clavain.store.db import transaction
@@ -93,8 +99,11 @@ def record_plan(g: Graph, plan_path: str) -> dict[str, Any]:
     specs = read_plan(g.state, plan_path)
     models = {model.id: model for model in validate_specs(specs)}
     cfg = config_mod.load(g.state.config)
+    shown = _lint(g, specs, cfg, plan_path, accepted_by)
     at = now_iso()
     report: dict[str, Any] = {"added": [], "updated": {}, "removed": [], "unchanged": []}
+    if shown:
+        report["lint"] = [finding.to_json() for finding in shown]
     with transaction(g.conn):
         existing = {node_id: get_node(g, node_id) for node_id in models}
         ran, changes = [], {}
@@ -139,32 +148,72 @@ def record_plan(g: Graph, plan_path: str) -> dict[str, Any]:
     return report
 
 
-def _stored(model: Any, cfg: dict[str, Any]) -> dict[str, Any]:
-    """A spec's definition as `nodes.get_node` shows it."""
-    from clavain import config as config_mod
-    from clavain.workgraph.nodes import stored_input
+def _lint(g: Graph, specs: list[dict[str, Any]], cfg: dict[str, Any], plan_path: str,
+          accepted_by: dict[str, Any] | None) -> list[Any]:
+    """The plan's findings to show; `PlanRefused` (naming how a person records it anyway) when
+    it has errors and nobody accepted them."""
+    from clavain.plans.graph_lint import lint_for_graph
+    from clavain.plans.lint import PlanRefused, judge
 
-    attempts = (model.retryPolicy.maxAttempts if model.retryPolicy
-                else int(config_mod.get(cfg, "defaults.maxAttempts", 3)))
-    return {"title": model.title, "depends_on": sorted(set(model.dependsOn)),
-            "verify": list(model.verify), "ownership": list(model.ownership),
-            "acceptance": list(model.acceptance),
-            "inputs": [stored_input(ref) for ref in model.inputs], "runner": model.runner,
-            "retry_policy": {"max_attempts": attempts}, "commands": list(model.commands)}
+    try:
+        return judge(lint_for_graph(g, specs, cfg), accepted_by=accepted_by)
+    except PlanRefused as exc:
+        first, _, rest = str(exc).partition("\n")
+        exc.args = (f"{plan_path}: {first.rstrip(':')} (a person may record it anyway: "
+                    f"{accept_lint_hint(plan_path)}):\n{rest}",)
+        raise
+
+
+def accept_lint_hint(plan_path: str | None) -> str:
+    """What a person types to record a plan with its lint findings accepted."""
+    plan = shlex.quote(plan_path) if plan_path else "PLAN"
+    return (f"`/clavain:sprint --accept-lint {plan} REASON` in Claude Code, `clavain sprint done "
+            f"plan --plan {plan} --accept-lint REASON` in a terminal")
+
+
+def check_accept_lint(step: str, reason: str, decided_by: dict[str, Any] | None,
+                      plan_path: str | None) -> None:
+    """`--accept-lint REASON`: only with step plan, with a reason, and a person's decision
+    (docs/THREAT_MODEL.md): refused to an agent with what the person types."""
+    from clavain.sprint.lifecycle import PERSON_ONLY
+
+    if step != "plan":
+        raise ClavainError(f"--accept-lint goes with step plan (it records a plan whose lint "
+                           f"found errors), not step {step}")
+    if not reason.strip():
+        raise ClavainError("--accept-lint needs a reason (--accept-lint \"why the findings are "
+                           "acceptable\")")
+    if decided_by is None:
+        plan = shlex.quote(plan_path) if plan_path else "PLAN"
+        raise ClavainError(PERSON_ONLY.format(
+            what="recording a plan with lint errors (--accept-lint)",
+            slash=f"/clavain:sprint --accept-lint {plan} REASON",
+            terminal=f"clavain sprint done plan --plan {plan} --accept-lint REASON"))
+
+
+def with_lint_acceptance(checkpoint: dict[str, Any], findings: list[dict[str, Any]],
+                         reason: str | None, decided_by: dict[str, Any] | None,
+                         at: str) -> dict[str, Any]:
+    """The checkpoint's `plan_lint` for the plan just recorded: the findings a person accepted
+    (those of a plan with errors), why and by whom; none when the plan needed no acceptance
+    (a corrected plan replaces what was accepted for the one before)."""
+    updated = {key: value for key, value in checkpoint.items() if key != "plan_lint"}
+    if reason is not None and any(f["severity"] == "error" for f in findings):
+        updated["plan_lint"] = {"accepted": findings, "reason": " ".join(reason.split()),
+                                "decided_by": decided_by, "at": at}
+    return updated
 
 
 def _changed_fields(node: dict[str, Any], model: Any, cfg: dict[str, Any]) -> list[str]:
-    wanted = _stored(model, cfg)
-    have = {**{key: node[key] for key in DEFINITION}, "depends_on": sorted(node["depends_on"])}
-    return [key for key in DEFINITION if have[key] != wanted[key]]
+    from clavain.workgraph.redefine import changed_fields
+
+    return changed_fields(node, model, cfg)
 
 
 def _started(g: Graph, node: dict[str, Any]) -> bool:
-    """Whether a runner ever held the task (or it left `open` any other way)."""
-    if node["status"] != NodeStatus.OPEN or node["attempts"]:
-        return True
-    return queries.run(g.conn, "sprint_plan.task_started",
-                       (g.id, node["id"])).fetchone() is not None
+    from clavain.workgraph.redefine import started
+
+    return started(g, node)
 
 
 def _dropped_tasks(g: Graph, planned: set[str]) -> list[str]:
@@ -200,41 +249,9 @@ def _remove_task(g: Graph, task_id: str, at: str) -> None:
 
 def _update_task(g: Graph, model: Any, cfg: dict[str, Any], at: str) -> None:
     """The task (and its verify node, which has not run either) take the new definition."""
-    from clavain.workgraph.nodes import record_event
+    from clavain.workgraph.redefine import update
 
-    wanted = _stored(model, cfg)
-    queries.run(
-        g.conn, "sprint_plan.update_task",
-        (wanted["title"], json.dumps(wanted["verify"]), json.dumps(wanted["ownership"]),
-         json.dumps(wanted["acceptance"]), json.dumps(wanted["inputs"]), wanted["runner"],
-         json.dumps(wanted["retry_policy"]), json.dumps(wanted["commands"]), at, g.id,
-         model.id))
-    have = {row[0] for row in queries.run(g.conn, "sprint_plan.depends_on", (g.id, model.id))}
-    for gone in have - set(wanted["depends_on"]):
-        queries.run(g.conn, "sprint_plan.delete_dep", (g.id, model.id, gone))
-    missing = [dep for dep in wanted["depends_on"] if dep not in have]
-    known = {row[0] for row in queries.run(g.conn, "sprint_plan.known_nodes",
-                                           (g.id, json.dumps(missing)))} if missing else set()
-    for dep in missing:
-        if dep not in known:
-            raise ClavainError(f"plan task {model.id!r} depends on unknown node {dep!r}")
-        queries.run(g.conn, "sprint_plan.add_dep", (g.id, model.id, dep))
-    _refuse_cycle(g, model.id)
-    for verify_id in _verify_nodes(g, model.id):
-        queries.run(
-            g.conn, "sprint_plan.update_verify_node",
-            (f"Verify {wanted['title'] or model.id}", json.dumps(wanted["verify"]),
-             json.dumps(wanted["acceptance"]), at, g.id, verify_id))
-    record_event(g, model.id, NodeStatus.OPEN, NodeStatus.OPEN, at=at,
-                 note="definition updated by the plan")
-
-
-def _refuse_cycle(g: Graph, node_id: str) -> None:
-    looped = queries.run(g.conn, "sprint_plan.in_cycle",
-                         (g.id, node_id, g.id, node_id)).fetchone()
-    if looped:
-        raise ClavainError(f"plan task {node_id!r} is in a dependency cycle; drop one of its "
-                           "dependencies")
+    update(g, model, cfg, at=at, who="plan task", note="definition updated by the plan")
 
 
 def _refresh_gates(g: Graph, at: str) -> None:

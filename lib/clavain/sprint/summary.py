@@ -59,6 +59,7 @@ def summarize(state: StatePaths, sprint: dict[str, Any], budget: Any = None, *,
                         "decided_by": w.get("decided_by")}
                        for w in sprint.get("waivers", [])],
             "person_decisions": list(sprint.get("person_decisions", [])),
+            **({"plan_lint": sprint["plan_lint"]} if sprint.get("plan_lint") else {}),
             "skipped": dict(sprint.get("skipped", {})),
             "agents_dispatched": len(found), "verdict_counts": count_by_status(found),
             "tokens_measured": total_tokens(found),
@@ -79,6 +80,7 @@ def render(summary: dict[str, Any]) -> str:
           f"by {describe(w.get('decided_by'))})" for w in summary["waived"]],
         *[f"- Decided by a person: {d['what']} ({describe(d['decided_by'])})"
           for d in summary.get("person_decisions", [])],
+        *([_plan_lint_line(summary["plan_lint"])] if summary.get("plan_lint") else []),
         *([f"- Skipped: {_skipped(summary.get('skipped', {}))}"]
           if summary.get("skipped") else []),
         f"- Agents dispatched: {summary['agents_dispatched']}",
@@ -86,6 +88,16 @@ def render(summary: dict[str, Any]) -> str:
         f"- Tokens (measured): {summary['tokens_measured']:,}",
         *([_budget_line(summary["budgets"])] if summary["budgets"] else []),
     ])
+
+
+def _plan_lint_line(accepted: dict[str, Any]) -> str:
+    """`- Plan lint ACCEPTED: 2 error(s) (task-a: verify 'true' always passes …; …): why (by
+    …)`: the plan recorded with findings a person accepted, on one line."""
+    from clavain.authority import describe
+
+    errors = [f["message"] for f in accepted["accepted"] if f["severity"] == "error"]
+    return (f"- Plan lint ACCEPTED: {len(errors)} error(s) ({'; '.join(errors)}): "
+            f"{accepted['reason']} (by {describe(accepted.get('decided_by'))})")
 
 
 def _skipped(skipped: dict[str, str]) -> str:

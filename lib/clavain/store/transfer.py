@@ -30,7 +30,7 @@ COLUMNS = {
               "lock_started_at", "lock_pid", "lock_host", "human_question_json", "created_at",
               "updated_at", "completed_at", "lock_renewed_at", "escalations", "superseded_by",
               "verifies", "commands_json", "lock_generation", "lock_lease_ms",
-              "lock_runner_pid", "lock_runner_identity", "crashes"),
+              "lock_runner_pid", "lock_runner_identity", "crashes", "origin_json"),
     "deps": ("graph_id", "node_id", "depends_on_id", "kind"),
     "kv_latest": ("graph_id", "node_id", "key", "value_text", "artifact_path",
                   "artifact_sha256", "fingerprint_json", "run_id", "attempt", "updated_at"),

@@ -193,6 +193,13 @@ def stored_input(ref: Any) -> dict[str, str]:
     return stored
 
 
+def stored_origin(spec: Any) -> str | None:
+    """A spec's origin as stored (`origin_json`, snake_case as the spec writes it; keys left
+    at their defaults are left out), or None."""
+    origin = getattr(spec, "origin", None)
+    return json.dumps(origin.model_dump(exclude_defaults=True)) if origin is not None else None
+
+
 def _dumps(items: list[Any]) -> str:
     return json.dumps(items) if items else "[]"  # most lists are empty; skip the encoder
 
@@ -222,6 +229,7 @@ def insert_nodes(g: Graph, cfg: dict[str, Any], models: list[Any], *,
             _dumps([stored_input(i) for i in s.inputs]),
             _dumps(s.ownership), _dumps(s.acceptance), _dumps(s.verify),
             _dumps(list(getattr(s, "commands", None) or [])), policy, at, at,
+            stored_origin(s),
         ))
         edges += [(g.id, s.id, d, (dep_kind or {}).get((s.id, d), "done"))
                   for d in dict.fromkeys(s.dependsOn)]

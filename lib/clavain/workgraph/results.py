@@ -154,6 +154,30 @@ def check_planned_work(node: dict[str, Any], result: Any) -> None:
                            "second plan)")
 
 
+def lint_planned_work(g: Graph, node_id: str, result: Any, cfg: dict[str, Any]) -> None:
+    """A planner's tasks pass plan lint as a sprint's plan does (`clavain.plans.lint`): an
+    error refuses the whole result, and nobody accepts findings for an agent. Run before the
+    transaction (lint reads the project's files; no write lock is held that long), after the
+    planner rules above, which refuse first."""
+    if not (result.next and result.next.addNodes):
+        return
+    from clavain.workgraph.nodes import get_node
+
+    node = get_node(g, node_id)
+    if node is None or node["type"] not in PLANNER_TYPES:
+        return
+    check_planned_work(node, result)
+    from clavain.plans.graph_lint import lint_for_graph
+    from clavain.plans.lint import PlanRefused, judge
+
+    specs = [spec.model_dump(exclude_none=True) for spec in result.next.addNodes]
+    try:
+        judge(lint_for_graph(g, specs, cfg), accepted_by=None)
+    except PlanRefused as exc:
+        raise ClavainError(f"planner node {node_id!r} adds work plan lint refuses; nothing was "
+                           "added:\n" + "\n".join(f.line() for f in exc.findings)) from None
+
+
 def apply_result(g: Graph, node_id: str, result: dict[str, Any] | str, *,
                  run_id: str | None = None, stdout_path: str | None = None,
                  result_path: str | None = None, now: datetime | None = None,
@@ -169,6 +193,7 @@ def apply_result(g: Graph, node_id: str, result: dict[str, Any] | str, *,
     cfg = config_mod.load(g.state.config)
     now = now or store_now(g.conn)
     at = now_iso(now)
+    lint_planned_work(g, node_id, parsed, cfg)
     refused: WaitingOnDependencies | None = None
     with transaction(g.conn):
         node = require_node(g, node_id)

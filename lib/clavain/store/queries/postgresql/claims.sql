@@ -50,7 +50,8 @@ SELECT
     'human_question', n.human_question_json::json, 'created_at', n.created_at,
     'updated_at', n.updated_at, 'completed_at', n.completed_at,
     'depends_on', coalesce((SELECT json_agg(d.depends_on_id ORDER BY d.depends_on_id) FROM deps d WHERE d.graph_id = n.graph_id AND d.node_id = n.id),
-    '[]'::json))::text
+    '[]'::json),
+    'origin', n.origin_json::json)::text
   FROM claimed n
 
 -- name: next

@@ -40,11 +40,12 @@ SELECT id FROM nodes WHERE graph_id = ? AND id IN (SELECT value FROM json_each(?
 SELECT id FROM nodes WHERE graph_id = ? AND type = ? LIMIT 1
 
 -- name: insert
--- A new node, open, with its checked fields (one row per node of a batch).
+-- A new node, open, with its checked fields (one row per node of a batch); `origin_json` is
+-- NULL unless an import made it.
 INSERT INTO nodes (graph_id, id, title, type, parent_id, runner, inputs_json, ownership_json,
                    acceptance_json, verify_json, commands_json, retry_policy_json, created_at,
-                   updated_at)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                   updated_at, origin_json)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: insert_dependency
 -- One dependency edge of a new node (its kind: done, or settled).

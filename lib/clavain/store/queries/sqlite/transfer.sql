@@ -13,7 +13,7 @@ SELECT graph_id, id, title, type, status, parent_id, runner, inputs_json, owners
        blocked_until, lock_run_id, lock_started_at, lock_pid, lock_host, human_question_json,
        created_at, updated_at, completed_at, lock_renewed_at, escalations, superseded_by,
        verifies, commands_json, lock_generation, lock_lease_ms, lock_runner_pid,
-       lock_runner_identity, crashes
+       lock_runner_identity, crashes, origin_json
   FROM nodes WHERE graph_id = ?
 
 -- name: read_deps
@@ -76,9 +76,9 @@ INSERT INTO nodes (graph_id, id, title, type, status, parent_id, runner, inputs_
     unmet_deps, blocked_until, lock_run_id, lock_started_at, lock_pid, lock_host,
     human_question_json, created_at, updated_at, completed_at, lock_renewed_at, escalations,
     superseded_by, verifies, commands_json, lock_generation, lock_lease_ms, lock_runner_pid,
-    lock_runner_identity, crashes)
+    lock_runner_identity, crashes, origin_json)
   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-          ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+          ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 
 -- name: insert_deps
 -- One deps row as read by read_deps.

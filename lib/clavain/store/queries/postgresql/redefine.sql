@@ -1,4 +1,4 @@
--- The sprint_plan queries whose PostgreSQL text differs: a JSON array of ids is read with
+-- The redefine queries whose PostgreSQL text differs: a JSON array of ids is read with
 -- jsonb_array_elements_text (the same parameter as SQLite's json_each).
 
 -- name: known_nodes

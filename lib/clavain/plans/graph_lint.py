@@ -1,0 +1,42 @@
+"""Plan lint where work joins a graph (`sprint done plan`, a planner's result): the findings
+for the specs about to be added, with the graph's own nodes as ids a spec may depend on. Only
+the ids the specs name are looked up: a graph may hold 40,000 nodes.
+
+An unknown dependency or a cycle is refused first, in the words the graph's own batch check
+uses (`workgraph.nodes`): it is the same refusal, found before the project's files are read."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from clavain.errors import ClavainError
+from clavain.plans.lint import Finding, lint_specs
+
+if TYPE_CHECKING:
+    from clavain.workgraph.graphs import Graph
+
+GRAPH_CHECKS = ("unknown_dependency", "dependency_cycle")  # refused above, in the graph's words
+
+
+def lint_for_graph(g: Graph, specs: list[dict[str, Any]],
+                   config: dict[str, Any]) -> list[Finding]:
+    from clavain.workgraph.nodes import existing_ids, find_cycle
+
+    own = {spec["id"]: _deps(spec) for spec in specs}
+    named = {dep for deps in own.values() for dep in deps} - set(own)
+    known = existing_ids(g, sorted(named)) if named else set()
+    for node, deps in own.items():
+        for dep in deps:
+            if dep not in own and dep not in known:
+                raise ClavainError(f"node {node!r} depends on unknown node {dep!r}")
+    cycle = find_cycle({node: [d for d in deps if d in own] for node, deps in own.items()})
+    if cycle:
+        raise ClavainError(f"node {cycle[0]!r} is in a dependency cycle: {' -> '.join(cycle)}")
+    return [finding for finding in lint_specs(specs, project=g.state.project, config=config,
+                                              known_ids=known)
+            if finding.code not in GRAPH_CHECKS]
+
+
+def _deps(spec: dict[str, Any]) -> list[str]:
+    deps = spec.get("dependsOn")
+    return [dep for dep in deps if isinstance(dep, str)] if isinstance(deps, list) else []

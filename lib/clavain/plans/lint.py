@@ -1,0 +1,232 @@
+"""Plan lint: what a plan shows on paper that would fail at execute or at merge, found before it
+is recorded. One checker for every front door (`clavain plan lint`, `sprint done plan`,
+`graph import`, a planner's result applied).
+
+INTERFACE (fixed; the checker fills it in):
+- `Finding`: one problem, naming the task.
+- `lint_specs(specs, project=..., config=..., known_ids=...)` -> list[Finding]
+- `judge(findings, accepted_by=...)` refuses a plan with errors (`PlanRefused`) unless a person
+  accepted them; returns the findings to print (warnings, or every finding when accepted).
+
+The rules: errors here (a verify that always passes or whose program is not found, see
+`verify_check`; an unknown dependency, a cycle, a missing verify when `plans.requireVerify`),
+warnings in `ownership_check` (ownership owning nothing, unordered overlap, an outsized task)
+and here (more tasks than `plans.maxTasks`). The project's files are walked once per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clavain.errors import ClavainError
+
+ERROR = "error"
+WARNING = "warning"
+CYCLE_NAMES = 10  # a cycle's message names this many of its nodes
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str  # ERROR refuses the plan; WARNING prints and the plan is recorded
+    code: str  # snake_case name of the rule, e.g. "verify_always_passes"
+    task: str | None  # the task it names; None for the plan as a whole
+    message: str  # one line, starting with the task id when there is one
+
+    def line(self) -> str:
+        return f"{self.severity}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"severity": self.severity, "code": self.code, "task": self.task,
+                "message": self.message}
+
+
+class PlanRefused(ClavainError):
+    """A plan with error findings and no person's acceptance: one line per finding."""
+
+    def __init__(self, findings: list[Finding]) -> None:
+        self.findings = findings
+        errors = [f for f in findings if f.severity == ERROR]
+        super().__init__(
+            f"the plan has {len(errors)} error(s) and was not recorded:\n"
+            + "\n".join(f.line() for f in findings))
+
+
+def lint_specs(specs: list[dict[str, Any]], *, project: Path, config: dict[str, Any],
+               known_ids: Iterable[str] = ()) -> list[Finding]:
+    """Every finding for `specs` (node specs as in schemas/node.schema.json: id, type, title,
+    dependsOn, verify, ownership ...); `known_ids` are nodes already in the graph a spec may
+    depend on. Never raises on odd input: a bad shape is the schema's business."""
+    from clavain.plans.ownership_check import Literals, ownership_findings
+    from clavain.plans.project_files import ProjectFiles
+    from clavain.plans.verify_check import ProgramFinder
+
+    nodes = [spec for spec in specs if isinstance(spec, dict) and isinstance(spec.get("id"), str)]
+    depends = {node["id"]: _strings(node.get("dependsOn")) for node in nodes}
+    tasks = [node for node in nodes if node.get("type", "task") == "task"]
+    ownership = {task["id"]: _strings(task.get("ownership")) for task in tasks}
+    files = ProjectFiles.of(project)
+    literals = Literals(ownership)
+    finder = ProgramFinder(project, lambda path: literals.names_above(_normalised(path)))
+    require = bool(_setting(config, "requireVerify", False))
+    errors: list[Finding] = []
+    seen: dict[str, tuple[bool, list[str]]] = {}  # command -> what it is (plans repeat them)
+    for task in tasks:
+        errors += _verify_findings(task["id"], task.get("verify"), finder, require, seen)
+    errors += _dependency_findings(depends, set(known_ids))
+    warnings = ownership_findings(ownership, depends, files, literals)
+    limit = _setting(config, "maxTasks", None)
+    if isinstance(limit, int) and not isinstance(limit, bool) and len(tasks) > limit:
+        warnings.append(Finding(WARNING, "too_many_tasks", None,
+                                f"the plan has {len(tasks)} tasks, more than plans.maxTasks "
+                                f"({limit}): fewer, larger tasks, or raise the setting"))
+    return errors + warnings
+
+
+def _strings(value: Any) -> list[str]:
+    return [item for item in value if isinstance(item, str)] if isinstance(value, list) else []
+
+
+def _normalised(path: str) -> str:
+    from clavain.workgraph.ownership import normalise
+
+    return normalise(path)
+
+
+def _setting(config: dict[str, Any], key: str, default: Any) -> Any:
+    plans = config.get("plans") if isinstance(config, dict) else None
+    return plans.get(key, default) if isinstance(plans, dict) else default
+
+
+def _verify_findings(task: str, verify: Any, finder: Any, require: bool,
+                     seen: dict[str, tuple[bool, list[str]]]) -> list[Finding]:
+    from clavain.plans.verify_check import always_passes, programs
+
+    commands = _strings(verify)
+    if not commands:
+        if require:
+            return [Finding(ERROR, "verify_missing", task,
+                            f"{task}: has no verify command (plans.requireVerify is on): give "
+                            "it a shell command that fails before the task and passes after")]
+        return []
+    found = []
+    for command in commands:
+        if command not in seen:
+            passes = always_passes(command)
+            seen[command] = (passes, [] if passes else programs(command))
+        passes, runs = seen[command]
+        if passes:
+            found.append(Finding(ERROR, "verify_always_passes", task,
+                                 f"{task}: verify {command!r} always passes: it checks "
+                                 "nothing; use a command that fails until the task is done"))
+            continue
+        for program in runs:
+            if not finder.exists(program):
+                found.append(Finding(ERROR, "verify_program_missing", task,
+                                     f"{task}: verify {command!r} runs {program!r}, which is "
+                                     "not on PATH, in the project's venv nor in the "
+                                     "repository"))
+    return found
+
+
+def _dependency_findings(depends: dict[str, list[str]], known: set[str]) -> list[Finding]:
+    found = []
+    for node, deps in depends.items():
+        for dep in dict.fromkeys(deps):
+            if dep not in depends and dep not in known:
+                found.append(Finding(ERROR, "unknown_dependency", node,
+                                     f"{node}: depends on {dep!r}, which is neither in the "
+                                     "plan nor in the graph"))
+    for cycle in _cycles(depends):
+        names = ", ".join(cycle[:CYCLE_NAMES]) + (
+            f" and {len(cycle) - CYCLE_NAMES} more" if len(cycle) > CYCLE_NAMES else "")
+        found.append(Finding(ERROR, "dependency_cycle", cycle[0],
+                             f"{cycle[0]}: is in a dependency cycle ({names}): none of them "
+                             "can ever start; drop one dependsOn"))
+    return found
+
+
+
+def _cycles(depends: dict[str, list[str]]) -> list[list[str]]:
+    """The nodes of each cycle (a strongly connected component of more than one node, or a
+    node depending on itself), in plan order; Tarjan's algorithm without recursion."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components = []
+    for root in depends:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            node, edge = work.pop()
+            if edge == 0:
+                index[node] = low[node] = len(index)
+                stack.append(node)
+                on_stack.add(node)
+            deps = [dep for dep in depends[node] if dep in depends]
+            if edge < len(deps):
+                work.append((node, edge + 1))
+                dep = deps[edge]
+                if dep not in index:
+                    work.append((dep, 0))
+                elif dep in on_stack:
+                    low[node] = min(low[node], index[dep])
+                continue
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1 or node in depends[node]:
+                    components.append(component)
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+    order = {node: position for position, node in enumerate(depends)}
+    return sorted((sorted(component, key=order.__getitem__) for component in components),
+                  key=lambda component: order[component[0]])
+
+
+def judge(findings: list[Finding], *, accepted_by: dict[str, Any] | None) -> list[Finding]:
+    if any(f.severity == ERROR for f in findings) and accepted_by is None:
+        raise PlanRefused(findings)
+    return findings
+
+
+def plan_nodes(text: str, where: str) -> list[dict[str, Any]]:
+    """The node specs of a plan file: a sprint plan's Markdown (its one ```json block with
+    `"nodes"`) or a graph import's JSON (`{"nodes": [...]}`). Only the shape lint needs is
+    checked (a list of objects): lint reports what is wrong with the nodes, it does not refuse
+    them the way `sprint done plan` does."""
+    from clavain.sprint.plan import nodes_blocks
+    from clavain.textio import BadText, load_json
+
+    if text.lstrip().startswith("{"):
+        block, what = text, where
+    else:
+        blocks = nodes_blocks(text)
+        if len(blocks) != 1:
+            raise ClavainError(f"{where}: neither JSON nor a plan with exactly one ```json block "
+                               f'holding {{"nodes": [...]}} (found {len(blocks)})')
+        block, what = blocks[0], f"{where} (the nodes block)"
+    try:
+        document = load_json(block, what)
+    except BadText as exc:
+        raise ClavainError(str(exc)) from None
+    nodes = document.get("nodes") if isinstance(document, dict) else None
+    if not isinstance(nodes, list) or not all(isinstance(node, dict) for node in nodes):
+        raise ClavainError(f'{what}: expected {{"nodes": [...]}}, a list of node objects')
+    return nodes
+
+
+def lint_plan_text(text: str, where: str, *, project: Path,
+                   config: dict[str, Any]) -> list[Finding]:
+    """`clavain plan lint`: the findings of a plan file's text (errors first)."""
+    return lint_specs(plan_nodes(text, where), project=project, config=config)
