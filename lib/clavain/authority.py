@@ -118,14 +118,23 @@ def require_person(action: str, *, in_claude_code: str, in_terminal: str,
                    typed: dict[str, Any] | None = None) -> dict[str, Any]:
     """The provenance of a person's decision to take `action`, or ClavainError naming what the
     person types: `in_claude_code` (a slash command) or `in_terminal` (a CLI command)."""
-    from clavain.errors import ClavainError
-
     asker = who_asks(typed=typed)
     if asker.is_person:
         return asker.provenance
-    raise ClavainError(f"{action} is a person's decision, not an agent's ({asker.detail}): "
-                       f"the user types `{in_claude_code}` in Claude Code, or runs "
-                       f"`{in_terminal}` in a terminal")
+    raise refusal(action, in_claude_code=in_claude_code, in_terminal=in_terminal,
+                  detail=asker.detail)
+
+
+def refusal(action: str, *, in_claude_code: str, in_terminal: str,
+            detail: str | None = None) -> Exception:
+    """The one wording of a person-only action refused to an agent, naming what the person
+    types instead."""
+    from clavain.errors import ClavainError
+
+    why = f" ({detail})" if detail else ""
+    return ClavainError(f"{action} is a person's decision, not an agent's{why}: the user types "
+                        f"`{in_claude_code}` in Claude Code, or runs `{in_terminal}` in a "
+                        "terminal")
 
 
 def controlling_terminal() -> str | None:

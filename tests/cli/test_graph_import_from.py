@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from clavain import cli
+from clavain.plans import findings as plan_findings
 from clavain.plans import lint
 
 pytestmark = pytest.mark.usefixtures("backend")
@@ -121,10 +122,10 @@ def test_a_bad_file_or_format_is_one_line_and_writes_nothing(run_cli, project: P
     assert not (project / ".clavain").exists()
 
 
-def _error(*_: Any, **__: Any) -> list[lint.Finding]:
-    return [lint.Finding(lint.ERROR, "verify_always_passes", "bd-1",
+def _error(*_: Any, **__: Any) -> list[plan_findings.Finding]:
+    return [plan_findings.Finding(plan_findings.ERROR, "verify_always_passes", "bd-1",
                          "bd-1: verify `true` always passes"),
-            lint.Finding(lint.WARNING, "ownership_matches_nothing", "bd-1",
+            plan_findings.Finding(plan_findings.WARNING, "ownership_matches_nothing", "bd-1",
                          "bd-1: ownership f1.txt matches no file")]
 
 

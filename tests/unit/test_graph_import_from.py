@@ -13,6 +13,7 @@ import pytest
 
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
+from clavain.plans import findings as plan_findings
 from clavain.plans import lint
 from clavain.workgraph import claims, imports, kv, nodes
 from clavain.workgraph.graphs import DEFAULT_GRAPH, Graph
@@ -151,8 +152,8 @@ def test_a_plain_spec_on_a_taken_id_keeps_its_old_refusal(g: Graph) -> None:
     assert str(refused.value) == "node 'a' already exists in graph 'default'; pick another id"
 
 
-def _finding(severity: str) -> lint.Finding:
-    return lint.Finding(severity, "verify_always_passes", "gh-1",
+def _finding(severity: str) -> plan_findings.Finding:
+    return plan_findings.Finding(severity, "verify_always_passes", "gh-1",
                         "gh-1: verify `true` always passes")
 
 
@@ -161,7 +162,7 @@ def test_lint_errors_refuse_before_anything_is_written(g: Graph, monkeypatch) ->
 
     def lint_specs(specs: list, *, project: Path, config: dict, known_ids: Any) -> list:
         seen.update(project=project, known=list(known_ids))
-        return [_finding(lint.ERROR), _finding(lint.WARNING)]
+        return [_finding(plan_findings.ERROR), _finding(plan_findings.WARNING)]
 
     monkeypatch.setattr(lint, "lint_specs", lint_specs)
     with pytest.raises(ClavainError) as refused:
@@ -185,10 +186,10 @@ def test_lint_errors_refuse_before_anything_is_written(g: Graph, monkeypatch) ->
 
 
 def test_lint_warnings_come_back_and_the_import_goes_on(g: Graph, monkeypatch) -> None:
-    monkeypatch.setattr(lint, "lint_specs", lambda *a, **k: [_finding(lint.WARNING)])
+    monkeypatch.setattr(lint, "lint_specs", lambda *a, **k: [_finding(plan_findings.WARNING)])
     report = _import(g, [_spec(1)])
     assert report["added"] == ["gh-1"]
-    assert report["lint"] == [_finding(lint.WARNING).to_json()]
+    assert report["lint"] == [_finding(plan_findings.WARNING).to_json()]
     assert kv.get(g, kv.RUN_NAMESPACE, imports.LINT_KEY) is None
 
 

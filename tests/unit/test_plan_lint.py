@@ -16,10 +16,11 @@ import pytest
 
 from clavain.config import DEFAULTS
 from clavain.errors import ClavainError
+from clavain.plans import findings as plan_findings
 from clavain.plans import lint
+from clavain.plans.nodes_block import nodes_blocks
 from clavain.plans.project_files import ProjectFiles, glob_regex, walk
 from clavain.plans.verify_check import always_passes, programs
-from clavain.sprint.plan import nodes_blocks
 from clavain.workgraph.ownership import glob_matches
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,14 +34,15 @@ def _task(task_id: str, *, verify: list[str] | None = None, ownership: list[str]
             "dependsOn": deps or [], **extra}
 
 
-def _lint(project: Path, specs: list[dict[str, Any]], **settings: Any) -> list[lint.Finding]:
+def _lint(project: Path, specs: list[dict[str, Any]],
+          **settings: Any) -> list[plan_findings.Finding]:
     known_ids = settings.pop("known_ids", ())
     config = copy.deepcopy(DEFAULTS)
     config["plans"].update(settings)
     return lint.lint_specs(specs, project=project, config=config, known_ids=known_ids)
 
 
-def _codes(findings: list[lint.Finding]) -> list[tuple[str, str | None]]:
+def _codes(findings: list[plan_findings.Finding]) -> list[tuple[str, str | None]]:
     return [(f.code, f.task) for f in findings]
 
 
@@ -92,7 +94,7 @@ def test_a_verify_that_always_passes_is_an_error_naming_the_task(project: Path) 
     findings = _lint(project, [_task("task-a", verify=["pytest -q || true", "test -f a"]),
                                _task("task-b", verify=["echo ok > out.txt && test -f a"])])
     assert _codes(findings) == [("verify_always_passes", "task-a")]
-    assert findings[0].severity == lint.ERROR
+    assert findings[0].severity == plan_findings.ERROR
     assert findings[0].message.startswith("task-a: verify 'pytest -q || true' always passes")
     assert findings[0].line().startswith("error: task-a:")
 
@@ -162,7 +164,7 @@ def test_ownership_that_matches_nothing_and_nobody_creates_warns(project: Path) 
     findings = _lint(project, specs)
     assert _codes(findings) == [("ownership_matches_nothing", "t1"),
                                 ("ownership_matches_nothing", "t2")]
-    assert all(f.severity == lint.WARNING for f in findings)
+    assert all(f.severity == plan_findings.WARNING for f in findings)
     assert "directory scr does not exist" in findings[1].message
     assert "more path" not in findings[1].message
 
@@ -223,17 +225,17 @@ def test_more_tasks_than_the_setting_warns(project: Path) -> None:
 def test_errors_come_before_warnings(project: Path) -> None:
     findings = _lint(project, [_task("a", ownership=["nowhere/*.py"]),
                                _task("b", verify=["true"])])
-    assert [f.severity for f in findings] == [lint.ERROR, lint.WARNING]
+    assert [f.severity for f in findings] == [plan_findings.ERROR, plan_findings.WARNING]
 
 
 def test_judge_refuses_errors_unless_a_person_accepted_them(project: Path) -> None:
     findings = _lint(project, [_task("a", verify=["true"], ownership=["nowhere/*.py"])])
-    with pytest.raises(lint.PlanRefused) as refused:
-        lint.judge(findings, accepted_by=None)
+    with pytest.raises(plan_findings.PlanRefused) as refused:
+        plan_findings.judge(findings, accepted_by=None)
     assert "error: a: verify 'true' always passes" in str(refused.value)
-    assert lint.judge(findings, accepted_by={"by": "person"}) == findings
-    warnings = [f for f in findings if f.severity == lint.WARNING]
-    assert lint.judge(warnings, accepted_by=None) == warnings
+    assert plan_findings.judge(findings, accepted_by={"by": "person"}) == findings
+    warnings = [f for f in findings if f.severity == plan_findings.WARNING]
+    assert plan_findings.judge(warnings, accepted_by=None) == warnings
 
 
 def test_odd_input_never_raises(project: Path) -> None:

@@ -14,7 +14,7 @@ import pytest
 from clavain.errors import ClavainError
 from clavain.models.checkpoint import REPO_SCHEMA, Checkpoint
 from clavain.paths import StatePaths
-from clavain.plans.lint import PlanRefused
+from clavain.plans.findings import PlanRefused
 from clavain.sprint import checkpoint, lifecycle, summary
 from clavain.sprint.invocation import parse
 from clavain.workgraph import claims, edits, nodes, results

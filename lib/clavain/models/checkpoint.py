@@ -81,7 +81,7 @@ class RoutingDecision(BaseModel):
 
 
 class LintFinding(BaseModel):
-    """One finding of plan lint (`clavain.plans.lint.Finding`)."""
+    """One finding of plan lint (`clavain.plans.findings.Finding`)."""
 
     model_config = ConfigDict(extra="forbid", title="LintFinding")
 

@@ -17,41 +17,13 @@ and here (more tasks than `plans.maxTasks`). The project's files are walked once
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from clavain.errors import ClavainError
+from clavain.plans.findings import ERROR, WARNING, Finding
 
-ERROR = "error"
-WARNING = "warning"
 CYCLE_NAMES = 10  # a cycle's message names this many of its nodes
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: str  # ERROR refuses the plan; WARNING prints and the plan is recorded
-    code: str  # snake_case name of the rule, e.g. "verify_always_passes"
-    task: str | None  # the task it names; None for the plan as a whole
-    message: str  # one line, starting with the task id when there is one
-
-    def line(self) -> str:
-        return f"{self.severity}: {self.message}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"severity": self.severity, "code": self.code, "task": self.task,
-                "message": self.message}
-
-
-class PlanRefused(ClavainError):
-    """A plan with error findings and no person's acceptance: one line per finding."""
-
-    def __init__(self, findings: list[Finding]) -> None:
-        self.findings = findings
-        errors = [f for f in findings if f.severity == ERROR]
-        super().__init__(
-            f"the plan has {len(errors)} error(s) and was not recorded:\n"
-            + "\n".join(f.line() for f in findings))
 
 
 def lint_specs(specs: list[dict[str, Any]], *, project: Path, config: dict[str, Any],
@@ -194,18 +166,12 @@ def _cycles(depends: dict[str, list[str]]) -> list[list[str]]:
                   key=lambda component: order[component[0]])
 
 
-def judge(findings: list[Finding], *, accepted_by: dict[str, Any] | None) -> list[Finding]:
-    if any(f.severity == ERROR for f in findings) and accepted_by is None:
-        raise PlanRefused(findings)
-    return findings
-
-
 def plan_nodes(text: str, where: str) -> list[dict[str, Any]]:
     """The node specs of a plan file: a sprint plan's Markdown (its one ```json block with
     `"nodes"`) or a graph import's JSON (`{"nodes": [...]}`). Only the shape lint needs is
     checked (a list of objects): lint reports what is wrong with the nodes, it does not refuse
     them the way `sprint done plan` does."""
-    from clavain.sprint.plan import nodes_blocks
+    from clavain.plans.nodes_block import nodes_blocks
     from clavain.textio import BadText, load_json
 
     if text.lstrip().startswith("{"):

@@ -22,7 +22,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
-from clavain.plans.lint import WARNING, Finding
+from clavain.plans.findings import WARNING, Finding
 from clavain.plans.project_files import ProjectFiles, glob_regex, is_literal, literal_prefix, under
 from clavain.workgraph.ownership import globs_overlap, normalise
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from clavain import hints
+from clavain.authority import refusal
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
@@ -30,8 +31,6 @@ def new_sprint_id() -> str:
     return new_run_id(SPRINT_ID_PREFIX)
 
 
-PERSON_ONLY = ("{what} is a person's decision, not an agent's: the user types `{slash}` in "
-               "Claude Code, or runs `{terminal}` in a terminal")
 # A caller that names nobody: `authority.library_caller()` decides (a person's program, unless
 # Claude Code runs it). The front doors pass what `clavain.authority` says instead.
 LIBRARY_CALLER: Any = object()
@@ -59,17 +58,17 @@ def start(state: StatePaths, description: str, *, complexity: Any = None,
     if skip_to is not None:
         check_step(skip_to)
         if decided_by is None:
-            raise ClavainError(PERSON_ONLY.format(
-                what="skipping steps (--skip-to)", slash="/clavain:sprint --skip-to STEP TASK",
-                terminal="clavain sprint start --skip-to STEP TASK"))
+            raise refusal(
+                "skipping steps (--skip-to)", in_claude_code="/clavain:sprint --skip-to STEP TASK",
+                in_terminal="clavain sprint start --skip-to STEP TASK")
     override = check_complexity(complexity) if complexity is not None else None
     classified = explain(text, file_count)  # classify's result with the cues behind it
     classified_score = int(classified["score"])  # type: ignore[call-overload]
     if override is not None and override < classified_score and decided_by is None:
-        raise ClavainError(PERSON_ONLY.format(
-            what=f"a complexity below the classifier's {classified_score} (--complexity "
-                 f"{override})", slash=f"/clavain:sprint --complexity {override} TASK",
-            terminal=f"clavain sprint start --complexity {override} TASK"))
+        raise refusal(
+            f"a complexity below the classifier's {classified_score} (--complexity "
+            f"{override})", in_claude_code=f"/clavain:sprint --complexity {override} TASK",
+            in_terminal=f"clavain sprint start --complexity {override} TASK")
     score = override or classified_score
     if decided_by is None:
         _check_floor(state, score)
@@ -130,11 +129,11 @@ def _check_floor(state: StatePaths, score: int) -> None:
     if ended.get("outcome") != "abandoned" or ended.get("abandoned_by") is not None or \
             type(floor) is not int or score >= floor:
         return
-    raise ClavainError(PERSON_ONLY.format(
-        what=f"starting below complexity {floor} right after the agent abandoned sprint "
-             f"{ended.get('sprint_id')} at {floor} (start it with `--complexity {floor}`)",
-        slash=f"/clavain:sprint --complexity {score} TASK",
-        terminal=f"clavain sprint start --complexity {score} TASK"))
+    raise refusal(
+        f"starting below complexity {floor} right after the agent abandoned sprint "
+            f"{ended.get('sprint_id')} at {floor} (start it with `--complexity {floor}`)",
+        in_claude_code=f"/clavain:sprint --complexity {score} TASK",
+        in_terminal=f"clavain sprint start --complexity {score} TASK")
 
 
 def _open_graph(state: StatePaths, sprint_id: str, title: str, at: str) -> None:
@@ -218,9 +217,9 @@ def done(state: StatePaths, step: str, *, plan_path: str | None = None,
     if waive is not None and not waive.strip():
         raise ClavainError("a waiver needs a reason (--waive \"why this gate is passed\")")
     if waive is not None and decided_by is None:
-        raise ClavainError(PERSON_ONLY.format(
-            what="passing a gate (--waive)", slash=f"/clavain:sprint --waive {step} REASON",
-            terminal=f"clavain sprint done {step} --waive REASON"))
+        raise refusal(
+            "passing a gate (--waive)", in_claude_code=f"/clavain:sprint --waive {step} REASON",
+            in_terminal=f"clavain sprint done {step} --waive REASON")
     if accept_lint is not None:
         check_accept_lint(step, accept_lint, decided_by, plan_path)
     active = require_active(state)

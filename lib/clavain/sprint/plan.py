@@ -12,24 +12,17 @@ say anything about the plan.
 
 from __future__ import annotations
 
-import re
 import shlex
 from pathlib import Path
 from typing import Any
 
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
+from clavain.plans.nodes_block import nodes_blocks
 from clavain.store import queries
 from clavain.workgraph.graphs import Graph
 from clavain.workgraph.results import PLANNER_MAX_TASKS as MAX_TASKS
 from clavain.workgraph.statuses import NodeStatus
-
-_JSON_FENCE = re.compile(r"^```json[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
-
-
-def nodes_blocks(text: str) -> list[str]:
-    """The ```json blocks of a plan's Markdown that hold `"nodes"` (a plan has exactly one)."""
-    return [block for block in _JSON_FENCE.findall(text) if '"nodes"' in block]
 
 
 def plan_document(text: str, where: str) -> dict[str, Any]:
@@ -152,8 +145,8 @@ def _lint(g: Graph, specs: list[dict[str, Any]], cfg: dict[str, Any], plan_path:
           accepted_by: dict[str, Any] | None) -> list[Any]:
     """The plan's findings to show; `PlanRefused` (naming how a person records it anyway) when
     it has errors and nobody accepted them."""
+    from clavain.plans.findings import PlanRefused, judge
     from clavain.plans.graph_lint import lint_for_graph
-    from clavain.plans.lint import PlanRefused, judge
 
     try:
         return judge(lint_for_graph(g, specs, cfg), accepted_by=accepted_by)
@@ -175,7 +168,7 @@ def check_accept_lint(step: str, reason: str, decided_by: dict[str, Any] | None,
                       plan_path: str | None) -> None:
     """`--accept-lint REASON`: only with step plan, with a reason, and a person's decision
     (docs/THREAT_MODEL.md): refused to an agent with what the person types."""
-    from clavain.sprint.lifecycle import PERSON_ONLY
+    from clavain.authority import refusal
 
     if step != "plan":
         raise ClavainError(f"--accept-lint goes with step plan (it records a plan whose lint "
@@ -185,10 +178,10 @@ def check_accept_lint(step: str, reason: str, decided_by: dict[str, Any] | None,
                            "acceptable\")")
     if decided_by is None:
         plan = shlex.quote(plan_path) if plan_path else "PLAN"
-        raise ClavainError(PERSON_ONLY.format(
-            what="recording a plan with lint errors (--accept-lint)",
-            slash=f"/clavain:sprint --accept-lint {plan} REASON",
-            terminal=f"clavain sprint done plan --plan {plan} --accept-lint REASON"))
+        raise refusal(
+            "recording a plan with lint errors (--accept-lint)",
+            in_claude_code=f"/clavain:sprint --accept-lint {plan} REASON",
+            in_terminal=f"clavain sprint done plan --plan {plan} --accept-lint REASON")
 
 
 def with_lint_acceptance(checkpoint: dict[str, Any], findings: list[dict[str, Any]],

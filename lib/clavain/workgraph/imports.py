@@ -53,7 +53,7 @@ class Checked:
 
     specs: list[dict[str, Any]]
     source: str
-    findings: list[Any] = field(default_factory=list)  # plans.lint.Finding, to print
+    findings: list[Any] = field(default_factory=list)  # plans.findings.Finding, to print
     accepted: dict[str, Any] | None = None  # a person's acceptance, recorded with the import
 
 
@@ -94,7 +94,8 @@ def check(state: StatePaths, specs: list[dict[str, Any]], *, source: str,
     an agent), needed for `accept_lint`."""
     from clavain import config as config_mod
     from clavain.clock import now_iso
-    from clavain.plans import lint
+    from clavain.plans.findings import ERROR, PlanRefused, judge
+    from clavain.plans.graph_lint import lint_with_known
     from clavain.workgraph.edits import check_specs
 
     if accept_lint is not None:
@@ -106,15 +107,15 @@ def check(state: StatePaths, specs: list[dict[str, Any]], *, source: str,
                 f"an agent's: the user runs `{accept_command(source, fmt)}` in a terminal")
     check_specs(state, specs)
     cfg = config_mod.load(state.config)
-    findings = lint.lint_specs(specs, project=state.project, config=cfg, known_ids=known_ids)
+    findings = lint_with_known(specs, project=state.project, config=cfg, known_ids=known_ids)
     accepted = None
     if accept_lint is not None:
         accepted = {"reason": accept_lint.strip(), "decided_by": decided_by, "at": now_iso(),
                     "source": source, "format": fmt}
     try:
-        shown = lint.judge(findings, accepted_by=accepted)
-    except lint.PlanRefused as exc:
-        errors = [f for f in exc.findings if f.severity == lint.ERROR]
+        shown = judge(findings, accepted_by=accepted)
+    except PlanRefused as exc:
+        errors = [f for f in exc.findings if f.severity == ERROR]
         raise ClavainError(
             f"{source}: {len(errors)} lint error(s); nothing was imported (a person may accept "
             f"them: `{accept_command(source, fmt)}`):\n"

@@ -167,8 +167,8 @@ def lint_planned_work(g: Graph, node_id: str, result: Any, cfg: dict[str, Any]) 
     if node is None or node["type"] not in PLANNER_TYPES:
         return
     check_planned_work(node, result)
+    from clavain.plans.findings import PlanRefused, judge
     from clavain.plans.graph_lint import lint_for_graph
-    from clavain.plans.lint import PlanRefused, judge
 
     specs = [spec.model_dump(exclude_none=True) for spec in result.next.addNodes]
     try:
