@@ -3,7 +3,10 @@
 Each hook command runs as Claude Code runs it (exec form: the command with its args, no shell;
 shell form: through bash), with a realistic JSON payload on stdin and the env the host gives
 hooks (CLAUDE_PLUGIN_ROOT, CLAUDE_PLUGIN_DATA, CLAUDE_PROJECT_DIR, CLAUDE_ENV_FILE for
-SessionStart), in a throwaway git project and HOME. Times are spawn-to-exit wall clock. Every
+SessionStart), in a throwaway git project and HOME. Times are spawn-to-exit wall clock, every
+row once per round (interleaved, so the machine's drift reaches all alike), and each is also
+printed as a ratio to the first row: the hook's own interpreter started bare with the hook's
+own flags (`-I -S -c pass`), measured in the same run (issue 37: PreToolUse <= 1.5x). Every
 hook is a spawned process (there is no resident server); the tool-call hooks are also timed in
 a project without `.clavain/`, where bin/clavain-hook decides in bash and starts no interpreter.
 
@@ -192,21 +195,23 @@ def argv_for(hook: dict[str, Any]) -> list[str]:
     return ["bash", "-c", command]
 
 
-def time_runs(argv: list[str], stdin: str, env: dict[str, str], cwd: str, runs: int,
-              warmup: int, before_each=None) -> tuple[list[float], list[int], str]:
-    samples, codes, stderr = [], [], ""
-    for i in range(warmup + runs):
-        if before_each:
-            before_each()
-        started = time.perf_counter()
-        done = subprocess.run(argv, input=stdin, capture_output=True, text=True, env=env, cwd=cwd,
-                              timeout=120)
-        elapsed = (time.perf_counter() - started) * 1000
-        if i >= warmup:
-            samples.append(elapsed)
-            codes.append(done.returncode)
-        stderr = stderr or done.stderr.strip()
-    return samples, codes, stderr
+def time_interleaved(cases: list[dict[str, Any]], runs: int, warmup: int) -> None:
+    """Time every case once per round, `warmup + runs` rounds, so the machine's drift reaches
+    all of them alike: each case gets `samples`, `codes` and its first `stderr`."""
+    for case in cases:
+        case.update(samples=[], codes=[], stderr="")
+    for round_ in range(warmup + runs):
+        for case in cases:
+            if case.get("before_each"):
+                case["before_each"]()
+            started = time.perf_counter()
+            done = subprocess.run(case["argv"], input=case.get("stdin", ""), capture_output=True,
+                                  text=True, env=case["env"], cwd=case["cwd"], timeout=120)
+            elapsed = (time.perf_counter() - started) * 1000
+            if round_ >= warmup:
+                case["samples"].append(elapsed)
+                case["codes"].append(done.returncode)
+            case["stderr"] = case["stderr"] or done.stderr.strip()
 
 
 def traced_run(argv: list[str], stdin: str, env: dict[str, str], cwd: Path, work: Path,
@@ -235,6 +240,12 @@ def _export_lib(ref: str, into: Path) -> Path | None:
         return None
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
     return into / "lib"
+
+
+def _short(matcher: str) -> str:
+    """A matcher for a table cell: its first two alternatives."""
+    alternatives = matcher.split("|")
+    return "|".join(alternatives[:2]) + ("|…" if len(alternatives) > 2 else "")
 
 
 def percentile(values: list[float], pct: float) -> float:
@@ -291,21 +302,16 @@ def main(argv: list[str] | None = None) -> int:
             setup = "ready plugin venv"
         hooks_log = project / ".clavain" / "logs" / "hooks.log"
 
-        rows: list[dict[str, Any]] = []
-
-        def add(name: str, samples: list[float], codes: list[int], note: str = "") -> None:
-            rows.append({"name": name, "runs": len(samples),
-                         "p50_ms": round(percentile(samples, 50), 1),
-                         "p95_ms": round(percentile(samples, 95), 1),
-                         "min_ms": round(min(samples), 1),
-                         "failures": sum(1 for c in codes if c != 0), "note": note})
-
-        for label, base_argv in (("bare interpreter (-c pass)", [python, "-c", "pass"]),
-                                 ("bare python3 from PATH (-c pass)", ["python3", "-c", "pass"]),
+        cases: list[dict[str, Any]] = []
+        # The baseline every ratio is taken against: the hook's own interpreter with the
+        # hook's own flags (bin/clavain-hook runs `-I -S`).
+        for label, base_argv in (("bare interpreter (-I -S -c pass)",
+                                  [python, "-I", "-S", "-c", "pass"]),
+                                 ("bare interpreter, site (-c pass)", [python, "-c", "pass"]),
                                  ("bare bash -c :", ["bash", "-c", ":"])):
             if shutil.which(base_argv[0]) or os.path.exists(base_argv[0]):
-                add(label, *time_runs(base_argv, "", env, str(project), args.runs,
-                                      args.warmup)[:2])
+                cases.append({"name": label, "argv": base_argv, "env": env,
+                              "cwd": str(project)})
 
         database = project / ".clavain" / "state.sqlite"
         libs = [("this checkout", REPO / "lib")]
@@ -314,12 +320,13 @@ def main(argv: list[str] | None = None) -> int:
             libs.append((args.baseline_ref, old_lib))
         for name, lib in libs:
             # A database per library: the old one must not see the newer schema version.
-            path = database.with_name(f"state-{len(rows)}.sqlite")
-            argv_open = [python, "-c", OPEN_AND_WRITE, str(lib), str(path)]
+            path = database.with_name(f"state-{len(cases)}.sqlite")
+            argv_open = [python, "-I", "-S", "-c", OPEN_AND_WRITE, str(lib), str(path)]
             subprocess.run(argv_open, check=True, env=env)  # create + migrate outside timing
-            add(f"open db + 1 write transaction ({name})",
-                *time_runs(argv_open, "", env, str(project), args.runs, args.warmup)[:2])
+            cases.append({"name": f"open db + 1 write transaction ({name})", "argv": argv_open,
+                          "env": env, "cwd": str(project)})
 
+        hook_cases = []
         for hook in registered_hooks():
             event = hook["event"]
             body = json.dumps(payload(event, hook["matcher"], ctx))
@@ -336,39 +343,56 @@ def main(argv: list[str] | None = None) -> int:
             modes = [("", project), ("no .clavain", plain)] \
                 if event in ("PreToolUse", "PostToolUseFailure") else [("", project)]
             for mode, where in modes:
-                mode_env = {**hook_env, "CLAUDE_PROJECT_DIR": str(where)}
-                mode_body = body.replace(str(project), str(where))
-                log_before = hooks_log.stat().st_size if hooks_log.exists() else 0
-                samples, codes, stderr = time_runs(argv_for(hook), mode_body, mode_env,
-                                                   str(where), args.runs, args.warmup, reset)
-                log_after = hooks_log.stat().st_size if hooks_log.exists() else 0
-                notes = []
-                ran_with = traced_run(argv_for(hook), mode_body, mode_env, where, work, reset)
-                expected = "none" if mode else python
-                if ran_with != expected:
-                    notes.append(f"ran with {ran_with}, not {expected}")
-                if log_after > log_before:
-                    tail = hooks_log.read_text(encoding="utf-8").splitlines()[-1]
-                    notes.append(f"hooks.log grew: {tail[:120]}")
-                if stderr:
-                    notes.append(f"stderr: {stderr.splitlines()[-1][:120]}")
                 label = event + (f" ({mode})" if mode else "") + \
-                    (f" [{hook['matcher']}]" if hook["matcher"] else "")
-                add(label, samples, codes, "; ".join(notes))
+                    (f" [{_short(hook['matcher'])}]" if hook["matcher"] else "")
+                case = {"name": label, "argv": argv_for(hook), "cwd": str(where),
+                        "stdin": body.replace(str(project), str(where)),
+                        "env": {**hook_env, "CLAUDE_PROJECT_DIR": str(where)},
+                        "before_each": reset, "expected": "none" if mode else python}
+                cases.append(case)
+                hook_cases.append(case)
+
+        log_before = hooks_log.stat().st_size if hooks_log.exists() else 0
+        time_interleaved(cases, args.runs, args.warmup)
+        log_after = hooks_log.stat().st_size if hooks_log.exists() else 0
+        for case in hook_cases:
+            notes = []
+            ran_with = traced_run(case["argv"], case["stdin"], case["env"], Path(case["cwd"]),
+                                  work, case["before_each"])
+            if ran_with != case["expected"]:
+                notes.append(f"ran with {ran_with}, not {case['expected']}")
+            if case["stderr"]:
+                notes.append(f"stderr: {case['stderr'].splitlines()[-1][:120]}")
+            case["note"] = "; ".join(notes)
+        if log_after > log_before:
+            tail = hooks_log.read_text(encoding="utf-8").splitlines()[-1]
+            hook_cases[0]["note"] += f" hooks.log grew during the runs: {tail[:120]}"
+        rows = [{"name": case["name"], "runs": len(case["samples"]),
+                 "p50_ms": round(percentile(case["samples"], 50), 1),
+                 "p95_ms": round(percentile(case["samples"], 95), 1),
+                 "min_ms": round(min(case["samples"]), 1),
+                 "failures": sum(1 for c in case["codes"] if c != 0),
+                 "note": case.get("note", "")} for case in cases]
+        bare_ms = percentile(cases[0]["samples"], 50)
+        for row, case in zip(rows, cases, strict=True):
+            row["ratio_to_bare"] = round(percentile(case["samples"], 50) / bare_ms, 2)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     if args.json:
-        print(json.dumps(rows, indent=2))
+        print(json.dumps({"python": python, "setup": setup, "runs": args.runs,
+                          "baseline": rows[0]["name"], "rows": rows}, indent=2))
         return 0
     baseline = rows[0]["p50_ms"]
-    headers = ["hook / baseline", "runs", "p50 ms", "p95 ms", "min ms", "+p50 vs bare", "failed"]
+    headers = ["hook / baseline", "runs", "p50 ms", "p95 ms", "min ms", "+p50 vs bare",
+               "x bare", "failed"]
     table = [[r["name"], str(r["runs"]), f"{r['p50_ms']:.1f}", f"{r['p95_ms']:.1f}",
-              f"{r['min_ms']:.1f}", f"{r['p50_ms'] - baseline:+.1f}", str(r["failures"])]
-             for r in rows]
+              f"{r['min_ms']:.1f}", f"{r['p50_ms'] - baseline:+.1f}",
+              f"{r['ratio_to_bare']:.2f}", str(r["failures"])] for r in rows]
     widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(headers)]
-    print(f"python: {python} ({setup})  runs: {args.runs} (+{args.warmup} warm-up)  "
-          f"cpus: {os.cpu_count()}")
+    print(f"python: {python} ({setup})  runs: {args.runs} (+{args.warmup} warm-up), every row "
+          f"once per round  cpus: {os.cpu_count()}")
+    print(f"ratios against the first row, {rows[0]['name']}: {baseline:.1f} ms on this machine")
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
     print("  ".join("-" * w for w in widths))
     for row in table:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -437,3 +438,21 @@ def test_a_spent_budget_still_denies_when_the_call_cannot_be_recorded(tmp_path: 
     monkeypatch.setattr(gate, "_open_database", refuse)
     denied = gate.pre_tool_use(_payload(project, "Bash", {"command": "ls -la"}))
     assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_a_call_ends_at_once_with_its_answer_out_and_its_write_checkpointed(
+        run_hook, tmp_path: Path) -> None:
+    """The hook skips the interpreter's teardown (`hooks.main_and_exit`): the host still gets
+    the whole answer, and the database was closed first, so its WAL is checkpointed into the
+    file and gone — a reader that later finds `.clavain/` read-only (and reads the file alone)
+    still sees every count."""
+    project = _project(tmp_path, {"budgets": {"maxCommands": 2}})
+    assert _pre(run_hook, project, "Bash", {"command": "ls a"}) is None
+    state = project / ".clavain"
+    assert not (state / "state.sqlite-wal").exists() and not (state / "state.sqlite-shm").exists()
+    warned = _pre(run_hook, project, "Bash", {"command": "ls b"})
+    assert warned["additionalContext"].startswith("Clavain budget: Bash commands 2 of 2")
+    denied = _pre(run_hook, project, "Bash", {"command": "ls c"})
+    assert denied["permissionDecision"] == "deny" and denied["permissionDecisionReason"]
+    conn = sqlite3.connect(f"file:{state / 'state.sqlite'}?immutable=1", uri=True)
+    assert conn.execute("SELECT commands FROM budget_runs").fetchone()[0] == 2

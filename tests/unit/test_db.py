@@ -1,10 +1,16 @@
 import multiprocessing
+import os
 import sqlite3
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from clavain.store import db
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_connect_creates_and_migrates(tmp_path: Path) -> None:
@@ -314,3 +320,30 @@ def test_processes_opening_a_new_database_together_all_succeed(tmp_path: Path) -
         for worker in workers:
             worker.join(60)
         assert [results.get(timeout=10) for _ in workers] == ["ok"] * 4
+
+
+def test_the_driver_loads_without_functools_and_keeps_its_statement_cache() -> None:
+    """Where nothing imported `functools` (a hook: `python -I -S`), the driver gets a stand-in
+    holding only `lru_cache`: the connection still caches and evicts statements, the stand-in
+    is gone afterwards and a later `import functools` is the real module."""
+    code = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from clavain.store import db\n"
+        "assert 'functools' not in sys.modules and 'collections' not in sys.modules\n"
+        "conn = db.connect(sys.argv[2])\n"
+        "conn.execute('CREATE TABLE IF NOT EXISTS t (n INTEGER)')\n"
+        "for round_ in range(2):\n"
+        "    for n in range(300):  # more distinct statements than the cache holds (128)\n"
+        "        conn.execute(f'INSERT INTO t (n) VALUES ({n} + ?)', (round_,))\n"
+        "total = conn.execute('SELECT count(*), sum(n) FROM t').fetchone()\n"
+        "assert tuple(total) == (600, 2 * sum(range(300)) + 300), tuple(total)\n"
+        "conn.close()\n"
+        "import functools\n"
+        "assert functools.reduce(lambda a, b: a + b, [1, 2]) == 3\n"
+        "print('ok', db.sqlite3.__name__)\n")
+    with tempfile.TemporaryDirectory() as folder:
+        result = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(REPO / "lib"),
+                                 os.path.join(folder, "state.sqlite")],
+                                capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["ok", "_sqlite3"]
