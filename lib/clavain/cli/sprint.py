@@ -129,6 +129,11 @@ def _print_cues(result: dict[str, Any]) -> None:
                         unclipped=["matched"])
         else:
             print("(no cue matched)")
+    if opinion := result.get("model"):  # the learned second opinion (complexity_model)
+        odds = ", ".join(f"{s}: {p:.0%}" for s, p in opinion["probabilities"].items())
+        pushed = ", ".join(f"{name} {weight:+.2f}" for name, weight in opinion["top_features"])
+        print(f"\nmodel: {odds} (rules: {opinion['rules_score']}); "
+              f"pushed by {pushed or 'nothing'}")
 
 
 def _start(args: argparse.Namespace) -> int:

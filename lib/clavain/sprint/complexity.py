@@ -63,6 +63,11 @@ Words are counted in any script; Chinese and Japanese, written without spaces, c
 per two characters. When the score rests on little (too few words, a sensitive area touched
 by a small edit) the result carries `uncertain`: the reason, for the sprint to show with how
 to restart with `--complexity N`.
+
+Then a learned second opinion (`complexity_model`, weights trained on every labelled request)
+weighs the words: on a description of 10+ words it decides unless the rules' score is nearly as
+likely, or a structure the rules read decided (`_holds`); it never takes a rules' 4–5 to 1–2,
+and lifts a 1–2 to 3 when it puts 40 % or more on large work. Its first reason says so.
 """
 
 from __future__ import annotations
@@ -73,6 +78,7 @@ from dataclasses import dataclass, field
 from clavain.errors import ClavainError
 from clavain.sprint import complexity_cues as cue
 from clavain.sprint import complexity_forms as form
+from clavain.sprint import complexity_model as model
 
 LABELS = {1: "trivial", 2: "simple", 3: "moderate", 4: "complex", 5: "research"}
 MAX_FILES = 100_000
@@ -106,15 +112,18 @@ def check_files(file_count: object) -> int:
 def classify(text: str, file_count: int = 0) -> dict[str, object]:
     """{"score": 1-5, "label", "reasons": [one line per signal that decided it]}, plus
     "uncertain" (why the score may be wrong) when it rests on little."""
-    return _result(_decide(text, file_count)[0])
+    return _result(_with_model(_decide(text, file_count), text, check_files(file_count))[0])
 
 
 def explain(text: str, file_count: int = 0) -> dict[str, object]:
     """`classify`'s result with the cues behind it (`clavain sprint classify --explain`):
     `cues` (family -> the words and phrases that matched, in the verdict that decided),
     `decided_by` ("whole", or "ask N" when one ask's score won), and `whole` and each of
-    `asks` judged on its own: text, score, label, reasons, cues."""
-    verdict, whole, asks, winner = _decide(text, file_count)
+    `asks` judged on its own: text, score, label, reasons, cues; and `model`, the learned
+    second opinion: its probabilities, the rules' score, and the features that pushed most."""
+    decided = _decide(text, file_count)
+    _, whole, asks, winner = decided
+    verdict, opinion = _with_model(decided, text, check_files(file_count))
 
     def shown(judged: _Verdict, piece: str) -> dict[str, object]:
         return {"text": piece, "score": judged.score, "label": LABELS[judged.score],
@@ -123,7 +132,37 @@ def explain(text: str, file_count: int = 0) -> dict[str, object]:
     return {**_result(verdict), "cues": verdict.cues,
             "decided_by": "whole" if winner is None else f"ask {winner + 1}",
             "whole": shown(whole, cue.normalise(text)),
-            "asks": [shown(judged, piece) for judged, piece in asks]}
+            "asks": [shown(judged, piece) for judged, piece in asks], "model": opinion}
+
+
+def rule_score(text: str, file_count: int = 0) -> tuple[int, bool]:
+    """The rules' score alone, before the learned second opinion (`complexity_model`), and
+    whether they hold (see `_with_model`): what `benchmarks/train_complexity.py` measures and
+    combines the model with."""
+    decided = _decide(text, file_count)
+    return decided[0].score, _holds(decided, check_files(file_count))
+
+
+def _with_model(decided: tuple[_Verdict, _Verdict, list, int | None], text: str, files: int
+                ) -> tuple[_Verdict, dict | None]:
+    """`_decide`'s verdict after the model's second opinion (`complexity_model.combine`), and
+    what the model said (None when there is no description, or no weights file)."""
+    verdict = decided[0]
+    if not cue.word_count(cue.normalise(text)):
+        return verdict, None
+    opinion = model.opinion(text, files, verdict.score, hold=_holds(decided, files))
+    if opinion is None or opinion["score"] == verdict.score:
+        return verdict, opinion
+    return _Verdict(opinion["score"], [opinion["reason"], *verdict.reasons], verdict.uncertain,
+                    verdict.cues), opinion
+
+
+def _holds(decided: tuple[_Verdict, _Verdict, list, int | None], files: int) -> bool:
+    """Whether a structure the rules read decided, which a bag of words does not see: the
+    larger of several asks, a cause to find then fix, a deliverable asked politely, 5+ files."""
+    verdict, whole, _, winner = decided
+    return winner is not None or files >= 5 or any(
+        whole.cues.get(family) or verdict.cues.get(family) for family in ("fix_after", "request"))
 
 
 def _decide(text: str, file_count: int
