@@ -14,7 +14,6 @@ version and a hash of the dependency list, so an update that changes either rein
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import sys
 import time
@@ -33,6 +32,8 @@ LOCK_NAME = "bootstrap.lock"
 
 def wanted_key() -> str:
     """Plugin version, interpreter minor version and a hash of the dependency list."""
+    import hashlib  # here: OpenSSL's module costs SessionStart ~2 ms where no venv is stamped
+
     digest = hashlib.sha256("\n".join(DEPENDENCIES).encode()).hexdigest()[:16]
     return f"{__version__}+py{sys.version_info[0]}.{sys.version_info[1]}+{digest}"
 
@@ -53,7 +54,8 @@ def stamp(data_dir: Path) -> str | None:
 
 
 def is_ready(data_dir: Path) -> bool:
-    return stamp(data_dir) == wanted_key() and venv_python(data_dir).exists()
+    found = stamp(data_dir)
+    return found is not None and found == wanted_key() and venv_python(data_dir).exists()
 
 
 def failure(data_dir: Path) -> str | None:

@@ -15,9 +15,11 @@ if TYPE_CHECKING:
 
 def now_iso(at: datetime | None = None) -> str:
     """`2026-11-21T20:30:00.123Z`: now, or the moment `at`."""
-    from datetime import datetime, timezone
+    if at is None:  # no `datetime` import: the hooks that stamp a record need only now
+        return iso_at(time.time())
+    from datetime import timezone
 
-    moment = (at or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    moment = at.astimezone(timezone.utc)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 

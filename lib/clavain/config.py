@@ -7,11 +7,12 @@ import unless the file is wrong, and then one line naming the JSON path and what
 
 from __future__ import annotations
 
-import copy
-from pathlib import Path
-from typing import Any
-
 from clavain.errors import ClavainError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # SessionStart reads the config: no `typing` or `pathlib` import here
+    from pathlib import Path
+    from typing import Any
 
 DEFAULTS: dict[str, Any] = {
     "defaults": {
@@ -62,8 +63,18 @@ DEFAULTS: dict[str, Any] = {
     "plans": {"requireVerify": False, "maxTasks": 200},
 }
 
+def _copied(value: Any) -> Any:
+    """A deep copy of a JSON value (dicts, lists, scalars): what `copy.deepcopy` gives for one,
+    without importing `copy` (and `weakref`) on SessionStart."""
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_copied(item) for item in value]
+    return value
+
+
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
-    merged = copy.deepcopy(base)
+    merged = _copied(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
             merged[key] = _merge(merged[key], value)
@@ -90,7 +101,7 @@ def load(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise ClavainError(f"{path}: unreadable ({exc.strerror or exc})") from None
     if raw is None:
-        return copy.deepcopy(DEFAULTS)
+        return _copied(DEFAULTS)
     from clavain.textio import BadText, decode, load_json
 
     try:

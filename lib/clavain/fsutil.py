@@ -23,8 +23,8 @@ STATE_FILE_MAX_BYTES = 1 << 20
 
 
 def _mode_for(path: Path) -> int:
-    """The replaced file's permissions, or what a plain `open(..., "w")` would give: mkstemp's
-    0600 would silently tighten a user's .gitignore or hide verdicts from their group."""
+    """The replaced file's permissions, or what a plain `open(..., "w")` would give: the temporary
+    file's 0600 would silently tighten a user's .gitignore or hide verdicts from their group."""
     try:
         info = os.lstat(path)
         if not stat.S_ISLNK(info.st_mode):  # a planted symlink lends no mode (nor setuid)
@@ -133,23 +133,33 @@ def read_up_to(fd: int, max_bytes: int) -> bytes:
     return b"".join(chunks)
 
 
-def real_folder(root: Path, folder: Path, *, create_root: bool = True) -> Path:
+def _parts(path: str) -> list[str]:
+    """The names of a path, as `PurePath.parts` has them past its root (no `.`, no empty)."""
+    return [part for part in path.split(os.sep) if part not in ("", ".")]
+
+
+def real_folder(root: str | Path, folder: str | Path, *, create_root: bool = True
+                ) -> str | Path:
     """Create `folder` and its parents up to `root` as real directories and return it.
 
     Every level strictly below `root` must be a real directory (or missing, then created); a
     symlink or a file there raises UnsafePathError. `root` itself may be anything the user
     chose (a symlinked `.clavain` is their decision, not something planted inside it).
     `create_root=False`: a missing `root` is FileNotFoundError (a person removed it; a
-    background writer must not make it again).
+    background writer must not make it again). Paths or text (`os.path` only: the
+    UserPromptSubmit hook writes without importing `pathlib`).
     """
-    relative = folder.relative_to(root)  # ValueError: not inside root, a caller's bug
-    current = root
+    base, inner = os.fspath(root), os.fspath(folder)
+    below, above = _parts(inner), _parts(base)
+    if os.path.isabs(base) != os.path.isabs(inner) or below[:len(above)] != above:
+        raise ValueError(f"{inner!r} is not inside {base!r}")  # a caller's bug
+    current = base
     if create_root:
-        root.mkdir(parents=True, exist_ok=True)
-    elif not root.is_dir():
+        os.makedirs(base, exist_ok=True)
+    elif not os.path.isdir(base):
         raise FileNotFoundError(f"{root} is gone")
-    for part in relative.parts:
-        current = current / part
+    for part in below[len(above):]:
+        current = os.path.join(current, part)
         try:
             os.mkdir(current)
             continue
@@ -240,7 +250,7 @@ def read_json_object(path: str | os.PathLike[str], max_bytes: int = STATE_FILE_M
     return value
 
 
-def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None,
+def write_atomic(path: str | Path, data: str | bytes, *, inside: str | Path | None = None,
                  mode: int | None = None, create_root: bool = True) -> None:
     """Replace `path` with `data` so a reader sees the old file or the new one, never a torn one.
 
@@ -248,15 +258,14 @@ def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None,
     final rename replaces a symlink at `path` itself rather than writing through it. `mode`:
     the new file's permissions (default: the replaced file's, else what `open` would give).
     """
-    import contextlib
-    import tempfile
-
+    parent, name = os.path.split(os.fspath(path))
+    parent = parent or os.curdir
     if inside is not None:
-        real_folder(inside, path.parent, create_root=create_root)
+        real_folder(inside, parent, create_root=create_root)
     else:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        os.makedirs(parent, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_file(os.path.abspath(parent), f".{name}.", ".tmp")
     try:
         os.fchmod(fd, _mode_for(path) if mode is None else mode)
         with os.fdopen(fd, "wb") as handle:
@@ -265,9 +274,31 @@ def write_atomic(path: Path, data: str | bytes, *, inside: Path | None = None,
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+        try:  # noqa: SIM105 - contextlib is one more import for the hooks that write
             os.unlink(tmp)
+        except FileNotFoundError:
+            pass
         raise
+
+
+# How many names `_temp_file` tries before giving up, as `tempfile.mkstemp` (TMP_MAX).
+_TEMP_ATTEMPTS = 10000
+
+
+def _temp_file(folder: str, prefix: str, suffix: str) -> tuple[int, str]:
+    """A new file of `folder`, created (never an existing one, never through a symlink) and
+    opened for writing, readable by its owner alone: (descriptor, path). What
+    `tempfile.mkstemp` does, without the `tempfile` import (shutil, random: several ms on
+    every hook that writes a file)."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | \
+        getattr(os, "O_CLOEXEC", 0)
+    for _ in range(_TEMP_ATTEMPTS):
+        name = os.path.join(folder, f"{prefix}{os.urandom(6).hex()}{suffix}")
+        try:
+            return os.open(name, flags, 0o600), name
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temporary name in {folder} for {prefix}*{suffix}")
 
 
 def write_json_atomic(path: Path, value: Any, *, inside: Path | None = None) -> None:

@@ -20,7 +20,6 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 from clavain.locate import payload_cwd
 from clavain.paths import StatePaths, plugin_root
@@ -29,6 +28,10 @@ from clavain.textio import scrub
 from clavain.verdicts import files as verdict_files
 from clavain.verdicts.parser import VerdictParseError, parse_header
 from clavain.verdicts.transcript import holds_final_message
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` costs the hook an import
+    from typing import Any
 
 CONTRACT_HEADING = re.compile(r"^##\s+Output Contract\s*$", re.MULTILINE)
 _AGENT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")

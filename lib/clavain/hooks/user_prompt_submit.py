@@ -8,23 +8,40 @@ one line in hooks.log, and the command then says the request was not recorded.""
 
 from __future__ import annotations
 
-from typing import Any
+import os
 
 from clavain.locate import payload_cwd
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` costs the hook an import (and `re`)
+    from typing import Any
+
+
+def state_root(cwd: str) -> str:
+    """The state folder `StatePaths.discover(cwd)` names, made first as `project.ensure_state`
+    makes it: with `os.path` and `clavain.locate` alone unless it must be made (`pathlib` and
+    the `re` it imports would cost this hook ~7 ms on every recorded prompt)."""
+    from clavain import locate
+
+    root = locate.state_dir(locate.project_dir(cwd, os.environ), os.environ)
+    if not os.path.exists(os.path.join(root, "verdicts")):  # `ensure_state`'s own test
+        from clavain.paths import StatePaths
+        from clavain.project import ensure_state
+
+        return str(ensure_state(StatePaths.discover(cwd)).root)
+    return root
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     try:
-        from clavain.paths import StatePaths
-        from clavain.project import ensure_state
         from clavain.sprint import typed_request
 
         for kind, command in typed_request.COMMANDS.items():
             arguments = typed_request.arguments_of(payload.get("prompt"), command)
             if arguments is not None:
-                state = ensure_state(StatePaths.discover(payload_cwd(payload)))
-                typed_request.record(state, payload.get("session_id"), arguments, kind,
-                                     payload.get("prompt_id"))
+                typed_request.record_in(state_root(payload_cwd(payload)),
+                                        payload.get("session_id"), arguments, kind,
+                                        payload.get("prompt_id"))
                 break
     except Exception as exc:
         from clavain.hook_log import log_failure  # only once something failed

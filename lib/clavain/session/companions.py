@@ -10,10 +10,11 @@ as 2.1.330 writes it), else the folders of the plugin cache
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # SessionStart imports this: no `pathlib` import of its own
+    from pathlib import Path
 
 SELF = "clavain"
 MAX_NAMES = 20
@@ -23,7 +24,7 @@ MAX_FILE_BYTES = 1 << 20
 def detect(config_dir: Path, path: str | None = None, project: Path | None = None) -> list[str]:
     """Sorted names: `bd` when it is on `path`, and the other installed, enabled plugins."""
     names: set[str] = set()
-    if shutil.which("bd", path=path if path is not None else os.environ.get("PATH")):
+    if _on_path("bd", path if path is not None else os.environ.get("PATH")):
         names.add("bd")
     disabled = _disabled([config_dir / "settings.json"] + (
         [project / ".claude" / "settings.json", project / ".claude" / "settings.local.json"]
@@ -63,12 +64,32 @@ def _cached(cache: Path) -> set[str]:
     return names
 
 
+def _on_path(name: str, path: str | None) -> bool:
+    """Whether `shutil.which(name, path=path)` finds `name` (a plain command name) on POSIX:
+    an executable that is not a folder in one of `path`'s folders (None: the system's default
+    search path). `shutil` costs SessionStart bz2, lzma and fnmatch imports."""
+    if path is None:
+        try:
+            path = os.confstr("CS_PATH")
+        except (AttributeError, ValueError):
+            path = os.defpath
+    if not path:
+        return False
+    for folder in dict.fromkeys(os.path.normcase(part) for part in path.split(os.pathsep)):
+        candidate = os.path.join(folder, name)
+        if os.path.exists(candidate) and os.access(candidate, os.F_OK | os.X_OK) and \
+                not os.path.isdir(candidate):
+            return True
+    return False
+
+
 def _json(path: Path) -> object:
+    from clavain import fastjson  # `json` costs an import (and `re`); the same results
     from clavain.fsutil import read_regular
 
     raw = read_regular(path, MAX_FILE_BYTES)
     try:
-        return json.loads(raw.decode("utf-8")) if raw else None
+        return fastjson.loads(raw.decode("utf-8")) if raw else None
     except ValueError:
         return None
 

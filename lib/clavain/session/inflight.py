@@ -11,7 +11,10 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` costs SessionStart an import (and `re`)
+    from typing import Any
 
 RECENT_SECONDS = 120.0
 SESSION_IDLE_SECONDS = 86400.0
@@ -71,14 +74,17 @@ def _reported(project: Path) -> set[str]:
     """Agent ids whose verdict is filed (`<agent>--<agent id>.json`): such an agent is done,
     whatever its transcript's last write says."""
     from clavain.paths import StatePaths
-    from clavain.verdicts.files import split_name
 
     try:
-        names = os.listdir(StatePaths.discover(project).verdicts)
+        stems = [name[:-len(".json")] for name in os.listdir(StatePaths.discover(project).verdicts)
+                 if name.endswith(".json")]
     except OSError:
         return set()
-    return {dispatch for name in names if name.endswith(".json")
-            for dispatch in [split_name(name[:-len(".json")])[1]] if dispatch}
+    if not stems:  # no verdict filed: the verdict module (json, its regexes) is not needed
+        return set()
+    from clavain.verdicts.files import split_name
+
+    return {dispatch for stem in stems for dispatch in [split_name(stem)[1]] if dispatch}
 
 
 def agents_section(project: Path, transcript_path: object = None,

@@ -11,14 +11,16 @@ ever shorter versions, so the context cap trims the note before it would drop it
 
 from __future__ import annotations
 
-import json
 import os
-from typing import Any
 
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.textio import clip
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # SessionStart imports this module: no `typing`; `json` where it is used
+    from typing import Any
 
 NOTE_NAME = "recovery.json"
 SHOWN = 3  # nodes, verdicts, decisions
@@ -123,6 +125,8 @@ def last_request(transcript_path: str) -> str | None:
 def _typed_text(line: str) -> str | None:
     """A transcript line's text if a person typed it: not a tool result, a command's output,
     a reminder or a compaction summary (they all start with `<` or are marked)."""
+    import json
+
     try:
         entry = json.loads(line)
     except ValueError:
@@ -138,6 +142,8 @@ def _typed_text(line: str) -> str | None:
 
 def record(state: StatePaths, payload: dict[str, Any]) -> dict[str, Any]:
     """PreCompact: write the note for the SessionStart that follows the compaction."""
+    import json
+
     from clavain.fsutil import real_folder, write_atomic
 
     note = build(state, session_id=_text(payload.get("session_id")),
@@ -154,6 +160,8 @@ def _text(value: object) -> str | None:
 
 def load(state: StatePaths) -> dict[str, Any] | None:
     """The recorded note, or None when there is none or it is not one of ours."""
+    import json
+
     from clavain.fsutil import read_regular
 
     raw = read_regular(state.scratch / NOTE_NAME, NOTE_MAX_BYTES)

@@ -15,14 +15,17 @@ for itself, and the take must match it (`typed_once`). Stdlib only (a hook write
 
 from __future__ import annotations
 
-import contextlib
 import os
-from pathlib import Path
-from typing import Any
 
 from clavain.errors import ClavainError
-from clavain.paths import StatePaths
 from clavain.sprint import typed_once
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the UserPromptSubmit hook imports this: no `typing` or `pathlib` import
+    from pathlib import Path
+    from typing import Any
+
+    from clavain.paths import StatePaths
 
 COMMAND = "/clavain:sprint"
 LOOP_COMMAND = "/clavain:loop"
@@ -82,18 +85,27 @@ def record(state: StatePaths, session_id: object, arguments: str, kind: str = "s
     """Keep the arguments for the session's `clavain sprint start --from-prompt` (or `clavain
     loop session-start --from-prompt` with kind="loop"), with a new one-time value whose hash
     the state database keeps (written first: a file without its row is never taken)."""
+    record_in(str(state.root), session_id, arguments, kind, prompt_id)
+
+
+def record_in(root: str, session_id: object, arguments: str, kind: str = "sprint",
+              prompt_id: object = None) -> None:
+    """`record` for the state folder `root`, as text: the UserPromptSubmit hook's way, with
+    `os.path` only (`pathlib` and the `re` it imports cost the hook ~7 ms)."""
+    from clavain import locate
     from clavain.fsutil import real_folder, write_atomic
     from clavain.store import db
 
-    path = _path(state, session_id, kind)
-    conn = db.connect(_database(state), busy_timeout_ms=RECORD_BUSY_MS)
+    folder = os.path.join(root, TYPED_FOLDER)
+    path = os.path.join(folder, typed_once.file_name(kind, checked_session_id(session_id)))
+    conn = db.connect(locate.db_file(root), busy_timeout_ms=RECORD_BUSY_MS)  # as `_database`
     try:
         value = typed_once.add(conn, str(session_id), kind,
                                prompt_id[:200] if isinstance(prompt_id, str) else None)
     finally:
         conn.close()
-    real_folder(state.root, path.parent)
-    write_atomic(path, typed_once.with_value(value, arguments[:MAX_CHARS]), inside=state.root)
+    real_folder(root, folder)
+    write_atomic(path, typed_once.with_value(value, arguments[:MAX_CHARS]), inside=root)
 
 
 def take(state: StatePaths, session_id: str | None = None, kind: str = "sprint") -> str:
@@ -122,8 +134,10 @@ def take_record(state: StatePaths, session_id: str | None = None, kind: str = "s
     raw, recorded_at = _read_once(path)
     if raw is None:
         raise ClavainError(_missing(state, env, session_id, kind, path))
-    with contextlib.suppress(OSError):  # read once; a leftover is only stale
+    try:  # noqa: SIM105 - read once; a leftover is only stale (no contextlib for the hook)
         os.unlink(path)
+    except OSError:
+        pass
     value, text = typed_once.split(raw)
     if value is None:
         raise ClavainError(_refused(path, kind, "it carries no one-time value: the "
@@ -166,6 +180,8 @@ def _missing(state: StatePaths, env: dict[str, str], session_id: str, kind: str,
              path: Path) -> str:
     """No record to take: why, when the state database says it ended (voided by a tool call,
     already taken), else that the hook did not run."""
+    import contextlib
+
     from clavain.store import db
 
     ended = None

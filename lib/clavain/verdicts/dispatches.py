@@ -12,13 +12,15 @@ Stdlib only (hooks write these).
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
-from pathlib import Path
-from typing import Any
 
 from clavain.paths import StatePaths
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # SubagentStop imports this: no `typing` (nor contextlib) import
+    from pathlib import Path
+    from typing import Any
 
 FOLDER = "dispatches"
 STALE_SECONDS = 600.0
@@ -65,8 +67,10 @@ def finished(state: StatePaths, agent_id: object) -> None:
 
     if not isinstance(agent_id, str) or not agent_id:
         return
-    with contextlib.suppress(OSError, ValueError):
+    try:  # noqa: SIM105 - contextlib is one more import for SubagentStop
         os.unlink(folder(state) / f"{safe_dispatch(agent_id)}.json")
+    except (OSError, ValueError):
+        pass
 
 
 def started_under(state: StatePaths, agent_id: object) -> tuple[bool, str | None]:
@@ -114,6 +118,8 @@ def _last_write(record: dict[str, Any]) -> float:
     last = float(started_epoch) if isinstance(started_epoch, (int, float)) else 0.0
     transcript = record.get("transcript")
     if isinstance(transcript, str):
+        import contextlib
+
         with contextlib.suppress(OSError):
             last = max(last, os.stat(transcript).st_mtime)
     return last

@@ -16,13 +16,8 @@ the verdicts folder as a parameter (a sprint may archive one folder and start an
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
-from typing import Any
 
 from clavain.clock import now_iso
 from clavain.fsutil import write_atomic, write_json_atomic
@@ -33,6 +28,12 @@ from clavain.verdicts.parser import (
     SUMMARY_MAX_CHARS,
     VERDICT_STATUSES,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # SubagentStop imports this module: no `typing`, `pathlib` or `datetime`
+    from datetime import datetime
+    from pathlib import Path
+    from typing import Any
 
 PLUGIN_PREFIX = "clavain:"
 ALL_STATUSES = VERDICT_STATUSES + IMPLEMENTATION_STATUSES
@@ -77,6 +78,8 @@ def _safe_name(text: object, what: str) -> str:
     if not name:
         raise ValueError(f"{what} {text!r} has no usable characters")
     if len(name) > MAX_NAME_CHARS:
+        import hashlib  # only for an over-long name: OpenSSL's module costs ~2 ms
+
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:10]
         name = name[: MAX_NAME_CHARS - 11].rstrip(".-") + "-" + digest
     return name
@@ -132,6 +135,8 @@ def _check_text(problems: list[str], verdict: dict[str, Any], field: str, max_ch
 
 def validate(verdict: Any) -> list[str]:
     """Every way `verdict` breaks the verdict schema (empty list when it is valid)."""
+    import json  # here: SessionStart reads verdict file names only, never their JSON
+
     try:  # a `\ud800` escape in a file decodes to a lone surrogate no reader can print
         json.dumps(verdict, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
@@ -303,6 +308,8 @@ def _record(path: Path) -> dict[str, Any]:
 def order_key(verdict: dict[str, Any]) -> tuple[datetime, str, str]:
     """When a verdict was recorded, for "latest": its timestamp as a moment (offsets applied,
     any number of fraction digits; an unreadable one sorts first), then the dispatch."""
+    from datetime import datetime, timedelta, timezone
+
     match = _STAMP_PARTS.fullmatch(str(verdict.get("timestamp")))
     moment = datetime.min.replace(tzinfo=timezone.utc)
     fraction = ""
@@ -320,6 +327,8 @@ def order_key(verdict: dict[str, Any]) -> tuple[datetime, str, str]:
 
 
 def _load(path: Path) -> dict[str, Any]:
+    import json
+
     from clavain.fsutil import read_state_file
 
     try:  # never blocks on a FIFO planted among the verdicts

@@ -19,9 +19,12 @@ sits in its first few dozen characters, so only that prefix goes through the reg
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from clavain.markdown_keys import key_line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # SubagentStop imports this: no `typing` import
+    from typing import Any
 
 VERDICT_STATUSES = ("CLEAN", "NEEDS_ATTENTION", "BLOCKED", "ERROR")
 IMPLEMENTATION_STATUSES = ("COMPLETE", "PARTIAL", "FAILED")

@@ -11,11 +11,11 @@ as JSON: tool results (the bulk of a transcript) are skipped at memchr speed.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` and `pathlib` cost imports the hooks need not pay
+    from collections.abc import Iterable, Iterator
+    from pathlib import Path
+    from typing import Any
 
 USAGE_FIELDS = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
                 "cache_read_input_tokens")
@@ -28,20 +28,31 @@ def _counts(usage: dict[str, Any]) -> tuple[int, ...]:
                  for value in map(usage.get, USAGE_FIELDS))
 
 
-@dataclass
 class Usage:
-    """Token counts of distinct API responses."""
+    """Token counts of distinct API responses. A plain class rather than a dataclass:
+    `dataclasses` drags in `inspect` (~6 ms), and SubagentStop and SessionStart import this."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    messages: int = 0
-    usage_lines: int = 0
-    models: dict[str, int] = field(default_factory=dict)
-    # model → [input, output, cache write 5 min, cache write 1 h, cache read]: what pricing needs
-    # (the host reports the 1-hour share of cache writes in usage.cache_creation).
-    per_model: dict[str, list[int]] = field(default_factory=dict)
+    __slots__ = ("cache_creation_input_tokens", "cache_read_input_tokens", "input_tokens",
+                 "messages", "models", "output_tokens", "per_model", "usage_lines")
+
+    def __init__(self, input_tokens: int = 0, output_tokens: int = 0,
+                 cache_creation_input_tokens: int = 0, cache_read_input_tokens: int = 0,
+                 messages: int = 0, usage_lines: int = 0, models: dict[str, int] | None = None,
+                 per_model: dict[str, list[int]] | None = None) -> None:
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.cache_creation_input_tokens = cache_creation_input_tokens
+        self.cache_read_input_tokens = cache_read_input_tokens
+        self.messages = messages
+        self.usage_lines = usage_lines
+        self.models: dict[str, int] = {} if models is None else models
+        # model → [input, output, cache write 5 min, cache write 1 h, cache read]: what pricing
+        # needs (the host reports the 1-hour share of cache writes in usage.cache_creation).
+        self.per_model: dict[str, list[int]] = {} if per_model is None else per_model
+
+    def __repr__(self) -> str:
+        return "Usage(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in (
+            *USAGE_FIELDS, "messages", "usage_lines", "models", "per_model")) + ")"
 
     @property
     def total(self) -> int:
@@ -159,6 +170,8 @@ def _feed(deduper: _Deduper, path: Path, since: str | None = None) -> None:
 
 def feed_lines(deduper: _Deduper, lines: Iterable[bytes], since: str | None = None) -> None:
     """Add the responses of transcript `lines` (those written at or after `since`)."""
+    import json  # here: SessionStart reads a prompt (`first_user_text`) and never this
+
     for line in lines:
         try:
             record = json.loads(line)
@@ -191,6 +204,8 @@ def holds_transcript(path: Path, max_bytes: int = 1 << 20) -> bool:
     that is a JSON object with a text `type` and a session, record or leaf id
     (`TRANSCRIPT_KEYS`). A README, random bytes or a package.json do not, so their zeros are
     never shown as a measurement."""
+    import json
+
     with open(path, "rb") as handle:
         head = handle.read(max_bytes)
     for line in head.splitlines():
@@ -251,6 +266,7 @@ def first_user_text(path: object, max_bytes: int = 64 * 1024) -> str:
     the file's first `max_bytes`; '' when there is none or the file cannot be read."""
     if not isinstance(path, str):
         return ""
+    from clavain import fastjson  # `json` costs SessionStart an import (and `re`)
     from clavain.fsutil import read_regular
 
     raw = read_regular(path, max_bytes, follow_symlinks=True)  # a FIFO must not hang a hook
@@ -258,7 +274,7 @@ def first_user_text(path: object, max_bytes: int = 64 * 1024) -> str:
         return ""
     for line in raw.decode("utf-8", "replace").splitlines():
         try:
-            entry = json.loads(line)
+            entry = fastjson.loads(line)
         except (ValueError, RecursionError):
             continue
         message = entry.get("message") if isinstance(entry, dict) else None
@@ -275,6 +291,8 @@ def holds_final_message(path: Path, message: str) -> bool:
     """Whether the transcript already holds the agent's final message. The host can fire
     SubagentStop before it has flushed that line (seen on 2.1.330: a 3 KB file that later grew
     to 33 KB), and measuring then would miss the last turn's usage."""
+    import json
+
     needle = json.dumps(message.strip()[-80:], ensure_ascii=False)[1:-1]
     try:
         with open(path, "rb") as handle:
