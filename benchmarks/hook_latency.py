@@ -190,8 +190,9 @@ def registered_hooks() -> list[dict[str, Any]]:
 
 def argv_for(hook: dict[str, Any]) -> list[str]:
     command = hook["command"].replace("${CLAUDE_PLUGIN_ROOT}", str(REPO))
-    if hook["args"] is not None:
-        return [command, *hook["args"]]
+    if hook["args"] is not None:  # exec form: the host puts the plugin's folder in args too
+        return [command, *(arg.replace("${CLAUDE_PLUGIN_ROOT}", str(REPO))
+                           for arg in hook["args"])]
     return ["bash", "-c", command]
 
 
