@@ -56,9 +56,9 @@ def test_validate_sees_the_plugin_components(claude_bin: Path, tmp_path: Path) -
     """Guards against validating an empty shell: the hooks, command and bin/ are found."""
     report = json.loads(_validate(claude_bin, tmp_path, ".", "--json").stdout)
     provides = report["provides"]
-    assert {"event": "SessionStart", "type": "command",
-            "command": "${CLAUDE_PLUGIN_ROOT}/bin/clavain-hook",
-            "args": ["SessionStart"]} in provides["hooks"]
+    assert {"event": "SessionStart", "type": "command", "command": "bash",
+            "args": ["${CLAUDE_PLUGIN_ROOT}/bin/clavain-hook", "SessionStart"]} \
+        in provides["hooks"]
     assert "clavain:doctor" in provides["commands"]
     assert {"clavain", "clavain-hook"} <= set(provides["bin"])
 
