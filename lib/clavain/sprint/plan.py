@@ -87,6 +87,7 @@ def record_plan(g: Graph, plan_path: str, *,
     from clavain.store.db import transaction
     from clavain.workgraph.export import after_commit
     from clavain.workgraph.nodes import get_node, insert_nodes, validate_specs
+    from clavain.workgraph.redefine import refuse_started
     from clavain.workgraph.scaffold import scaffold_in_transaction
 
     specs = read_plan(g.state, plan_path)
@@ -117,14 +118,8 @@ def record_plan(g: Graph, plan_path: str, *,
         dropped = _dropped_tasks(g, set(models))
         ran += [(node_id, ["dropped from the plan"]) for node_id in dropped
                 if _started(g, get_node(g, node_id))]
-        if ran:
-            node_id, fields = ran[0]
-            more = f" (and {len(ran) - 1} more)" if len(ran) > 1 else ""
-            raise ClavainError(
-                f"task {node_id!r} already started, and the plan changes it "
-                f"({', '.join(fields)})"
-                f"{more}; a started task keeps its definition: give the new work a new task "
-                "id, or `clavain graph reset` it first if it must run again")
+        refuse_started(ran, noun="task", changer="the plan",
+                       new_id="the new work a new task id")
         for node_id in dropped:
             _remove_task(g, node_id, at)
         report["removed"] = dropped

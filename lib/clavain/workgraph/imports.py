@@ -199,13 +199,8 @@ def record(g: Graph, checked: Checked) -> dict[str, Any]:
                 changes[model.id] = changed
             if node["origin"] != _origin_of(model):
                 origins.append(model)
-        if ran:
-            node_id, fields = ran[0]
-            more = f" (and {len(ran) - 1} more)" if len(ran) > 1 else ""
-            raise ClavainError(
-                f"node {node_id!r} already started, and the import changes it "
-                f"({', '.join(fields)}){more}; a started node keeps its definition: give the "
-                "item a new id, or `clavain graph reset` the node first if it must run again")
+        redefine.refuse_started(ran, noun="node", changer="the import",
+                                new_id="the item a new id")
         fresh = [model for model in models if existing[model.id] is None]
         if fresh:
             formats_used = sorted({m.origin.format for m in fresh if m.origin is not None})

@@ -49,6 +49,21 @@ def started(g: Graph, node: dict[str, Any]) -> bool:
     return queries.run(g.conn, "redefine.task_started", (g.id, node["id"])).fetchone() is not None
 
 
+def refuse_started(ran: list[tuple[str, list[str]]], *, noun: str, changer: str,
+                   new_id: str) -> None:
+    """Refuse, by name, changes to nodes that already started (`ran`: id and what changes):
+    `noun` names the node ("task"), `changer` what changes it ("the plan"), `new_id` where the
+    new work goes instead ("the new work a new task id")."""
+    if not ran:
+        return
+    node_id, fields = ran[0]
+    more = f" (and {len(ran) - 1} more)" if len(ran) > 1 else ""
+    raise ClavainError(
+        f"{noun} {node_id!r} already started, and {changer} changes it ({', '.join(fields)})"
+        f"{more}; a started {noun} keeps its definition: give {new_id}, or `clavain graph "
+        f"reset` the {noun} first if it must run again")
+
+
 def update(g: Graph, model: Any, cfg: dict[str, Any], *, at: str, who: str,
            note: str) -> None:
     """The node (and its verify node, which has not run either) take the new definition.
