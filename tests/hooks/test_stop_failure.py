@@ -70,4 +70,4 @@ def test_hooks_json_runs_it_only_for_rate_limits() -> None:
     hooks = json.loads((Path(__file__).parents[2] / "hooks" / "hooks.json").read_text())
     (entry,) = hooks["hooks"]["StopFailure"]
     assert entry["matcher"] == "rate_limit"  # the host matches StopFailure on its `error`
-    assert entry["hooks"][0]["args"] == ["StopFailure"]
+    assert entry["hooks"][0]["args"] == ["${CLAUDE_PLUGIN_ROOT}/bin/clavain-hook", "StopFailure"]
