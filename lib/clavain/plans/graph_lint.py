@@ -34,7 +34,7 @@ def lint_with_known(specs: list[dict[str, Any]], *, project: Path, config: dict[
                     known_ids: Iterable[str]) -> list[Finding]:
     """The findings for `specs` joining a graph that holds `known_ids` (at least every id the
     specs name that is not their own), with links refused in the graph's words."""
-    from clavain.workgraph.nodes import find_cycle
+    from clavain.workgraph.cycles import find_cycle
 
     known = set(known_ids)
     own = {spec["id"]: _deps(spec) for spec in specs}

@@ -22,6 +22,7 @@ from typing import Any
 
 from clavain.errors import ClavainError
 from clavain.plans.findings import ERROR, WARNING, Finding
+from clavain.workgraph.cycles import cycle_members
 
 CYCLE_NAMES = 10  # a cycle's message names this many of its nodes
 
@@ -111,59 +112,13 @@ def _dependency_findings(depends: dict[str, list[str]], known: set[str]) -> list
                 found.append(Finding(ERROR, "unknown_dependency", node,
                                      f"{node}: depends on {dep!r}, which is neither in the "
                                      "plan nor in the graph"))
-    for cycle in _cycles(depends):
+    for cycle in cycle_members(depends):
         names = ", ".join(cycle[:CYCLE_NAMES]) + (
             f" and {len(cycle) - CYCLE_NAMES} more" if len(cycle) > CYCLE_NAMES else "")
         found.append(Finding(ERROR, "dependency_cycle", cycle[0],
                              f"{cycle[0]}: is in a dependency cycle ({names}): none of them "
                              "can ever start; drop one dependsOn"))
     return found
-
-
-
-def _cycles(depends: dict[str, list[str]]) -> list[list[str]]:
-    """The nodes of each cycle (a strongly connected component of more than one node, or a
-    node depending on itself), in plan order; Tarjan's algorithm without recursion."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    components = []
-    for root in depends:
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            node, edge = work.pop()
-            if edge == 0:
-                index[node] = low[node] = len(index)
-                stack.append(node)
-                on_stack.add(node)
-            deps = [dep for dep in depends[node] if dep in depends]
-            if edge < len(deps):
-                work.append((node, edge + 1))
-                dep = deps[edge]
-                if dep not in index:
-                    work.append((dep, 0))
-                elif dep in on_stack:
-                    low[node] = min(low[node], index[dep])
-                continue
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1 or node in depends[node]:
-                    components.append(component)
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-    order = {node: position for position, node in enumerate(depends)}
-    return sorted((sorted(component, key=order.__getitem__) for component in components),
-                  key=lambda component: order[component[0]])
 
 
 def plan_nodes(text: str, where: str) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from clavain import config as config_mod
 from clavain.errors import ClavainError
 from clavain.store import queries
 from clavain.textio import storable, storable_tree
+from clavain.workgraph.cycles import find_cycle
 from clavain.workgraph.graphs import Graph, ensure
 from clavain.workgraph.statuses import NodeStatus
 
@@ -109,28 +110,6 @@ def _hint(err: Any, model: Any) -> str:
     fields = [info.alias or name for name, info in model.model_fields.items()]
     guess = _SYNONYMS.get(key) or next(iter(difflib.get_close_matches(key, fields, n=1)), None)
     return f" (did you mean {guess!r}?)" if guess else f" (fields: {', '.join(fields)})"
-
-
-def find_cycle(edges: dict[str, list[str]]) -> list[str] | None:
-    """A dependency cycle among `edges` (node → deps) as a path ending where it began, or None."""
-    state: dict[str, int] = {}  # 1 = on the current path, 2 = finished
-    for root in edges:
-        if state.get(root):
-            continue
-        path, stack = [root], [iter(edges.get(root, ()))]
-        state[root] = 1
-        while stack:
-            step = next(stack[-1], None)
-            if step is None:
-                state[path.pop()] = 2
-                stack.pop()
-            elif state.get(step) == 1:
-                return [*path[path.index(step):], step]
-            elif not state.get(step) and step in edges:
-                state[step] = 1
-                path.append(step)
-                stack.append(iter(edges[step]))
-    return None
 
 
 def _check_batch(g: Graph, models: list[Any], parent_id: str | None) -> None:
