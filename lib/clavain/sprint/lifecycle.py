@@ -387,6 +387,7 @@ def resume(state: StatePaths, *, from_step: str | None = None) -> dict[str, Any]
     """Where to continue: the first step not done (or `from_step`, ignoring the checkpoint),
     with what changed in git since the checkpoint and the verdict counts. Without `from_step`
     it only reads (a read-only `.clavain/` works)."""
+    from clavain.sprint.git_drift import git_warning
     from clavain.sprint.summary import sprint_verdicts
     from clavain.verdicts.summary import count_by_status
 
@@ -416,24 +417,3 @@ def resume(state: StatePaths, *, from_step: str | None = None) -> dict[str, Any]
     counts = count_by_status(sprint_verdicts(state, active))
     return {**active, "step_number": number, "git_warning": git_warning(state, active),
             "verdict_counts": counts, "next_action": next_action(active)}
-
-
-def git_warning(state: StatePaths, active: dict[str, Any]) -> str | None:
-    """What moved in git since the checkpoint: another branch ("checkpoint made on X, now on
-    Y"), or commits on the same one ("N commits since"); None when nothing did."""
-    recorded_sha, recorded_branch = active["git_sha"], active.get("branch")
-    head = store.git_head(state.project)
-    branch = store.git_branch(state.project)
-    if recorded_branch and branch != recorded_branch:
-        now = f"now on {branch}" if branch else "HEAD is now detached"
-        return (f"checkpoint made on branch {recorded_branch}, {now}: the work may be on the "
-                f"other branch (`git switch {recorded_branch}`)")
-    if not recorded_sha or not head or head == recorded_sha:
-        return None
-    since = store.commits_since(state.project, recorded_sha)
-    if since is not None:
-        return (f"{since} commit(s) since the checkpoint on {branch or 'this branch'} (HEAD was "
-                f"{recorded_sha[:12]}, now {head[:12]}); re-check what the next step builds on")
-    return (f"the code changed since the checkpoint (HEAD was {recorded_sha[:12]}, now "
-            f"{head[:12]}, not a descendant: history was rewritten); re-check what the next "
-            "step builds on")
