@@ -60,11 +60,11 @@ def _watch(state: Any, subject: Any, target: Path, interval: float | None,
     """`writer.watch` until the subject is finished or a signal (Ctrl-C, a `kill`, the
     terminal closing) stops it: either way the last page written is a still one."""
     import signal
-    import threading
 
     from clavain.page import writer
+    from clavain.stop_flag import StopFlag
 
-    stop = threading.Event()
+    stop = StopFlag()  # set by a signal handler: no lock
     stopped_by: list[str] = []
 
     def on_signal(signum: int, _frame: object) -> None:

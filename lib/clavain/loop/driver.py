@@ -38,6 +38,7 @@ from clavain.loop.limits import task_key, task_label
 from clavain.loop.progress import progress_between, snapshot
 from clavain.paths import StatePaths
 from clavain.processes import process_identity
+from clavain.stop_flag import StopFlag
 from clavain.supervisor import claude_output
 from clavain.supervisor.invocation import prompt_argv, runner_process_env
 from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, api_unavailable, limit_wait_seconds
@@ -101,7 +102,7 @@ class Loop:
         self.breaker = decide.task_breaker(state, self.task["task_key"], self.cfg, clock)
         self.rate = decide.call_rate(state, self.cfg, options.rate, clock)
         self.budget = RunBudget(state, self.run_id)
-        self.stop = threading.Event()
+        self.stop = StopFlag()  # set by a signal handler: no lock (clavain.stop_flag)
         self.stopped_by: int | None = None
         self.blocked: list[str] = []
         self.last_status: dict[str, Any] | None = None  # the exit state: reset at every start

@@ -11,7 +11,6 @@ each second (why, seconds left, until, message) so a person sees a countdown, ne
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -19,6 +18,7 @@ from typing import Any
 
 from clavain import config as config_mod
 from clavain.errors import ClavainError
+from clavain.stop_flag import StopFlag
 from clavain.store import faults as store_faults
 from clavain.store.graph_db import is_shared
 from clavain.supervisor.outcome import MAX_LIMITS_IN_A_ROW, limit_wait_seconds
@@ -70,7 +70,7 @@ def window_hold(root: str, *, wait_on_limit: bool, command: str,
 
 
 class Pacing:
-    def __init__(self, cfg: dict[str, Any], stop: threading.Event, report: Report, *,
+    def __init__(self, cfg: dict[str, Any], stop: StopFlag, report: Report, *,
                  root: str | None = None, wait_on_limit: bool | None = None) -> None:
         self.cfg = cfg
         self.root = root  # the state folder whose window.json paces the run (None: not paced)

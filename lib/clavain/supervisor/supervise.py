@@ -37,6 +37,7 @@ from clavain.errors import ClavainError
 from clavain.paths import StatePaths
 from clavain.processes import TERM_GRACE_SECONDS
 from clavain.sprint.headless_gate import refuse_before_execute
+from clavain.stop_flag import StopFlag
 from clavain.store import faults as store_faults
 from clavain.store import health as store_health
 from clavain.store.graph_db import (
@@ -89,7 +90,7 @@ class Supervisor:
         self.workers = options.workers or int(config_mod.get(self.cfg, "supervisor.workers", 1))
         if self.workers < 1:
             raise ClavainError("workers must be at least 1")
-        self.stop = threading.Event()
+        self.stop = StopFlag()  # set by a signal handler: no lock (clavain.stop_flag)
         self.pacing = Pacing(self.cfg, self.stop, self.report, root=str(state.root),
                              wait_on_limit=options.wait_on_limit)
         # A server restarting as the run starts is waited for, with a countdown.

@@ -25,6 +25,7 @@ from clavain.fsutil import write_json_atomic
 from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
 from clavain.paths import StatePaths
 from clavain.processes import process_identity
+from clavain.stop_flag import StopFlag
 from clavain.store import faults as store_faults
 from clavain.store import health as store_health
 from clavain.store.db import transaction
@@ -69,7 +70,7 @@ class RunContext:
     record: RunRecord
     metrics: RunMetrics
     budget: RunBudget
-    stop: threading.Event
+    stop: StopFlag  # set by a signal handler (clavain.stop_flag)
     reserve: RunReserve
     runner_override: str | None = None
     packet_mode: str | None = None
