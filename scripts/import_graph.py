@@ -140,48 +140,16 @@ def layer_of(module: str) -> int:
 
 
 def knots(nodes: list[str], edges: set[tuple[str, str]]) -> list[list[str]]:
-    """Strongly connected components of more than one node (Tarjan, iterative)."""
+    """Strongly connected components of more than one node (`workgraph.cycles`: the library's
+    own cycle finder, a pure function)."""
+    if str(LIB) not in sys.path:
+        sys.path.insert(0, str(LIB))
+    from clavain.workgraph.cycles import cycle_members
+
     following: dict[str, list[str]] = {n: [] for n in nodes}
     for a, b in sorted(edges):
         following[a].append(b)
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-    for root in nodes:
-        if root in index:
-            continue
-        work = [(root, 0)]
-        while work:
-            node, at = work.pop()
-            if at == 0:
-                index[node] = low[node] = len(index)
-                stack.append(node)
-                on_stack.add(node)
-            for position in range(at, len(following[node])):
-                nxt = following[node][position]
-                if nxt not in index:
-                    work.append((node, position + 1))
-                    work.append((nxt, 0))
-                    break
-                if nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-            else:
-                if low[node] == index[node]:
-                    component = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        component.append(member)
-                        if member == node:
-                            break
-                    if len(component) > 1:
-                        found.append(sorted(component))
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[node])
-    return sorted(found)
+    return sorted(sorted(members) for members in cycle_members(following) if len(members) > 1)
 
 
 def report(lib: Path = LIB) -> dict:

@@ -125,16 +125,16 @@ def require_person(action: str, *, in_claude_code: str, in_terminal: str,
                   detail=asker.detail)
 
 
-def refusal(action: str, *, in_claude_code: str, in_terminal: str,
+def refusal(action: str, *, in_claude_code: str | None, in_terminal: str,
             detail: str | None = None) -> Exception:
     """The one wording of a person-only action refused to an agent, naming what the person
-    types instead."""
+    types instead (`in_claude_code` None: there is no slash command for it)."""
     from clavain.errors import ClavainError
 
     why = f" ({detail})" if detail else ""
-    return ClavainError(f"{action} is a person's decision, not an agent's{why}: the user types "
-                        f"`{in_claude_code}` in Claude Code, or runs `{in_terminal}` in a "
-                        "terminal")
+    where = f"types `{in_claude_code}` in Claude Code, or " if in_claude_code else ""
+    return ClavainError(f"{action} is a person's decision, not an agent's{why}: the user "
+                        f"{where}runs `{in_terminal}` in a terminal")
 
 
 def controlling_terminal() -> str | None:

@@ -87,7 +87,7 @@ def record_plan(g: Graph, plan_path: str, *,
     from clavain.store.db import transaction
     from clavain.workgraph.export import after_commit
     from clavain.workgraph.nodes import get_node, insert_nodes, validate_specs
-    from clavain.workgraph.redefine import refuse_started
+    from clavain.workgraph.redefine import refuse_started, started
     from clavain.workgraph.scaffold import scaffold_in_transaction
 
     specs = read_plan(g.state, plan_path)
@@ -111,13 +111,13 @@ def record_plan(g: Graph, plan_path: str, *,
             changed = _changed_fields(node, model, cfg)
             if not changed:
                 report["unchanged"].append(node_id)
-            elif _started(g, node):
+            elif started(g, node):
                 ran.append((node_id, changed))
             else:
                 changes[node_id] = changed
         dropped = _dropped_tasks(g, set(models))
         ran += [(node_id, ["dropped from the plan"]) for node_id in dropped
-                if _started(g, get_node(g, node_id))]
+                if started(g, get_node(g, node_id))]
         refuse_started(ran, noun="task", changer="the plan",
                        new_id="the new work a new task id")
         for node_id in dropped:
@@ -196,12 +196,6 @@ def _changed_fields(node: dict[str, Any], model: Any, cfg: dict[str, Any]) -> li
     from clavain.workgraph.redefine import changed_fields
 
     return changed_fields(node, model, cfg)
-
-
-def _started(g: Graph, node: dict[str, Any]) -> bool:
-    from clavain.workgraph.redefine import started
-
-    return started(g, node)
 
 
 def _dropped_tasks(g: Graph, planned: set[str]) -> list[str]:

@@ -102,9 +102,10 @@ def check(state: StatePaths, specs: list[dict[str, Any]], *, source: str,
         if not accept_lint.strip():
             raise ClavainError("--accept-lint needs the reason the findings are accepted")
         if decided_by is None:
-            raise ClavainError(
-                "accepting a plan's lint findings (--accept-lint) is a person's decision, not "
-                f"an agent's: the user runs `{accept_command(source, fmt)}` in a terminal")
+            from clavain.authority import refusal
+
+            raise refusal("accepting a plan's lint findings (--accept-lint)",
+                          in_claude_code=None, in_terminal=accept_command(source, fmt))
     check_specs(state, specs)
     cfg = config_mod.load(state.config)
     findings = lint_with_known(specs, project=state.project, config=cfg, known_ids=known_ids)
