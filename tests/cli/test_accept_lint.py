@@ -6,9 +6,15 @@ PreToolUse hook's reading of the command), recorded in the checkpoint and the su
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
+import pytest
+
 from clavain.guards.commands import person_only
+from tests.person import run_below_host
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _plan(verify: str, ownership: str = "a.txt") -> str:
@@ -85,3 +91,41 @@ def test_a_person_accepts_recorded_in_the_checkpoint_and_summary(run_cli, projec
     lines = [line for line in summary.splitlines() if "Plan lint ACCEPTED" in line]
     assert len(lines) == 1 and "checked by hand on staging" in lines[0]
     assert "by a person at /dev/" in lines[0]
+
+
+@pytest.mark.parametrize("command", [
+    "clavain sprint done plan --plan p.md --accept-li''nt x",
+    "x=--accept-lint; clavain sprint done plan --plan p.md $x y",
+    "env -u CLAUDECODE clavain sprint done plan --plan p.md --accept-lint x",
+    "bash -c 'clavain graph import --from beads b.jsonl --accept-lint x'",
+    "CLAUDECODE= clavain graph import b.json --accept-lint=x",
+    'eval "clavain graph import b.json --accept-lint x"',
+])
+def test_a_hurried_agents_spellings_are_refused_by_the_hook(command: str) -> None:
+    assert person_only(command), command
+
+
+def test_everyday_commands_and_reads_stay_open() -> None:
+    for command in ("clavain graph import b.json", "clavain plan lint p.md",
+                    "cat .clavain/checkpoint.json", "clavain sprint done plan --plan p.md"):
+        assert person_only(command) is None, command
+
+
+def test_below_the_host_with_its_variables_emptied_the_cli_still_refuses(
+        run_cli, project: Path, tmp_path: Path) -> None:
+    """The hook aside: the CLI itself, run as a Bash tool call runs it (a `claude` ancestor),
+    with CLAUDECODE and the session variables emptied, refuses both front doors."""
+    _start(run_cli, project, _plan("true"))
+    (project / "b.json").write_text(json.dumps({"nodes": [
+        {"id": "t-b", "type": "task", "verify": ["true"]}]}))
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("CLAUDE", "CLAVAIN_"))}
+    env.update(CLAUDECODE="", PYTHONPATH=str(REPO / "lib"))
+    for argv in (["sprint", "done", "plan", "--plan", "plan.md", "--accept-lint", "x"],
+                 ["graph", "import", "b.json", "--accept-lint", "x"]):
+        refused = run_below_host([str(REPO / "bin" / "clavain"), *argv], cwd=project,
+                                 env=env, tmp=tmp_path)
+        assert refused.returncode != 0 and "is a person's decision" in refused.stderr, \
+            refused.stderr
+    assert "plan_lint" not in _checkpoint(project)
+    assert run_cli("graph", "show", "t-b").returncode != 0  # nothing imported
