@@ -161,6 +161,23 @@ def payload(event: str, matcher: str | None, ctx: dict[str, str]) -> dict[str, A
     return data
 
 
+def make_bench_project(work: Path) -> tuple[Path, Path, Path, Path]:
+    """(project, HOME, plugin data folder, session transcript) under `work`: a git project with
+    Clavain state whose budgets have room, so PreToolUse counts each call in the database (the
+    repeat guard still warns on the same command after a few runs: the same work)."""
+    project, home, data = work / "project", work / "home", work / "plugin-data"
+    for folder in (project, home, data):
+        folder.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / ".clavain").mkdir()
+    (project / ".clavain" / "config.json").write_text(json.dumps(
+        {"budgets": {"maxCommands": 1_000_000, "maxTestRuns": 1_000_000}}), encoding="utf-8")
+    transcript = home / ".claude" / "projects" / "bench" / "session.jsonl"
+    transcript.parent.mkdir(parents=True)
+    transcript.write_text("", encoding="utf-8")
+    return project, home, data, transcript
+
+
 def make_ready_venv(data: Path) -> str:
     """A venv in the plugin data folder, stamped ready as the bootstrap would; its python."""
     base = getattr(sys, "_base_executable", None) or sys.executable
@@ -273,18 +290,7 @@ def main(argv: list[str] | None = None) -> int:
 
     work = Path(tempfile.mkdtemp(prefix="clavain-hook-bench-"))
     try:
-        project, home, data = work / "project", work / "home", work / "plugin-data"
-        for folder in (project, home, data):
-            folder.mkdir()
-        subprocess.run(["git", "init", "-q", str(project)], check=True)
-        # Clavain state with room in the budgets: PreToolUse counts each call in the database
-        # (the repeat guard still denies the same command after a few runs: the same work).
-        (project / ".clavain").mkdir()
-        (project / ".clavain" / "config.json").write_text(json.dumps(
-            {"budgets": {"maxCommands": 1_000_000, "maxTestRuns": 1_000_000}}), encoding="utf-8")
-        transcript = home / ".claude" / "projects" / "bench" / "session.jsonl"
-        transcript.parent.mkdir(parents=True)
-        transcript.write_text("", encoding="utf-8")
+        project, home, data, transcript = make_bench_project(work)
         env_file = work / "env-file.sh"
         agent_transcript = transcript.parent / "session" / "subagents" / "agent-a1b2c3d4e5.jsonl"
         agent_transcript.parent.mkdir(parents=True)

@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "processes", "markdown_keys", "tree", "gitstatus", "notices", "detached",
                 "claude_bin", "schema_check", "config", "hints", "authority", "bootstrap",
                 "confine", "sandbox", "hard_mode", "project", "statusline_setup", "hook_log",
-                "tables", "stop_flag")),
+                "tables", "stop_flag", "lean_import")),
     ("store", ("store",)),
     # What the rules are and what is recorded: the hook path's guards, verdict files, the
     # workgraph, the sprint's own records, and the pydantic models that mirror the stdlib rules

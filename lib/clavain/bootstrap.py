@@ -32,10 +32,21 @@ LOCK_NAME = "bootstrap.lock"
 
 def wanted_key() -> str:
     """Plugin version, interpreter minor version and a hash of the dependency list."""
-    import hashlib  # here: OpenSSL's module costs SessionStart ~2 ms where no venv is stamped
-
-    digest = hashlib.sha256("\n".join(DEPENDENCIES).encode()).hexdigest()[:16]
+    digest = _sha256("\n".join(DEPENDENCIES).encode())[:16]
     return f"{__version__}+py{sys.version_info[0]}.{sys.version_info[1]}+{digest}"
+
+
+def _sha256(data: bytes) -> str:
+    """The hex SHA-256 of `data`, from the interpreter's own small module where it has one:
+    `hashlib` loads OpenSSL, ~2 ms of every SessionStart."""
+    try:
+        from _sha2 import sha256  # Python 3.12 and later
+    except ImportError:
+        try:
+            from _sha256 import sha256  # Python 3.10 and 3.11
+        except ImportError:
+            from hashlib import sha256
+    return sha256(data).hexdigest()
 
 
 def venv_dir(data_dir: Path) -> Path:

@@ -46,22 +46,25 @@ def loads(text: str) -> object:
     return json.loads(text)
 
 
-def dumps(value: object) -> str:
-    """Compact-separated like `json.dumps(value)` with its defaults (ASCII-only output)."""
+def dumps(value: object, *, indent: int | None = None, ensure_ascii: bool = True) -> str:
+    """What `json.dumps(value, indent=indent, ensure_ascii=ensure_ascii)` writes, with its
+    other defaults (`, ` and `: ` between items when not indented, `,` at a line's end when
+    indented)."""
     if _json is None:
         import json
 
-        return json.dumps(value)
+        return json.dumps(value, indent=indent, ensure_ascii=ensure_ascii)
+    quote = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
     parts: list[str] = []
-    _encode(value, parts, 0)
+    _encode(value, parts, 0, quote, None if indent is None else " " * indent)
     return "".join(parts)
 
 
-def _encode(value: object, parts: list[str], depth: int) -> None:
+def _encode(value: object, parts: list[str], depth: int, quote, indent: str | None) -> None:
     if depth > 500:
         raise RecursionError("value nested too deeply for JSON")
     if isinstance(value, str):
-        parts.append(_json.encode_basestring_ascii(value))
+        parts.append(quote(value))
     elif value is None:
         parts.append("null")
     elif value is True:
@@ -72,20 +75,26 @@ def _encode(value: object, parts: list[str], depth: int) -> None:
         parts.append(int.__repr__(value))
     elif isinstance(value, float):
         parts.append(_float(value))
-    elif isinstance(value, dict):
-        parts.append("{")
-        for index, (key, item) in enumerate(value.items()):
-            parts.append(", " if index else "")
-            parts.append(_json.encode_basestring_ascii(_key(key)))
-            parts.append(": ")
-            _encode(item, parts, depth + 1)
-        parts.append("}")
-    elif isinstance(value, (list, tuple)):
-        parts.append("[")
-        for index, item in enumerate(value):
-            parts.append(", " if index else "")
-            _encode(item, parts, depth + 1)
-        parts.append("]")
+    elif isinstance(value, (dict, list, tuple)):
+        is_dict = isinstance(value, dict)
+        if not value:
+            parts.append("{}" if is_dict else "[]")
+            return
+        inner = None if indent is None else "\n" + indent * (depth + 1)
+        parts.append("{" if is_dict else "[")
+        for index, item in enumerate(value.items() if is_dict else value):
+            if inner is not None:
+                parts.append("," + inner if index else inner)
+            elif index:
+                parts.append(", ")
+            if is_dict:
+                parts.append(quote(_key(item[0])))
+                parts.append(": ")
+                item = item[1]
+            _encode(item, parts, depth + 1, quote, indent)
+        if inner is not None:
+            parts.append("\n" + indent * depth)
+        parts.append("}" if is_dict else "]")
     else:
         raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 

@@ -302,9 +302,9 @@ def _temp_file(folder: str, prefix: str, suffix: str) -> tuple[int, str]:
 
 
 def write_json_atomic(path: Path, value: Any, *, inside: Path | None = None) -> None:
-    import json
+    from clavain import fastjson  # what `json` writes, without its `re`
 
-    write_atomic(path, json.dumps(value, indent=2, sort_keys=False) + "\n", inside=inside)
+    write_atomic(path, fastjson.dumps(value, indent=2) + "\n", inside=inside)
 
 
 def lock_within(fd: int, lock: str | os.PathLike[str], seconds: float) -> None:

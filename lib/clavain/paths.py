@@ -9,7 +9,7 @@ server instead). They are read once, by `StatePaths.discover`.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from _collections_abc import Mapping  # what collections.abc holds, without `collections`
 from pathlib import Path
 
 from clavain.locate import STATE_DIR_NAME  # noqa: F401  (re-exported)

@@ -83,14 +83,14 @@ def test_the_common_call_imports_nothing_to_judge_landing(tmp_path: Path) -> Non
 # for the everyday calls (a command, a test run, an edit, a read), run as bin/clavain-hook runs
 # it. One list: a module added here costs every tool call, so add one only with the ratio
 # `benchmarks/hook_latency.py` prints for it. `functools` and `collections` are not here:
-# `store.db` keeps the SQLite driver from importing them (about 2 ms a call).
+# `lean_import` keeps the SQLite driver from importing them (about 2 ms a call).
 HOT_PATH_CLAVAIN = frozenset({
     "clavain", "clavain.clock", "clavain.errors", "clavain.fastjson", "clavain.fsutil",
     "clavain.guards", "clavain.guards.budget", "clavain.guards.commands", "clavain.guards.gate",
     "clavain.guards.landing", "clavain.guards.policy", "clavain.guards.shell_words",
     "clavain.guards.state_paths", "clavain.guards.wrappers", "clavain.hooks",
-    "clavain.hooks.pre_tool_use", "clavain.locate", "clavain.sprint", "clavain.sprint.checkpoint",
-    "clavain.store", "clavain.store.db", "clavain.textio"})
+    "clavain.hooks.pre_tool_use", "clavain.lean_import", "clavain.locate", "clavain.sprint",
+    "clavain.sprint.checkpoint", "clavain.store", "clavain.store.db", "clavain.textio"})
 HOT_PATH_STDLIB = frozenset({
     "__future__", "_blake2", "_collections_abc", "_functools", "_json", "_sqlite3", "_stat",
     "errno", "genericpath", "os", "os.path", "posixpath", "select", "stat"})

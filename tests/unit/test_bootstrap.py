@@ -27,6 +27,30 @@ def test_key_changes_with_dependencies(monkeypatch: pytest.MonkeyPatch) -> None:
     assert bootstrap.wanted_key() != before
 
 
+def test_the_key_is_the_one_older_versions_stamped() -> None:
+    """The digest no longer comes from `hashlib` (OpenSSL costs SessionStart ~2 ms): it is
+    still its SHA-256, so a venv an earlier Clavain stamped is not reinstalled."""
+    import hashlib
+
+    digest = hashlib.sha256("\n".join(bootstrap.DEPENDENCIES).encode()).hexdigest()[:16]
+    assert bootstrap.wanted_key().endswith("+" + digest)
+    for data in (b"", b"abc", bytes(range(256)) * 9):
+        assert bootstrap._sha256(data) == hashlib.sha256(data).hexdigest()
+
+
+def test_checking_a_stamp_loads_no_openssl(tmp_path: Path) -> None:
+    (tmp_path / "venv").mkdir()
+    (tmp_path / "venv" / bootstrap.READY_MARKER).write_text("0.0.0+old")  # compared: a key
+    code = ("import sys; sys.path.insert(0, sys.argv[1])\n"
+            "from clavain import bootstrap\n"
+            "from pathlib import Path\n"
+            "print(bootstrap.is_ready(Path(sys.argv[2])), '_hashlib' in sys.modules)")
+    result = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(REPO / "lib"),
+                             str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"]
+
+
 def test_stale_stamp_is_not_ready(tmp_path: Path) -> None:
     venv = bootstrap.venv_dir(tmp_path)
     (venv / "bin").mkdir(parents=True)

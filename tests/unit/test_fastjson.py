@@ -30,6 +30,21 @@ def test_dumps_and_loads_agree_with_json(value: object) -> None:
     assert repr(fastjson.loads(padded)) == repr(json.loads(padded))
 
 
+@given(values, st.sampled_from([None, 0, 2, 4]), st.booleans())
+def test_indented_and_unicode_output_agrees_with_json(value: object, indent: int | None,
+                                                       ensure_ascii: bool) -> None:
+    """The verdict and state files are written indented and validated without ASCII escapes
+    (issue 37: SubagentStop no longer imports `json`, and with it `re`)."""
+    assert fastjson.dumps(value, indent=indent, ensure_ascii=ensure_ascii) == \
+        json.dumps(value, indent=indent, ensure_ascii=ensure_ascii)
+
+
+def test_a_lone_surrogate_is_written_unescaped_as_by_json() -> None:
+    assert fastjson.dumps({"a": "\ud800é"}, ensure_ascii=False) == '{"a": "\ud800é"}'
+    with pytest.raises(UnicodeEncodeError):
+        fastjson.dumps(["\ud800"], ensure_ascii=False).encode("utf-8")
+
+
 @pytest.mark.parametrize("bad", ["", " ", "{", "{not json", "[1,]", '{"a" 1}', "[1] 2", "'x'",
                                  "\"unterminated", "tru", "[" * 10])
 def test_bad_json_fails_like_json(bad: str) -> None:

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from clavain.hooks.subagent_stop import owes_verdict
 from clavain.verdicts.parser import STATUSES_BY_TYPE, parse_header
@@ -110,3 +112,49 @@ def test_plugin_json_lists_every_agent_file() -> None:
     on_disk = sorted(f"./{path.relative_to(REPO).as_posix()}"
                      for path in (REPO / "agents").glob("*/*.md"))
     assert sorted(manifest["agents"]) == on_disk
+
+
+# SubagentStop reads agent names and the contract heading without `re` (issue 37); the rules
+# are the patterns it used, with a line's end meaning the end of the line (the old `$` also let
+# a name end in a newline, and `\s+` could run a heading over two lines).
+_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
+_HEADING_PATTERN = re.compile(r"^##[^\S\n]+Output Contract[^\S\n]*$", re.MULTILINE)
+_NAME_ALPHABET = "aZ09_-.:/ \n*é"
+_HEADING_ALPHABET = ["#", " ", "\t", "\n", "\r", "\u00a0", "\u2003", "Output Contract", "x",
+                     "## Output Contract"]
+
+
+@given(st.text(alphabet=_NAME_ALPHABET, max_size=70))
+def test_agent_names_are_read_as_the_pattern_read_them(name: str) -> None:
+    from clavain.hooks.subagent_stop import agent_name_ok
+
+    assert agent_name_ok(name) is bool(_NAME_PATTERN.fullmatch(name))
+
+
+@given(st.lists(st.sampled_from(_HEADING_ALPHABET), max_size=8).map("".join))
+def test_the_contract_heading_is_found_as_the_pattern_found_it(text: str) -> None:
+    from clavain.hooks.subagent_stop import has_contract_heading
+
+    assert has_contract_heading(text) is bool(_HEADING_PATTERN.search(text))
+
+
+def test_owes_verdict_looks_one_folder_deep_as_the_glob_did(tmp_path: Path) -> None:
+    """`agents/*/<name>.md`: any folder (a hidden one, a symlinked one), never agents/ itself
+    or deeper; a file that is not UTF-8 is passed over."""
+    contract = "# x\n\n## Output Contract\n"
+    for where in ("agents/reviewer.md", "agents/a/b/deep.md"):
+        (tmp_path / where).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / where).write_text(contract)
+    (tmp_path / "agents" / ".hidden").mkdir()
+    (tmp_path / "agents" / ".hidden" / "secret.md").write_text(contract)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "linked.md").write_text(contract)
+    (tmp_path / "agents" / "link").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "agents" / "a" / "latin.md").write_bytes(b"## Output Contract\n\xff\n")
+    (tmp_path / "agents" / "z").mkdir()
+    (tmp_path / "agents" / "z" / "latin.md").write_text(contract)
+    assert not owes_verdict("reviewer", None, tmp_path)
+    assert not owes_verdict("deep", None, tmp_path)
+    assert owes_verdict("secret", None, tmp_path) and owes_verdict("linked", None, tmp_path)
+    assert owes_verdict("latin", None, tmp_path) and not owes_verdict("latin", "a", tmp_path)
+    assert not owes_verdict("reviewer", None, tmp_path / "missing")

@@ -20,8 +20,6 @@ never the reason a dollar budget runs over.
 
 from __future__ import annotations
 
-import re
-
 PRICING = "https://platform.claude.com/docs/en/about-claude/pricing"
 PRICING_CLAUDE_3_4 = ("https://docs.anthropic.com/en/docs/about-claude/pricing (the same page "
                       "at its earlier address, with the Claude 3 and Sonnet 4 rows)")
@@ -65,7 +63,15 @@ SOURCES = {model: row[5] for model, row in ROWS.items()}
 FAMILY = {"opus": "claude-opus-5-5", "sonnet": "claude-sonnet-5-5", "haiku": "claude-haiku-5-5",
           "fable": "claude-fable-5-1", "mythos": "claude-mythos-5-1"}
 FALLBACK = max(PRICES, key=lambda model: PRICES[model][:2])  # the dearest: Opus 4.1
-_VERSION = re.compile(r"-\d{1,2}(?!\d)")  # `-9` is a version; `-20250514` is a date
+
+
+def _version_at(name: str, at: int) -> bool:
+    """A version number starts at `at`: `-` and one or two digits (`-9`), not a date
+    (`-20250514`). No `re`: SubagentStop prices every reviewer."""
+    end = at + 1
+    while end < len(name) and name[end].isdecimal():
+        end += 1
+    return name.startswith("-", at) and 1 <= end - at - 1 <= 2
 
 
 def priced_as(model: str | None) -> tuple[str, str | None]:
@@ -75,7 +81,7 @@ def priced_as(model: str | None) -> tuple[str, str | None]:
     # Bedrock and Vertex ids carry a prefix (`us.anthropic.claude-sonnet-4-5…`).
     name = name[name.find("claude-"):] if "claude-" in name else name
     known = [row for row in PRICES if name == row or (
-        name.startswith(row) and name[len(row)] in "-@[:" and not _VERSION.match(name, len(row)))]
+        name.startswith(row) and name[len(row)] in "-@[:" and not _version_at(name, len(row)))]
     if known:
         return max(known, key=len), None
     family = next((word for word in FAMILY if word in name), None)

@@ -127,12 +127,13 @@ def _read_on(conn, run_key: str, transcripts: list[Path], since: str, *,
 
 def _message_ids(lines: list[bytes]) -> set[str]:
     """The message ids the new lines carry (what they may repeat)."""
-    import json
+    from clavain import fastjson  # `json` imports `re`
+    from clavain.verdicts.transcript import decoded_line
 
     found = set()
     for line in lines:
         try:
-            record = json.loads(line)
+            record = fastjson.loads(decoded_line(line))
         except (ValueError, RecursionError):
             continue
         message = record.get("message") if isinstance(record, dict) else None
@@ -196,9 +197,9 @@ def _read_file_on(path: Path, position: int, tail: bytes,
 
 def _key(text: str) -> object:
     """A response's deduplication key from its stored form (`_response`)."""
-    import json
+    from clavain import fastjson
 
-    return int(text[1:]) if text.startswith("#") else tuple(json.loads(text))
+    return int(text[1:]) if text.startswith("#") else tuple(fastjson.loads(text))
 
 
 def _response(key: object) -> str:
@@ -283,12 +284,9 @@ def _save(conn, run_key: str, since: str, deduper, positions: dict, loaded: dict
 
 
 def _minute_before(stamp: str) -> str:
-    from datetime import datetime, timedelta
+    from clavain.clock import earlier_iso
 
-    from clavain.clock import now_iso
-
-    moment = datetime.fromisoformat(stamp.replace("Z", "+00:00")) - timedelta(minutes=1)
-    return now_iso(moment)
+    return earlier_iso(stamp, 60)
 
 
 def start_measuring(project: str, run_key: str, transcript: str) -> None:

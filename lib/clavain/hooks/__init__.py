@@ -25,6 +25,9 @@ STDIN_SECONDS = 5.0
 # The events hooks/hooks.json registers; anything else is logged and ignored.
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SubagentStart",
           "SubagentStop", "PreToolUse", "PostToolUseFailure", "StopFailure")
+# The events whose handlers never import pathlib (tests hold them to it): every tool call's
+# hook and the prompt's. The others get it from `lean_import`, without the `re` it drags in.
+WITHOUT_PATHLIB = ("PreToolUse", "PostToolUseFailure", "UserPromptSubmit")
 
 
 def module_name(event: str) -> str:
@@ -88,10 +91,20 @@ def read_stdin(*, max_bytes: int = STDIN_MAX_BYTES, seconds: float = STDIN_SECON
         chunks.append(chunk)
 
 
+def _lean_imports(event: str) -> None:
+    """What the event's handler imports, imported here without what it never uses."""
+    if event in WITHOUT_PATHLIB:
+        return
+    from clavain import lean_import
+
+    lean_import.import_pathlib()
+
+
 def dispatch(event: str, payload: dict[str, object]) -> str | None:
     """The text to print for one hook call, or None. Raises on anything unexpected."""
     if event not in EVENTS:
         raise LookupError(f"unknown hook event {event!r}")
+    _lean_imports(event)
     name = f"clavain.hooks.{module_name(event)}"
     __import__(name)  # not importlib.import_module: importlib costs a module on every call
     handler = sys.modules[name]

@@ -5,9 +5,11 @@ host."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from clavain.locate import payload_cwd
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` imports `re`, `collections` and `contextlib`: a third of the hook
+    from typing import Any
 
 
 def handle(payload: dict[str, Any]) -> dict[str, Any] | None:

@@ -32,7 +32,7 @@ import re
 from typing import Any
 
 from clavain.errors import ClavainError
-from clavain.markdown_keys import key_line
+from clavain.markdown_keys import key_line, snake_upper
 
 BEGIN = "---CLAVAIN_STATUS---"
 END = "---END_CLAVAIN_STATUS---"
@@ -164,7 +164,7 @@ def _fields(lines: list[str]) -> tuple[dict[str, str], list[str]]:
 
 def _enum_word(value: str) -> str:
     """`In progress`, `in-progress`, `COMPLETE.` → `IN_PROGRESS`, `COMPLETE`."""
-    return re.sub(r"[\s-]+", "_", value.rstrip(".!").strip()).upper()
+    return snake_upper(value.rstrip(".!").strip())
 
 
 def _enum(fields: dict[str, str], key: str, allowed: tuple[str, ...],

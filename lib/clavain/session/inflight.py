@@ -80,9 +80,7 @@ def _reported(project: Path) -> set[str]:
                  if name.endswith(".json")]
     except OSError:
         return set()
-    if not stems:  # no verdict filed: the verdict module (json, its regexes) is not needed
-        return set()
-    from clavain.verdicts.files import split_name
+    from clavain.verdicts.names import split_name  # not `files`: its parser needs `re`
 
     return {dispatch for stem in stems for dispatch in [split_name(stem)[1]] if dispatch}
 

@@ -142,15 +142,15 @@ def _typed_text(line: str) -> str | None:
 
 def record(state: StatePaths, payload: dict[str, Any]) -> dict[str, Any]:
     """PreCompact: write the note for the SessionStart that follows the compaction."""
-    import json
-
+    from clavain import fastjson  # `json` imports `re`
     from clavain.fsutil import real_folder, write_atomic
 
     note = build(state, session_id=_text(payload.get("session_id")),
                  transcript_path=_text(payload.get("transcript_path")),
                  trigger=_text(payload.get("trigger")))
     real_folder(state.root, state.scratch)
-    write_atomic(state.scratch / NOTE_NAME, json.dumps(note, indent=2) + "\n", inside=state.root)
+    write_atomic(state.scratch / NOTE_NAME, fastjson.dumps(note, indent=2) + "\n",
+                 inside=state.root)
     return note
 
 
@@ -160,14 +160,13 @@ def _text(value: object) -> str | None:
 
 def load(state: StatePaths) -> dict[str, Any] | None:
     """The recorded note, or None when there is none or it is not one of ours."""
-    import json
-
+    from clavain import fastjson
     from clavain.fsutil import read_regular
 
     raw = read_regular(state.scratch / NOTE_NAME, NOTE_MAX_BYTES)
     try:
-        note = json.loads(raw.decode("utf-8")) if raw else None
-    except ValueError:
+        note = fastjson.loads(raw.decode("utf-8")) if raw else None
+    except (ValueError, RecursionError):
         return None
     return note if isinstance(note, dict) and note.get("version") == 1 else None
 

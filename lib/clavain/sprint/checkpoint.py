@@ -123,8 +123,7 @@ def graph_of(checkpoint: dict[str, Any] | None) -> str:
 
 
 def write(state: StatePaths, checkpoint: dict[str, Any]) -> None:
-    import json
-
+    from clavain import fastjson
     from clavain.clock import now_iso
     from clavain.schema_check import check
 
@@ -132,7 +131,7 @@ def write(state: StatePaths, checkpoint: dict[str, Any]) -> None:
     problem = check(checkpoint, SCHEMA, "checkpoint")
     if problem:  # a bug of ours, not bad input: never write a file the next read refuses
         raise ValueError(problem)
-    write_atomic(state.sprint_checkpoint, json.dumps(checkpoint, indent=2) + "\n",
+    write_atomic(state.sprint_checkpoint, fastjson.dumps(checkpoint, indent=2) + "\n",
                  inside=state.root)
 
 

@@ -15,40 +15,11 @@ keep catching `sqlite3.DatabaseError`.
 from __future__ import annotations
 
 import os
-import sys
 
-
-def _functools_stand_in() -> object | None:
-    """`_sqlite3`'s init imports `functools` for one name, `lru_cache` (its statement cache),
-    and `functools` pulls in `collections`, `itertools`, `operator` …: two thirds of the
-    driver's import time, paid by every tool call's hook. When nothing has imported `functools`
-    yet (the hook: `python -I -S`), the driver is given a module holding only `lru_cache`,
-    built from the very C wrapper `functools.lru_cache` returns; it is dropped right after, so a
-    later `import functools` gets the real one. None (the plain import) when `functools` is
-    already there or the wrapper is not what this expects."""
-    if "functools" in sys.modules:
-        return None
-    try:
-        from _functools import _lru_cache_wrapper
-    except ImportError:
-        return None
-
-    def lru_cache(maxsize: int | None = 128, typed: bool = False):  # functools' signature
-        return lambda function: _lru_cache_wrapper(function, maxsize, typed, tuple)
-
-    stand_in = type(sys)("functools")
-    stand_in.lru_cache = lru_cache  # type: ignore[attr-defined]
-    sys.modules["functools"] = stand_in
-    return stand_in
-
-
-_stand_in = _functools_stand_in()
 try:
-    try:
-        import _sqlite3 as sqlite3
-    finally:
-        if _stand_in is not None and sys.modules.get("functools") is _stand_in:
-            del sys.modules["functools"]
+    from clavain.lean_import import import_sqlite_driver
+
+    sqlite3 = import_sqlite_driver()  # `_sqlite3` without all of `functools`
 except ImportError:  # an interpreter that only ships the package
     import sqlite3  # type: ignore[no-redef]
 

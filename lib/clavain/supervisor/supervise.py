@@ -99,7 +99,7 @@ class Supervisor:
         self.run_id = options.resume or options.run_id or new_run_id()
         # A graph named with --graph that the store does not hold is a typo, not an empty run.
         self.g = current_graph.require_known(Graph(self.conn, graph_id, state), options.graph)
-        self.signal: int | None = None
+        self.signals = Signals(self.stop, on_first=self._stopping, on_again=self._killing)
         self.finished: queue.Queue[dict[str, Any]] = queue.Queue()
         # Held from the last look at what workers said to a worker's start, and by a worker
         # putting its event: no node starts once a limit (errors in a row) is reached.
@@ -112,7 +112,7 @@ class Supervisor:
     # ------------------------------------------------------------ the run
 
     def run(self) -> dict[str, Any]:
-        with Signals(self._on_signal):
+        with self.signals:
             recovered = self.pacing.store(lambda: run_record.recover(self.state, self.conn))
             for entry in recovered:
                 self.report({"event": "recovered", **entry})
@@ -184,26 +184,31 @@ class Supervisor:
         self.stop.set()
         deadline = time.monotonic() + TERM_GRACE_SECONDS + 5
         while self.active and time.monotonic() < deadline:
+            self.signals.answer()
             try:
                 event = self.finished.get(timeout=WAIT_POLL_SECONDS)
             except queue.Empty:
                 continue
             self.active.pop(event["node"], None)
 
-    def _on_signal(self, signum: int) -> None:
-        if self.signal is not None:  # a second Ctrl-C: no more grace
-            self.report({"event": "killing", "running": self._running()})
-            run_record.kill_runners(self.state, self.run_id)
-            return
-        self.signal = signum
-        self.stop.set()
+    @property
+    def signal(self) -> int | None:
+        """The signal that stopped the run, if one did."""
+        return self.signals.first
+
+    def _stopping(self) -> None:
         if self.active:
             self.report({"event": "stopping", "running": self._running()})
+
+    def _killing(self) -> None:  # a second Ctrl-C: no more grace
+        self.report({"event": "killing", "running": self._running()})
+        run_record.kill_runners(self.state, self.run_id)
 
     def _loop(self, ctx: RunContext, budget: RunBudget) -> dict[str, Any]:
         ending: dict[str, Any] | None = None
         last_progress = time.monotonic()
         while True:
+            self.signals.answer()
             if ending is not None and ending.get("wait") and self._drain():
                 ending = None  # something changed: look again
             if ending is None and not self.stop.is_set():

@@ -17,11 +17,11 @@ the verdicts folder as a parameter (a sprint may archive one folder and start an
 from __future__ import annotations
 
 import os
-import re
 
 from clavain.clock import now_iso
 from clavain.fsutil import write_atomic, write_json_atomic
 from clavain.textio import scrub
+from clavain.verdicts.names import DISPATCH_SEPARATOR, split_name
 from clavain.verdicts.parser import (
     IMPLEMENTATION_STATUSES,
     STATUSES_BY_TYPE,
@@ -54,9 +54,6 @@ MAX_NAME_CHARS = 100
 MAX_AGENT_CHARS = 200
 MAX_MODEL_CHARS = 100
 MAX_PATH_CHARS = 1000
-# Between the agent's and the dispatch's part of a file name. Safe names never hold two dashes
-# in a row, so a name splits back unambiguously.
-DISPATCH_SEPARATOR = "--"
 # Every file a verdicts folder holds: verdicts, answers, resolutions (`resolutions`), tokens
 # still to measure (`backfill`). Archiving and cleaning move or remove exactly these.
 FOLDER_SUFFIXES = (".json", ".md", ".resolved", ".pending")
@@ -64,17 +61,67 @@ FOLDER_SUFFIXES = (".json", ".md", ".resolved", ".pending")
 # an old single-pair file). Not a verdict field.
 DISPATCH = "dispatch"
 
-_UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
-_STAMP_PARTS = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?"
-                          r"(?:Z|([+-])(\d{2}):(\d{2}))")
+_STAMP_PUNCTUATION = str.maketrans("", "", "-:.")
+# No `re` here (SubagentStop writes every verdict through this module): the rules below are
+# the patterns they replaced, which `tests/unit/test_readers_without_re.py` holds beside them.
+_SAFE_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+
+
+def stamp_parts(text: str) -> tuple[str | None, ...] | None:
+    """The fields of a time as TIMESTAMP_PATTERN allows it: year, month, day, hour, minute,
+    second, the fraction's digits (or None), then the offset's sign, hours and minutes (None
+    for `Z`); None when `text` is not such a time."""
+    fields = tuple(text[at:at + 4 if at == 0 else at + 2] for at in (0, 5, 8, 11, 14, 17))
+    if len(text) < 20 or (text[4], text[7], text[10], text[13], text[16]) != \
+            ("-", "-", "T", ":", ":") or not all(field.isdecimal() for field in fields):
+        return None
+    at = 19
+    fraction = None
+    if text[at] == ".":
+        end = at + 1
+        while end < len(text) and text[end].isdecimal():
+            end += 1
+        if end == at + 1:
+            return None
+        fraction, at = text[at + 1:end], end
+    zone = text[at:]
+    if zone == "Z":
+        return (*fields, fraction, None, None, None)
+    if len(zone) == 6 and zone[0] in "+-" and zone[3] == ":" and zone[1:3].isdecimal() \
+            and zone[4:].isdecimal():
+        return (*fields, fraction, zone[0], zone[1:3], zone[4:])
+    return None
+
+
+def json_files(folder: Path) -> list[Path]:
+    """`folder`'s `*.json` entries, hidden ones too, as `folder.glob("*.json")` finds them
+    (none when it cannot be listed), without the `re` a glob compiles."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return [folder / name for name in names if name.endswith(".json")]
+
+
+def _runs_as_one(text: str, char: str) -> str:
+    """Every run of `char` in `text` as one `char`."""
+    doubled = char * 2
+    while doubled in text:
+        text = text.replace(doubled, char)
+    return text
 
 
 def _safe_name(text: object, what: str) -> str:
     if not isinstance(text, str) or "\x00" in text:
         raise ValueError(f"{what} must be text without NUL characters")
-    name = _UNSAFE_NAME_CHARS.sub("-", text.strip())
-    name = re.sub(r"\.{2,}", ".", name)
-    name = re.sub(r"-{2,}", "-", name).strip(".-")
+    kept: list[str] = []
+    for char in text.strip():  # each run of other characters becomes one `-`
+        if char in _SAFE_NAME_CHARS:
+            kept.append(char)
+        elif not kept or kept[-1] != "\x00":
+            kept.append("\x00")
+    name = "".join(kept).replace("\x00", "-")
+    name = _runs_as_one(_runs_as_one(name, "."), "-").strip(".-")
     if not name:
         raise ValueError(f"{what} {text!r} has no usable characters")
     if len(name) > MAX_NAME_CHARS:
@@ -103,14 +150,7 @@ def safe_dispatch(dispatch: str) -> str:
 def new_dispatch_id() -> str:
     """A unique dispatch id when the host sent no agent_id: UTC time to the millisecond (sorts
     as text) and random hex (`20261121T203000123Z-9f2c1a0b`)."""
-    return re.sub(r"[-:.]", "", now_iso()) + "-" + os.urandom(4).hex()
-
-
-def split_name(stem: str) -> tuple[str, str | None]:
-    """`clavain-reviewer-safety--a1` → ("clavain-reviewer-safety", "a1"); an old
-    `clavain-reviewer-safety` → ("clavain-reviewer-safety", None)."""
-    agent, separator, dispatch = stem.partition(DISPATCH_SEPARATOR)
-    return agent, (dispatch if separator else None)
+    return now_iso().translate(_STAMP_PUNCTUATION) + "-" + os.urandom(4).hex()
 
 
 def display_name(agent: str) -> str:
@@ -135,13 +175,13 @@ def _check_text(problems: list[str], verdict: dict[str, Any], field: str, max_ch
 
 def validate(verdict: Any) -> list[str]:
     """Every way `verdict` breaks the verdict schema (empty list when it is valid)."""
-    import json  # here: SessionStart reads verdict file names only, never their JSON
+    from clavain import fastjson  # `json` imports `re`: SubagentStop validates every verdict
 
     try:  # a `\ud800` escape in a file decodes to a lone surrogate no reader can print
-        json.dumps(verdict, ensure_ascii=False).encode("utf-8")
+        fastjson.dumps(verdict, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
         return ["text holds a lone surrogate (not valid Unicode)"]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         pass  # reported field by field below
     if not isinstance(verdict, dict):
         return ["verdict must be a JSON object"]
@@ -180,7 +220,7 @@ def validate(verdict: Any) -> list[str]:
     _check_text(problems, verdict, "sprint_id", MAX_AGENT_CHARS, nullable=True)
     stamp = verdict.get("timestamp")
     if "timestamp" in verdict and not (isinstance(stamp, str)
-                                       and re.fullmatch(TIMESTAMP_PATTERN, stamp)):
+                                       and stamp_parts(stamp) is not None):
         problems.append("timestamp: must be an ISO 8601 time like 2026-01-31T12:00:00Z")
     return problems
 
@@ -284,7 +324,7 @@ def _agent_files(folder: Path, agent: str) -> list[Path]:
         names.add(safe_agent_name(PLUGIN_PREFIX + agent))
     if not folder.is_dir():
         return []
-    return sorted(path for path in folder.glob("*.json") if split_name(path.stem)[0] in names)
+    return sorted(path for path in json_files(folder) if split_name(path.stem)[0] in names)
 
 
 def read(folder: Path, agent: str, dispatch: str | None = None) -> dict[str, Any]:
@@ -310,30 +350,29 @@ def order_key(verdict: dict[str, Any]) -> tuple[datetime, str, str]:
     any number of fraction digits; an unreadable one sorts first), then the dispatch."""
     from datetime import datetime, timedelta, timezone
 
-    match = _STAMP_PARTS.fullmatch(str(verdict.get("timestamp")))
+    parts = stamp_parts(str(verdict.get("timestamp")))
     moment = datetime.min.replace(tzinfo=timezone.utc)
     fraction = ""
-    if match:
-        year, month, day, hour, minute, second = (int(part) for part in match.groups()[:6])
-        sign = -1 if match[8] == "-" else 1
-        offset = timedelta(hours=int(match[9] or 0), minutes=int(match[10] or 0)) * sign
+    if parts:
+        year, month, day, hour, minute, second = (int(part) for part in parts[:6])
+        sign = -1 if parts[7] == "-" else 1
+        offset = timedelta(hours=int(parts[8] or 0), minutes=int(parts[9] or 0)) * sign
         try:
             moment = datetime(year, month, day, hour, minute, second, tzinfo=timezone.utc) \
                 - offset
-            fraction = (match[7] or "").ljust(12, "0")[:12]
+            fraction = (parts[6] or "").ljust(12, "0")[:12]
         except (ValueError, OverflowError):
             pass
     return moment, fraction, verdict.get(DISPATCH) or ""
 
 
 def _load(path: Path) -> dict[str, Any]:
-    import json
-
+    from clavain import fastjson  # bad JSON raises `json`'s own error, in its words
     from clavain.fsutil import read_state_file
 
     try:  # never blocks on a FIFO planted among the verdicts
-        verdict = json.loads((read_state_file(path) or b"").decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        verdict = fastjson.loads((read_state_file(path) or b"").decode("utf-8"))
+    except (OSError, ValueError) as exc:  # UnicodeDecodeError and JSONDecodeError among them
         raise ValueError(f"{path.name}: not readable JSON ({exc})") from exc
     problems = validate(verdict)
     if problems:
@@ -363,7 +402,7 @@ def parse_all(folder: Path) -> list[dict[str, Any]]:
     skipped."""
     verdicts = []
     if folder.is_dir():
-        for path in sorted(folder.glob("*.json")):
+        for path in sorted(json_files(folder)):
             try:
                 verdicts.append(_record(path))
             except ValueError as exc:

@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
-import re
+from clavain.markdown_keys import is_word_char
 
-_LENS = re.compile(r"\**Lens:?\**:?\s*`?([a-z][a-z-]{0,31})\b")
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+_LENS_CHARS = _LOWER | {"-"}
+_LENS_MAX_CHARS = 32
 
 
 def prompt_lens(transcript: object) -> str | None:
@@ -23,7 +25,34 @@ def first_line_lens(text: str) -> str | None:
     from clavain.sprint.route import LENSES
 
     first_line = next((line.strip() for line in text.splitlines() if line.strip()), "")
-    found = _LENS.match(first_line)
-    return found[1] if found and found[1] in LENSES else None
+    found = lens_named(first_line)
+    return found if found in LENSES else None
+
+
+def lens_named(line: str) -> str | None:
+    """The lens word a line starts with (`Lens: quality`, `**Lens:** quality`, `Lens: `x``):
+    up to 32 lower-case letters and hyphens, starting with a letter, cut where a word ends.
+    The rule of the pattern `\\**Lens:?\\**:?\\s*`?([a-z][a-z-]{0,31})\\b`, without `re`
+    (SubagentStop reads every reviewer's lens)."""
+    at = len(line) - len(line.lstrip("*"))
+    if not line.startswith("Lens", at):
+        return None
+    at += len("Lens")
+    at += line.startswith(":", at)
+    at += len(line[at:]) - len(line[at:].lstrip("*"))
+    at += line.startswith(":", at)
+    at += len(line[at:]) - len(line[at:].lstrip())
+    at += line.startswith("`", at)
+    if at >= len(line) or line[at] not in _LOWER:
+        return None
+    end = at + 1
+    while end < len(line) and end - at < _LENS_MAX_CHARS and line[end] in _LENS_CHARS:
+        end += 1
+    while end > at:  # back to where a word ends (`\\b`)
+        if is_word_char(line[end - 1]) != (end < len(line) and is_word_char(line[end])):
+            return line[at:end]
+        end -= 1
+    return None
+
 
 

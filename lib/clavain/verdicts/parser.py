@@ -13,14 +13,21 @@ is no status at all never beats an earlier header. Anything missing or outside t
 earlier one is complete: that one may be an example); nothing is guessed.
 
 Every step is linear in the message (a 1 MB answer parses in milliseconds): a header line's key
-sits in its first few dozen characters, so only that prefix goes through the regex.
+sits in its first few dozen characters, so only that prefix is read. No `re` (SubagentStop
+parses every reviewer's answer: `re` cost it about a fifth of its time); each rule below names
+the pattern it keeps, and `tests/unit/test_readers_without_re.py` holds the two side by side.
 """
 
 from __future__ import annotations
 
-import re
-
-from clavain.markdown_keys import key_line
+from clavain.markdown_keys import (
+    bullet_end,
+    is_word_char,
+    key_line,
+    skip_quotes,
+    skip_space,
+    snake_upper,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # SubagentStop imports this: no `typing` import
@@ -34,17 +41,11 @@ HEADER_KEYS = ("TYPE", "STATUS", "MODEL", "TOKENS_SPENT", "FILES_CHANGED", "FIND
 REQUIRED_KEYS = ("TYPE", "STATUS", "SUMMARY")
 SUMMARY_MAX_CHARS = 300
 
-# `> - **Status**:`, `1. _TYPE_ :`, `` `SUMMARY:` `` …: a header line up to its first colon
-# (optional quote marks, an optional bullet, emphasis around the key, the colon inside or outside
-# the emphasis). Only that short prefix is matched, so run time does not grow with the line.
-_EXTRA_KEY = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
-_FENCE = re.compile(r"^\s*(?:```|~~~)")
-_BULLET_ITEM = re.compile(r"^(?:>\s*)*(?:[-*+•]|\d{1,3}[.)])\s+(?P<item>.+)$")
 _EMPHASIS = "*_`"
 _EMPTY_VALUES = {"", "-", "—", "none", "n/a", "na", "null", "nil", "[]", "()", "(none)"}
-# A minus sign counts only where it starts a word: `P1-2` holds the number 1, `-2` is negative.
-_NUMBER = re.compile(r"(?:(?<!\w)(?P<minus>[-\u2212]))?(?P<whole>\d+)(?:\.(?P<fraction>\d+))?"
-                     r"\s*(?P<scale>[kKmM]\b)?")
+_UPPER_SNAKE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_MINUS_SIGNS = "-\u2212"
+_SCALES = {"k": 1_000, "m": 1_000_000}
 # More digits than any count can have: reported as this (out of every bound) rather than
 # converted (int() refuses > 4,300 digits, float() overflows).
 _MAX_DIGITS = 30
@@ -72,6 +73,27 @@ def _strip_emphasis(value: str) -> str:
     return value[start:end].strip(_EMPHASIS + " \t")
 
 
+def _extra_key(key: str) -> bool:
+    """An UPPER_SNAKE key of two words or more: `TESTS_STATUS`, `EXIT_2`."""
+    words = key.split("_")
+    return len(words) > 1 and key[:1].isalpha() and \
+        all(word and all(char in _UPPER_SNAKE for char in word) for word in words)
+
+
+def _is_fence(line: str) -> bool:
+    """A code fence: ``` or ~~~ after any indentation."""
+    return line.lstrip().startswith(("```", "~~~"))
+
+
+def _bullet_item(line: str) -> str | None:
+    """What follows a list bullet (quoted or not; 1 to 3 digits for a numbered one) and the
+    whitespace after it on a stripped line, else None."""
+    end = bullet_end(line, skip_quotes(line), 3)
+    if end is None or end >= len(line) or not line[end].isspace():
+        return None
+    return line[skip_space(line, end):] or None
+
+
 def _header_line(line: str) -> tuple[str, str] | None:
     """(KEY, value) when `line` is a header line; ("", "") for an extra UPPER_SNAKE key such as
     `TESTS_STATUS:`, which never counts but may sit inside a header; else None."""
@@ -80,7 +102,7 @@ def _header_line(line: str) -> tuple[str, str] | None:
         return None
     match, key, value = found
     if key not in HEADER_KEYS:
-        return ("", "") if _EXTRA_KEY.match(match["key"]) else None
+        return ("", "") if _extra_key(match["key"]) else None
     return key, _strip_emphasis(value)
 
 
@@ -93,7 +115,7 @@ def _blocks(text: str) -> list[list[tuple[str, str, list[str]]]]:
     for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
         if not line.strip():
             continue
-        if _FENCE.match(line):  # a header lies wholly inside a fence or wholly outside it
+        if _is_fence(line):  # a header lies wholly inside a fence or wholly outside it
             if current:
                 blocks.append(current)
                 current = []
@@ -108,11 +130,11 @@ def _blocks(text: str) -> list[list[tuple[str, str, list[str]]]]:
             current.append((parsed[0], parsed[1], []))
             continue
         # A FILES_CHANGED with an empty value may list its files as bullets on the next lines.
-        bullet = (_BULLET_ITEM.match(line.strip())
+        bullet = (_bullet_item(line.strip())
                   if current and current[-1][0] == "FILES_CHANGED" and not current[-1][1]
                   else None)
         if bullet:
-            current[-1][2].append(bullet["item"].strip())
+            current[-1][2].append(bullet.strip())
             continue
         if current:
             blocks.append(current)
@@ -152,17 +174,50 @@ def _number(value: str) -> int | None:
     """`1200`, `~1,200`, `1.5k`, `1200 (estimated)`, `-3` → int, exactly (integer arithmetic,
     a fraction rounded half up); no digits → None."""
     cleaned = value.replace(",", "").replace("_", "").replace("\u202f", "").replace("\u00a0", "")
-    match = _NUMBER.search(cleaned)
-    if not match:
+    found = _first_number(cleaned)
+    if found is None:
         return None
-    whole, fraction = match["whole"].lstrip("0"), (match["fraction"] or "")[:_MAX_DIGITS]
-    sign = -1 if match["minus"] else 1
+    minus, whole, fraction, scale = found
+    whole, fraction = whole.lstrip("0"), fraction[:_MAX_DIGITS]
+    sign = -1 if minus else 1
     if len(whole) > _MAX_DIGITS:
         return sign * 10**_MAX_DIGITS
-    scale = {"k": 1_000, "m": 1_000_000}.get((match["scale"] or "").lower(), 1)
+    multiplier = _SCALES.get(scale.lower(), 1)
     denominator = 10 ** len(fraction)
-    quotient, remainder = divmod(int(whole + fraction or "0") * scale, denominator)
+    quotient, remainder = divmod(int(whole + fraction or "0") * multiplier, denominator)
     return sign * (quotient + (2 * remainder >= denominator))
+
+
+def _digits_end(text: str, at: int) -> int:
+    while at < len(text) and text[at].isdecimal():
+        at += 1
+    return at
+
+
+def _first_number(text: str) -> tuple[bool, str, str, str] | None:
+    """(minus, whole digits, fraction digits, scale letter) of the first number in `text`: an
+    optional minus, digits, optionally `.` and digits, then optionally (after whitespace) a
+    `k` or `m` that ends a word. A minus sign counts only where it starts a word: `P1-2` holds
+    the number 1, `-2` is negative."""
+    for at, char in enumerate(text):
+        minus = char in _MINUS_SIGNS and at + 1 < len(text) and text[at + 1].isdecimal() \
+            and not (at and is_word_char(text[at - 1]))
+        if minus or char.isdecimal():
+            break
+    else:
+        return None
+    start = at + 1 if minus else at
+    end = _digits_end(text, start)
+    whole, fraction = text[start:end], ""
+    if end + 1 < len(text) and text[end] == "." and text[end + 1].isdecimal():
+        fraction_end = _digits_end(text, end + 1)
+        fraction, end = text[end + 1:fraction_end], fraction_end
+    end = skip_space(text, end)
+    scale = ""
+    if end < len(text) and text[end] in "kKmM" and \
+            (end + 1 == len(text) or not is_word_char(text[end + 1])):
+        scale = text[end]
+    return minus, whole, fraction, scale
 
 
 def _tokens(value: str) -> int | None:
@@ -178,7 +233,7 @@ def _file_list(value: str, items: list[str]) -> list[str]:
         raw = raw[1:-1]
     if raw.strip().lower() in _EMPTY_VALUES:
         raw = ""
-    parts = [*(p for p in re.split(r"[,;]", raw)), *items] if raw else list(items)
+    parts = [*raw.replace(";", ",").split(","), *items] if raw else list(items)
     files: dict[str, None] = {}  # ordered and de-duplicated in linear time
     for part in parts:
         name = _strip_emphasis(part).strip("'\"").strip()
@@ -189,7 +244,7 @@ def _file_list(value: str, items: list[str]) -> list[str]:
 
 def _enum_word(value: str) -> str:
     """`Needs attention`, `needs-attention`, `**CLEAN**` → `NEEDS_ATTENTION`, `CLEAN`."""
-    return re.sub(r"[\s-]+", "_", _strip_emphasis(value).rstrip(".!").strip()).upper()
+    return snake_upper(_strip_emphasis(value).rstrip(".!").strip())
 
 
 def parse_header(text: str) -> dict[str, Any]:

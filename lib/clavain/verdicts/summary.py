@@ -10,8 +10,6 @@ NEEDS_ATTENTION)`), so a later CLEAN never silently hides a finding. Stdlib only
 
 from __future__ import annotations
 
-from typing import Any
-
 from clavain.verdicts.files import (
     ALL_STATUSES,
     ATTENTION_STATUSES,
@@ -19,6 +17,10 @@ from clavain.verdicts.files import (
     display_name,
     order_key,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `typing` imports `re`: PreCompact and SessionStart read verdicts
+    from typing import Any
 
 COMPACT_SUMMARY_CHARS = 60
 COMPACT_AGENT_CHARS = 32

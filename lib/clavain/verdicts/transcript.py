@@ -11,6 +11,8 @@ as JSON: tool results (the bulk of a transcript) are skipped at memchr speed.
 
 from __future__ import annotations
 
+import os
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` and `pathlib` cost imports the hooks need not pay
     from collections.abc import Iterable, Iterator
@@ -168,13 +170,21 @@ def _feed(deduper: _Deduper, path: Path, since: str | None = None) -> None:
     feed_lines(deduper, _usage_lines(path), since)
 
 
+def decoded_line(line: bytes) -> str:
+    """A transcript line as `json.loads` decodes bytes: UTF-8, a BOM dropped, surrogates let
+    through (UnicodeDecodeError, a ValueError, for anything else). Not the utf-8-sig codec: it
+    costs an import."""
+    return (line[3:] if line.startswith(b"\xef\xbb\xbf") else line).decode("utf-8",
+                                                                            "surrogatepass")
+
+
 def feed_lines(deduper: _Deduper, lines: Iterable[bytes], since: str | None = None) -> None:
     """Add the responses of transcript `lines` (those written at or after `since`)."""
-    import json  # here: SessionStart reads a prompt (`first_user_text`) and never this
+    from clavain import fastjson  # `json` imports `re`: SubagentStop measures every reviewer
 
     for line in lines:
         try:
-            record = json.loads(line)
+            record = fastjson.loads(decoded_line(line))
         except (ValueError, RecursionError):  # a torn last line; absurdly deep nesting
             continue
         if not isinstance(record, dict):
@@ -232,8 +242,26 @@ def subagent_files(transcript: Path) -> list[Path]:
     folder = transcript.with_suffix("") / "subagents"
     if not folder.is_dir():
         return []
-    found = [*folder.glob("agent-*.jsonl"), *folder.glob("workflows/*/agent-*.jsonl")]
+    found = _agent_files(folder)
+    for run in _entries(folder / "workflows"):
+        if run.is_dir():
+            found += _agent_files(folder / "workflows" / run.name)
     return sorted(path for path in found if path.is_file())
+
+
+def _entries(folder: Path) -> list:
+    try:
+        with os.scandir(folder) as entries:
+            return list(entries)
+    except OSError:
+        return []
+
+
+def _agent_files(folder: Path) -> list[Path]:
+    """`agent-*.jsonl` in `folder`, as a glob finds them, without the `re` a glob compiles."""
+    return [folder / entry.name for entry in _entries(folder)
+            if len(entry.name) >= len("agent-.jsonl") and entry.name.startswith("agent-")
+            and entry.name.endswith(".jsonl")]
 
 
 def session_usage(transcript: Path, *, with_subagents: bool = True
@@ -291,9 +319,9 @@ def holds_final_message(path: Path, message: str) -> bool:
     """Whether the transcript already holds the agent's final message. The host can fire
     SubagentStop before it has flushed that line (seen on 2.1.330: a 3 KB file that later grew
     to 33 KB), and measuring then would miss the last turn's usage."""
-    import json
+    from clavain import fastjson
 
-    needle = json.dumps(message.strip()[-80:], ensure_ascii=False)[1:-1]
+    needle = fastjson.dumps(message.strip()[-80:], ensure_ascii=False)[1:-1]
     try:
         with open(path, "rb") as handle:
             handle.seek(max(0, path.stat().st_size - FINAL_MESSAGE_TAIL_BYTES))

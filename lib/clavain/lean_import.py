@@ -1,0 +1,107 @@
+"""Standard library modules imported without the dependencies a hook never reaches.
+
+A hook is a fresh `python -I -S` per call, so import time is most of what it costs (issue 37).
+Two modules the hooks need import far more than the hooks use:
+- `_sqlite3` imports `functools` (and with it `collections`, `itertools`, `operator` …) for
+  one name, `lru_cache`, its statement cache;
+- `pathlib` imports `re` (with `enum`), `fnmatch` and `urllib.parse` (with `ipaddress`), about
+  half of a bare interpreter's start, for `glob`, `match` and `as_uri`, which no hook calls.
+Such a module is imported here while those dependencies are stood in for. A stand-in imports
+the real module on the first name looked up in it, so a stand-in that is used behaves as the
+real module, only later; `functools`' stand-in holds the real `lru_cache` C wrapper, which the
+import itself calls. The stand-ins leave `sys.modules` as soon as the import is done, so any
+later `import re` gets the real module. Stdlib only; nothing here imports anything.
+"""
+
+from __future__ import annotations
+
+import sys
+
+_Module = type(sys)
+
+
+class _StandIn(_Module):
+    """A module not imported yet: the first name looked up in it imports the real one."""
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = getattr(_real(self), name)
+        setattr(self, name, value)  # looked up once
+        return value
+
+
+def _real(stand_in: _StandIn) -> object:
+    name = stand_in.__name__
+    if sys.modules.get(name) is stand_in:  # looked up during the import it stands in for
+        del sys.modules[name]
+    __import__(name)
+    return sys.modules[name]
+
+
+def _deferred_function(module: str, name: str):
+    """`name` from `module` for a `from module import name` in the import: the module is
+    imported at the first call."""
+
+    def call(*args, **kwargs):
+        __import__(module)
+        return getattr(sys.modules[module], name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+def _lru_cache(maxsize=128, typed=False):  # functools.lru_cache's signature
+    from _functools import _lru_cache_wrapper
+
+    if callable(maxsize):  # used bare: @lru_cache
+        return _lru_cache_wrapper(maxsize, 128, typed, tuple)
+    return lambda function: _lru_cache_wrapper(function, maxsize, typed, tuple)
+
+
+def import_without(name: str, deferred: dict[str, dict[str, object]]) -> object:
+    """Import module `name` while each module in `deferred` (not imported yet) is a stand-in
+    holding the names given for it; returns the module. A plain import when `name` is
+    imported already or the lean one fails."""
+    if name in sys.modules:
+        return sys.modules[name]
+    stand_ins = {}
+    for module, names in deferred.items():
+        if module not in sys.modules:
+            stand_in = _StandIn(module)
+            for attribute, value in names.items():
+                setattr(stand_in, attribute, value)
+            stand_ins[module] = sys.modules[module] = stand_in
+    try:
+        __import__(name)
+    except Exception:
+        sys.modules.pop(name, None)  # a half-run module; the plain import below runs it again
+    finally:
+        for module, stand_in in stand_ins.items():
+            if sys.modules.get(module) is stand_in:
+                del sys.modules[module]
+    if name not in sys.modules:
+        __import__(name)
+    return sys.modules[name]
+
+
+def _functools_stand_in() -> dict[str, object]:
+    try:
+        from _functools import _lru_cache_wrapper  # noqa: F401
+    except ImportError:  # an interpreter without the C wrapper: the real functools
+        return {}
+    return {"functools": {"lru_cache": _lru_cache}}
+
+
+def import_pathlib() -> object:
+    """`pathlib`, without `re`, `fnmatch`, `urllib.parse` and `ntpath` until a path globs,
+    matches, becomes a URI or is a Windows path."""
+    quote = _deferred_function("urllib.parse", "quote_from_bytes")
+    return import_without("pathlib", {**_functools_stand_in(), "re": {}, "fnmatch": {},
+                                      "urllib.parse": {"quote_from_bytes": quote},
+                                      "ntpath": {}})
+
+
+def import_sqlite_driver() -> object:
+    """`_sqlite3` (the C driver), without `functools` beyond `lru_cache`."""
+    return import_without("_sqlite3", _functools_stand_in())
