@@ -10,7 +10,11 @@ Such a module is imported here while those dependencies are stood in for. A stan
 the real module on the first name looked up in it, so a stand-in that is used behaves as the
 real module, only later; `functools`' stand-in holds the real `lru_cache` C wrapper, which the
 import itself calls. The stand-ins leave `sys.modules` as soon as the import is done, so any
-later `import re` gets the real module. Stdlib only; nothing here imports anything.
+later `import re` gets the real module. Only a module not imported yet is stood in for, so a
+process that has `re` already (every CLI command) imports as usual. Another thread importing a
+stood-in module meanwhile would get the stand-in (which behaves as the module, but is not the
+same object): the hooks and `store.db` import before any thread starts. Stdlib only; nothing
+here imports more than `sys` and C modules.
 """
 
 from __future__ import annotations
@@ -95,11 +99,18 @@ def _functools_stand_in() -> dict[str, object]:
 
 def import_pathlib() -> object:
     """`pathlib`, without `re`, `fnmatch`, `urllib.parse` and `ntpath` until a path globs,
-    matches, becomes a URI or is a Windows path."""
+    matches, becomes a URI or is a Windows path, nor `warnings` until a deprecated method
+    warns, nor the `operator` module around the C `attrgetter` its classes use."""
     quote = _deferred_function("urllib.parse", "quote_from_bytes")
-    return import_without("pathlib", {**_functools_stand_in(), "re": {}, "fnmatch": {},
-                                      "urllib.parse": {"quote_from_bytes": quote},
-                                      "ntpath": {}})
+    deferred = {**_functools_stand_in(), "re": {}, "fnmatch": {}, "ntpath": {}, "warnings": {},
+                "urllib.parse": {"quote_from_bytes": quote}}
+    try:  # the C `attrgetter` the `operator` module re-exports
+        from _operator import attrgetter
+    except ImportError:
+        pass
+    else:
+        deferred["operator"] = {"attrgetter": attrgetter}
+    return import_without("pathlib", deferred)
 
 
 def import_sqlite_driver() -> object:

@@ -644,3 +644,24 @@ def test_a_late_reviewer_is_filed_under_the_sprint_it_was_asked_for(run_hook,
     assert load(tmp_path, "clavain-reviewer-quality--r1.json")["sprint_id"] == \
         first["sprint_id"]
     assert dispatches.running(state) == []
+
+
+def test_the_budget_gets_the_transcript_the_verdict_read(tmp_path: Path, monkeypatch) -> None:
+    """One read of the subagent's transcript serves its verdict and its budget; a transcript
+    still missing the final message is not handed on (the budget waits and reads for itself)."""
+    from clavain.guards import agents
+    from clavain.hooks import subagent_stop
+
+    handed: list[object] = []
+    monkeypatch.setattr(agents, "subagent_stopped", lambda p, usage=None: handed.append(usage))
+    monkeypatch.setattr(subagent_stop, "TRANSCRIPT_WAIT_SECONDS", 0.2)
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path))
+    whole = transcript(tmp_path / "agent-a1.jsonl", [30, 50], CLEAN_MESSAGE)
+    subagent_stop.handle(payload(tmp_path, "clavain:fd-quality", CLEAN_MESSAGE,
+                                 agent_transcript_path=str(whole)))
+    assert handed[0].total == 2 * 1100 + 30 + 50
+    cut = tmp_path / "agent-b2.jsonl"
+    cut.write_text(transcript_lines([30, 50], CLEAN_MESSAGE)[0] + "\n")
+    subagent_stop.handle(payload(tmp_path, "clavain:fd-quality", CLEAN_MESSAGE, agent_id="b2",
+                                 agent_transcript_path=str(cut)))
+    assert handed[1] is None

@@ -378,3 +378,26 @@ def test_a_runner_of_clavain_run_launches_subagents_under_its_own_share(sql, tmp
     sql.commit()
     assert budget.check(sql, run_key="run:r1", session_id=None, call=call, limits=lim,
                         problems=[], tool_use_id="t2")["decision"] == "deny"
+
+
+def test_an_agent_read_whole_for_its_verdict_is_not_read_again(tmp_path: Path, monkeypatch) -> None:
+    """SubagentStop reads the subagent's transcript once: the budget prices what the verdict
+    read (the same figures as a fresh read), unless the subagent started agents of its own."""
+    from clavain.verdicts import transcript
+
+    path = tmp_path / "agent-a1.jsonl"
+    path.write_text(usage_line("m1", 400) + usage_line("m2", 700) + usage_line("m2", 700))
+    payload = {"agent_transcript_path": str(path), "last_assistant_message": ""}
+    fresh = agents._measure_agent(payload)
+    known = transcript.transcript_usage(path)
+    reads: list[str] = []
+    original = transcript._usage_lines
+    monkeypatch.setattr(transcript, "_usage_lines",
+                        lambda p, *a: reads.append(str(p)) or original(p, *a))
+    assert agents._measure_agent(payload, known) == fresh and fresh[0][0] == 1100
+    assert reads == []
+    nested = tmp_path / "agent-a1" / "subagents" / "agent-b2.jsonl"
+    nested.parent.mkdir(parents=True)
+    nested.write_text(usage_line("m3", 50))
+    assert agents._measure_agent(payload, known)[0][0] == 1150  # its own agents: read it all
+    assert str(path) in reads

@@ -27,7 +27,7 @@ def test_pathlib_comes_without_re_and_still_globs_matches_and_quotes(tmp_path: P
     out = _run(
         "lean_import.import_pathlib()\n"
         "heavy = ('re', 'enum', 'fnmatch', 'urllib.parse', 'ipaddress', 'ntpath', 'functools',\n"
-        "         'collections')\n"
+        "         'collections', 'warnings', 'operator')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
         "from pathlib import Path, PureWindowsPath\n"
         "root = Path(sys.argv[2])\n"

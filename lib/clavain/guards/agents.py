@@ -168,9 +168,11 @@ def finish(conn, run_key: str, agent_id: str, agent_type: str | None, *, model: 
         (run_key, agent_id, agent_type, model, tokens, cost_usd, at, at, at))
 
 
-def subagent_stopped(payload: dict) -> str | None:
+def subagent_stopped(payload: dict, agent_usage=None) -> str | None:
     """SubagentStop: measure the subagent into its row, fold the session's spend forward, then
-    release one of its reservations. A note for hooks.log, or None."""
+    release one of its reservations. `agent_usage`: the subagent's transcript as the verdict
+    read it whole (a `transcript.Usage`), so it is not read again. A note for hooks.log, or
+    None."""
     from clavain.guards import gate
 
     where = gate._counting_here(payload, database_needed=True)
@@ -181,7 +183,7 @@ def subagent_stopped(payload: dict) -> str | None:
     run_key = context["run_key"]
     agent_type = payload.get("agent_type")
     agent_type = agent_type[:200] if isinstance(agent_type, str) else None
-    measured, note = _measure_agent(payload)
+    measured, note = _measure_agent(payload, agent_usage)
     from clavain.clock import now_iso
     from clavain.guards import fanout, usage
     from clavain.store import db
@@ -206,9 +208,10 @@ def subagent_stopped(payload: dict) -> str | None:
     return note  # no reservation matched: one made before budgets counted, or none at all
 
 
-def _measure_agent(payload: dict) -> tuple[tuple[int, float, str | None], str | None]:
+def _measure_agent(payload: dict, known=None) -> tuple[tuple[int, float, str | None], str | None]:
     """((tokens, dollars, main model), a note) of the subagent's own transcript, once the host
-    wrote its final message (waiting at most TRANSCRIPT_WAIT_SECONDS)."""
+    wrote its final message (waiting at most TRANSCRIPT_WAIT_SECONDS); from `known` (its usage,
+    read whole already) when the subagent started none of its own."""
     path = payload.get("agent_transcript_path")
     if not isinstance(path, str) or not path:
         return (0, 0.0, None), None
@@ -226,6 +229,13 @@ def _measure_agent(payload: dict) -> tuple[tuple[int, float, str | None], str | 
     if not os.path.isfile(path):
         return (0, 0.0, None), f"agent_transcript_path {path!r} not written in " \
             f"{TRANSCRIPT_WAIT_SECONDS:g} s: measured as 0 (the session's figure counts it later)"
-    tokens, dollars, per_model = usage_cost([Path(path)])
+    from clavain.verdicts.transcript import subagent_files
+
+    if known is not None and not subagent_files(Path(path)):
+        from clavain.guards.usage import priced
+
+        tokens, dollars, per_model = priced(known)
+    else:
+        tokens, dollars, per_model = usage_cost([Path(path)])
     main = max(per_model, key=lambda m: per_model[m]["cost_usd"]) if per_model else None
     return (tokens, dollars, main), None

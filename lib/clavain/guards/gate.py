@@ -78,7 +78,7 @@ def run_context(root: str, session_id: object, supervised_run: str | None = None
                 env: dict | None = None) -> dict:
     """{"run_key", "sprint_id", "limits", "problems", "patterns"} for calls in the project whose
     state folder is `root`, now; budget variables from `env` (default: this process's)."""
-    from clavain.guards import commands, policy
+    from clavain.guards import policy
 
     env = os.environ if env is None else env
     sprint_id, complexity = _active_sprint(root)
@@ -95,7 +95,17 @@ def run_context(root: str, session_id: object, supervised_run: str | None = None
         run_key = supervised  # a runner of `clavain run`: its calls count against that run
     return {"run_key": run_key, "sprint_id": sprint_id,
             "limits": limits, "problems": problems + more,
-            "patterns": commands.compile_patterns(limits["testPatterns"])}
+            "patterns": _test_patterns(limits["testPatterns"])}
+
+
+def _test_patterns(extra: list[str]) -> list:
+    """`budgets.testPatterns` compiled; with none, no `guards.commands` import (SubagentStop
+    asks for the run's context but describes no command)."""
+    if not extra:
+        return []
+    from clavain.guards.commands import compile_patterns
+
+    return compile_patterns(extra)
 
 
 def _active_sprint(root: str) -> tuple[str | None, object]:

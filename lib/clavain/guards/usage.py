@@ -30,10 +30,10 @@ def usage_cost(transcripts: list[Path], since: str | None = None) -> tuple[int, 
     from clavain.verdicts.transcript import subagent_files, usage_of_files
 
     files = [f for t in transcripts if t.is_file() for f in (t, *subagent_files(t))]
-    return _priced(usage_of_files(files, since))
+    return priced(usage_of_files(files, since))
 
 
-def _priced(total) -> tuple[int, float, dict]:
+def priced(total) -> tuple[int, float, dict]:
     """(tokens, dollars, per model) of a `transcript.Usage`."""
     from clavain.guards.pricing import cost_usd
 
@@ -228,7 +228,7 @@ def _save_measured(conn, run_key: str, started_at: str, since: str, measured: tu
                 _generation(conn, run_key) != loaded["generation"]:
             return False
         _save(conn, run_key, since, deduper, positions, loaded)
-        tokens, dollars, per_model = _priced(_saved_usage(conn, run_key))
+        tokens, dollars, per_model = priced(_saved_usage(conn, run_key))
         conn.execute("UPDATE budget_runs SET tokens = ?, cost_usd = ?, usage_json = ? "
                      "WHERE run_key = ?", (tokens, dollars, fastjson.dumps(per_model), run_key))
     return True

@@ -126,8 +126,10 @@ def _wait_for_transcript(path: Path, message: str, deadline: float) -> bool:
 
 
 def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str,
-             notes: list[str], deadline: float) -> None:
-    """Replace reported tokens (and a missing model) with what the transcript shows."""
+             notes: list[str], deadline: float, measured: dict[str, Any]) -> None:
+    """Replace reported tokens (and a missing model) with what the transcript shows. Once the
+    transcript holds the final message, what was read is kept in `measured["usage"]` for the
+    budget's settling: the same file, read once."""
     transcript = payload.get("agent_transcript_path")
     if transcript is None or transcript == "":
         return
@@ -135,7 +137,8 @@ def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str,
         notes.append(f"agent_transcript_path {_short(transcript)} is no readable file; "
                      "keeping the reported tokens")
         return
-    if not _wait_for_transcript(Path(transcript), message, deadline):
+    complete = _wait_for_transcript(Path(transcript), message, deadline)
+    if not complete:
         notes.append(f"transcript {_short(transcript)} lacks the final message after "
                      f"{TRANSCRIPT_WAIT_SECONDS:g}s; measured what is there")
     from clavain.verdicts.transcript import transcript_usage
@@ -145,6 +148,8 @@ def _measure(payload: dict[str, Any], verdict: dict[str, Any], message: str,
     except OSError as exc:
         notes.append(f"transcript unreadable, keeping the reported tokens: {exc}")
         return
+    if complete:
+        measured["usage"] = usage
     if usage.messages:
         verdict_files.apply_usage(verdict, usage)
 
@@ -186,10 +191,13 @@ def _verdict(message: str, agent: str, found: tuple[str, str | None], ids: dict[
 
 
 def record(payload: dict[str, Any], *, root: Path | None = None,
-           notes: list[str] | None = None) -> Path | None:
+           notes: list[str] | None = None,
+           measured: dict[str, Any] | None = None) -> Path | None:
     """Write the verdict for this SubagentStop; the JSON file's path, or None when ignored.
-    What went wrong without stopping the verdict is appended to `notes`."""
+    What went wrong without stopping the verdict is appended to `notes`; the agent's
+    transcript usage, once read whole, to `measured["usage"]`."""
     notes = [] if notes is None else notes
+    measured = {} if measured is None else measured
     found = plugin_agent(payload.get("agent_type"))
     if found is None:
         return None
@@ -221,7 +229,7 @@ def record(payload: dict[str, Any], *, root: Path | None = None,
                      f"used {cwd}")
     state = ensure_state(StatePaths.discover(cwd))
     try:
-        _measure(payload, verdict, message, notes, deadline)
+        _measure(payload, verdict, message, notes, deadline, measured)
     except Exception as exc:  # measuring is a bonus; the verdict is owed
         notes.append(f"tokens not measured: {type(exc).__name__}: {exc}")
     dispatch = verdict_files.dispatch_for(state.verdicts, agent, ids["agent_id"])
@@ -292,8 +300,9 @@ def _has_content(path: str) -> bool:
 
 def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     notes: list[str] = []
+    measured: dict[str, Any] = {}  # the agent's transcript, read once for verdict and budget
     try:
-        record(payload, notes=notes)
+        record(payload, notes=notes, measured=measured)
     except Exception as exc:
         notes.append(f"{type(exc).__name__}: {exc}")
     try:  # reported (or ignored): a review gate no longer waits on this dispatch
@@ -305,7 +314,7 @@ def handle(payload: dict[str, Any]) -> dict[str, Any] | None:
     try:  # any agent: its spend measured, then its reservation given back (`guards.agents`)
         from clavain.guards.agents import subagent_stopped
 
-        settled = subagent_stopped(payload)
+        settled = subagent_stopped(payload, measured.get("usage"))
         if settled:
             notes.append(f"budget: {settled}")
     except Exception as exc:  # the reservation stays: the session over-counts, never under
