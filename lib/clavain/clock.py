@@ -46,13 +46,17 @@ def earlier_iso(stamp: str, seconds: int) -> str:
     for `now_iso`'s own form (SubagentStop measures from a run's start on every reviewer):
     milliseconds exact, as `datetime` would give them; any other form through `datetime`."""
     moment = _epoch_ms(stamp)
-    if moment is None:
-        from datetime import timedelta
+    if moment is not None:
+        moment -= seconds * 1000
+        try:  # before 1970 on some systems, or past what `time` holds: `datetime` below
+            at = time.gmtime(moment // 1000)
+        except (OverflowError, OSError, ValueError):
+            at = None
+        if at is not None and at.tm_year >= 1000:
+            return time.strftime("%Y-%m-%dT%H:%M:%S", at) + f".{moment % 1000:03d}Z"
+    from datetime import timedelta
 
-        return now_iso(parse_iso(stamp) - timedelta(seconds=seconds))
-    moment -= seconds * 1000
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment // 1000)) + \
-        f".{moment % 1000:03d}Z"
+    return now_iso(parse_iso(stamp) - timedelta(seconds=seconds))
 
 
 def _epoch_ms(stamp: str) -> int | None:

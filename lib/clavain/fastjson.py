@@ -56,13 +56,22 @@ def dumps(value: object, *, indent: int | None = None, ensure_ascii: bool = True
         return json.dumps(value, indent=indent, ensure_ascii=ensure_ascii)
     quote = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
     parts: list[str] = []
-    _encode(value, parts, 0, quote, None if indent is None else " " * indent)
+    try:
+        _encode(value, parts, 0, quote, None if indent is None else " " * indent)
+    except _TooDeep:  # rare: `json` decides, so how deep is too deep is its answer
+        import json
+
+        return json.dumps(value, indent=indent, ensure_ascii=ensure_ascii)
     return "".join(parts)
+
+
+class _TooDeep(Exception):
+    """Nested deeper than this encoder goes on the stack (`json` itself may go further)."""
 
 
 def _encode(value: object, parts: list[str], depth: int, quote, indent: str | None) -> None:
     if depth > 500:
-        raise RecursionError("value nested too deeply for JSON")
+        raise _TooDeep
     if isinstance(value, str):
         parts.append(quote(value))
     elif value is None:

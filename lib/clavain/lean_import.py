@@ -56,11 +56,25 @@ def _deferred_function(module: str, name: str):
 
 
 def _lru_cache(maxsize=128, typed=False):  # functools.lru_cache's signature
+    if callable(maxsize):  # used bare: @lru_cache
+        return _cached(maxsize, 128, typed)
+    return lambda function: _cached(function, maxsize, typed)
+
+
+def _cached(function, maxsize, typed):
+    """What `functools.lru_cache` returns, from the same C wrapper: `cache_info()` is a plain
+    tuple (hits, misses, maxsize, currsize) rather than a named one."""
     from _functools import _lru_cache_wrapper
 
-    if callable(maxsize):  # used bare: @lru_cache
-        return _lru_cache_wrapper(maxsize, 128, typed, tuple)
-    return lambda function: _lru_cache_wrapper(function, maxsize, typed, tuple)
+    wrapper = _lru_cache_wrapper(function, maxsize, typed, _cache_info)
+    for name in ("__module__", "__name__", "__qualname__", "__doc__"):  # as update_wrapper
+        setattr(wrapper, name, getattr(function, name, None))
+    wrapper.__wrapped__ = function
+    return wrapper
+
+
+def _cache_info(hits: int, misses: int, maxsize: int | None, currsize: int) -> tuple:
+    return (hits, misses, maxsize, currsize)
 
 
 def import_without(name: str, deferred: dict[str, dict[str, object]]) -> object:
@@ -98,11 +112,15 @@ def _functools_stand_in() -> dict[str, object]:
 
 
 def import_pathlib() -> object:
-    """`pathlib`, without `re`, `fnmatch`, `urllib.parse` and `ntpath` until a path globs,
-    matches, becomes a URI or is a Windows path, nor `warnings` until a deprecated method
-    warns, nor the `operator` module around the C `attrgetter` its classes use."""
+    """`pathlib`, without `re`, `fnmatch` and `urllib.parse` (with `ipaddress`) until a path
+    globs, matches or becomes a URI, nor `warnings` until a deprecated method warns, nor the
+    `operator` module around the C `attrgetter` its classes use. From Python 3.12, pathlib
+    itself uses `functools` and `fnmatch` (3.13: `glob`) as it is imported: those stand-ins
+    give way at once, and what is saved is `urllib.parse` and `ipaddress`."""
     quote = _deferred_function("urllib.parse", "quote_from_bytes")
-    deferred = {**_functools_stand_in(), "re": {}, "fnmatch": {}, "ntpath": {}, "warnings": {},
+    # Not `ntpath`: Python 3.13's PureWindowsPath hands it out (`.parser`), where a stand-in
+    # would not be the module itself.
+    deferred = {**_functools_stand_in(), "re": {}, "fnmatch": {}, "warnings": {},
                 "urllib.parse": {"quote_from_bytes": quote}}
     try:  # the C `attrgetter` the `operator` module re-exports
         from _operator import attrgetter

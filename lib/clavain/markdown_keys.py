@@ -103,20 +103,28 @@ def _after_bullet(prefix: str, at: int) -> dict[str, str] | None:
     key_start = skip_space(prefix, at)
     if key_start >= len(prefix) or prefix[key_start] not in _LETTERS:
         return None
-    for end in range(key_start + 1, min(key_start + _KEY_MAX_CHARS, len(prefix)) + 1):
-        if end - 1 > key_start and prefix[end - 1] not in _KEY_CHARS:
-            return None
-        close = _closing(prefix, end)
-        if close is not None:
-            return {"open": prefix[opened:at], "key": prefix[key_start:end], "close": close}
-    return None
+    # The shortest key the rest can close: the rest (before the colon) is whitespace, emphasis,
+    # whitespace, and every start within the longest such tail closes too.
+    end = max(key_start + 1, _closing_start(prefix))
+    if end - key_start > _KEY_MAX_CHARS or \
+            not all(char in _KEY_CHARS for char in prefix[key_start + 1:end]):
+        return None
+    close_start = skip_space(prefix, end)
+    close_end = close_start
+    while prefix[close_end] in EMPHASIS:
+        close_end += 1
+    return {"open": prefix[opened:at], "key": prefix[key_start:end],
+            "close": prefix[close_start:close_end]}
 
 
-def _closing(prefix: str, at: int) -> str | None:
-    """The emphasis run closing a key that ends at `at` (whitespace, emphasis, whitespace,
-    then the colon that ends `prefix`), or None."""
-    at = skip_space(prefix, at)
-    start = at
-    while at < len(prefix) and prefix[at] in EMPHASIS:
-        at += 1
-    return prefix[start:at] if prefix[skip_space(prefix, at):] == ":" else None
+def _closing_start(prefix: str) -> int:
+    """Where the longest tail of `prefix` before its colon that is whitespace, then emphasis,
+    then whitespace begins."""
+    at = len(prefix) - 1  # the colon
+    while at > 0 and prefix[at - 1].isspace():
+        at -= 1
+    while at > 0 and prefix[at - 1] in EMPHASIS:
+        at -= 1
+    while at > 0 and prefix[at - 1].isspace():
+        at -= 1
+    return at

@@ -32,6 +32,8 @@ def test_it_agrees_with_datetime(moment_ms: int, seconds: int, form: str) -> Non
 
 def test_what_it_writes_is_now_iso_s_form() -> None:
     assert earlier_iso(iso_at(1764374400.5), 60) == iso_at(1764374340.5)
+    # Into a year below 1000: written with four digits, as `datetime` writes it.
+    assert earlier_iso("1000-01-01T00:00:30.000Z", 60) == "0999-12-31T23:59:30.000Z"
 
 
 @pytest.mark.parametrize("stamp", ["2026-02-30T00:00:00.000Z", "2026-11-21T25:00:00Z",

@@ -75,6 +75,11 @@ def test_too_deep_is_a_recursion_error_both_ways() -> None:
         deep = [deep]
     with pytest.raises(RecursionError):
         fastjson.dumps(deep)
+    fair: list = []  # deeper than fastjson's own stack, not too deep for `json`
+    for _ in range(600):
+        fair = [fair]
+    for indent in (None, 2):
+        assert fastjson.dumps(fair, indent=indent) == json.dumps(fair, indent=indent)
 
 
 def test_keys_and_what_json_cannot_write() -> None:

@@ -55,5 +55,8 @@ class Signals:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for sig, handler in self.previous.items():
-            signal.signal(sig, handler)
+        try:  # a signal during the run's last steps (settling, recording) is answered too
+            self.answer()
+        finally:
+            for sig, handler in self.previous.items():
+                signal.signal(sig, handler)

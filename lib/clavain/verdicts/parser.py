@@ -12,8 +12,9 @@ is no status at all never beats an earlier header. Anything missing or outside t
 `VerdictParseError` with every problem listed (a broken last header is an error even when an
 earlier one is complete: that one may be an example); nothing is guessed.
 
-Every step is linear in the message (a 1 MB answer parses in milliseconds): a header line's key
-sits in its first few dozen characters, so only that prefix is read. No `re` (SubagentStop
+Every step is linear in the message (1 MB of prose parses in about 0.1 s, 1 MB of nothing but
+header-like lines in about 0.35 s): a header line's key sits in its first few dozen characters,
+so only that prefix is read. No `re` (SubagentStop
 parses every reviewer's answer: `re` cost it about a fifth of its time); each rule below names
 the pattern it keeps, and `tests/unit/test_readers_without_re.py` holds the two side by side.
 """
