@@ -39,3 +39,16 @@ def test_two_signals_before_the_first_answer_ask_both() -> None:
         os.kill(os.getpid(), signal.SIGTERM)
         signals.answer()
     assert calls == ["first", "again"] and signals.first == signal.SIGTERM
+
+
+def test_a_signal_in_the_run_s_last_steps_is_answered_on_leaving() -> None:
+    """A Ctrl-C after the main loop's last turn (the run settling its claims) still stops the
+    runners: leaving the block answers what came, then gives the handlers back."""
+    calls: list[str] = []
+    with Signals(StopFlag(), on_first=lambda: calls.append("first"),
+                 on_again=lambda: calls.append("again")) as signals:
+        signals.answer()
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGINT)
+        assert calls == []
+    assert calls == ["first", "again"]
