@@ -197,3 +197,25 @@ def test_a_persons_untracked_file_still_stops_a_parallel_run(tmp_path: Path) -> 
     assert done.returncode != 0
     assert "has untracked files (notes.txt)" in done.stderr
     assert kit.node(state, "task-a")["status"] == "open"
+
+
+def test_a_resumed_run_s_dry_run_shows_the_runner_it_would_go_on_with(tmp_path: Path) -> None:
+    """`--resume RUN --dry-run` projects the run as `--resume RUN` would run it: with the runner
+    it was started with, unless another is named now."""
+    state = kit.make_project(tmp_path / "p", {"runners": {"lim": {"command": ["true"]}}})
+    kit.add(state, [{"id": "task-a", "type": "task", "title": "a", "verify": [PASSES]}])
+    folder = state.runs / "run-old"
+    folder.mkdir(parents=True)
+    (folder / "supervisor.json").write_text(json.dumps({
+        "run_id": "run-old", "graph_id": "default", "status": "interrupted",
+        "options": {"runner": "lim", "workers": 1, "packet_mode": None}, "runners": {}}))
+
+    def runner(*args: str) -> str:
+        done = _cli(state, "run", "--dry-run", "--json", *args)
+        assert done.returncode == 0, done.stderr
+        return next(row["runner"] for row in json.loads(done.stdout)["nodes"]
+                    if row["id"] == "task-a")
+
+    assert runner("--resume", "run-old") == "lim"
+    assert runner("--resume", "run-old", "--runner", "claude") == "claude"
+    assert runner() == "claude"

@@ -402,18 +402,23 @@ def supervise(state: StatePaths, options: RunOptions, report: Report | None = No
     if not graph_store_exists(state):
         raise ClavainError(f"no workgraph yet ({state.db} is missing): `clavain init`, then "
                            "plan a sprint or add nodes with `clavain graph import`")
-    if options.resume:
-        record = run_record.resumable(state, options.resume)
-        kept = record.get("options") if isinstance(record.get("options"), dict) else {}
-        # A resumed run goes on as it was started, unless told otherwise now.
-        options = replace(options, runner=options.runner or kept.get("runner"),
-                          workers=options.workers or kept.get("workers"),
-                          packet_mode=options.packet_mode or kept.get("packet_mode"))
-        refuse_before_execute(state, record["graph_id"])
-        return Supervisor(state, record["graph_id"], options, report).run()
+    options = as_resumed(state, options)
     graph_id = resolve_graph(state, options)
     refuse_before_execute(state, graph_id)
     return Supervisor(state, graph_id, options, report).run()
+
+
+def as_resumed(state: StatePaths, options: RunOptions) -> RunOptions:
+    """`options` for `--resume RUN`: the run goes on as it was started (its runner, workers and
+    packet mode), unless told otherwise now; `options` as given without `--resume`. The run
+    and its dry run (`projection`) both ask this."""
+    if not options.resume:
+        return options
+    record = run_record.resumable(state, options.resume)
+    kept = record.get("options") if isinstance(record.get("options"), dict) else {}
+    return replace(options, runner=options.runner or kept.get("runner"),
+                   workers=options.workers or kept.get("workers"),
+                   packet_mode=options.packet_mode or kept.get("packet_mode"))
 
 
 def resolve_graph(state: StatePaths, options: RunOptions) -> str:
