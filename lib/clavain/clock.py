@@ -62,16 +62,10 @@ def earlier_iso(stamp: str, seconds: int) -> str:
 def _epoch_ms(stamp: str) -> int | None:
     """`2026-11-21T20:30:00.123Z` (no fraction, or 3 or 6 digits; years 1000-9999) as epoch
     milliseconds, the fraction cut as `now_iso` cuts it; None for anything else."""
-    date, _, clock = stamp.partition("T")
-    if len(date) != 10 or not clock.endswith("Z") or len(clock) not in (9, 13, 16):
+    parts = stamp_parts(stamp) if stamp.isascii() else None
+    if parts is None or parts[7] is not None or len(parts[6] or "") not in (0, 3, 6):
         return None
-    fields = (date[:4], date[5:7], date[8:], clock[:2], clock[3:5], clock[6:8])
-    fraction = clock[9:-1]
-    if (date[4], date[7], clock[2], clock[5]) != ("-", "-", ":", ":") or \
-            not all(part.isascii() and part.isdigit() for part in (*fields, fraction or "0")) or \
-            (fraction and clock[8] != "."):
-        return None
-    year, month, day, hour, minute, second = map(int, fields)
+    year, month, day, hour, minute, second = map(int, parts[:6])
     if year < 1000:
         return None
     # Days since 1970-01-01 in the proleptic Gregorian calendar (H. Hinnant's days_from_civil).
@@ -86,7 +80,33 @@ def _epoch_ms(stamp: str) -> int | None:
             return None  # 30 February, 25 o'clock: not a time at all
     except (OverflowError, OSError, ValueError):
         return None
-    return seconds * 1000 + int((fraction or "0")[:3].ljust(3, "0"))
+    return seconds * 1000 + int((parts[6] or "0")[:3].ljust(3, "0"))
+
+
+def stamp_parts(text: str) -> tuple[str | None, ...] | None:
+    """The fields of a stored time as `verdicts.files.TIMESTAMP_PATTERN` allows it, read
+    without `re`: year, month, day, hour, minute, second, the fraction's digits (or None),
+    then the offset's sign, hours and minutes (None for `Z`); None for anything else."""
+    fields = tuple(text[at:at + 4 if at == 0 else at + 2] for at in (0, 5, 8, 11, 14, 17))
+    if len(text) < 20 or (text[4], text[7], text[10], text[13], text[16]) != \
+            ("-", "-", "T", ":", ":") or not all(field.isdecimal() for field in fields):
+        return None
+    at = 19
+    fraction = None
+    if text[at] == ".":
+        end = at + 1
+        while end < len(text) and text[end].isdecimal():
+            end += 1
+        if end == at + 1:
+            return None
+        fraction, at = text[at + 1:end], end
+    zone = text[at:]
+    if zone == "Z":
+        return (*fields, fraction, None, None, None)
+    if len(zone) == 6 and zone[0] in "+-" and zone[3] == ":" and zone[1:3].isdecimal() \
+            and zone[4:].isdecimal():
+        return (*fields, fraction, zone[0], zone[1:3], zone[4:])
+    return None
 
 
 def utc_stamp() -> str:

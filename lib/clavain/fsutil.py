@@ -201,15 +201,24 @@ def read_regular(path: str | Path, max_bytes: int, *, from_end: bool = False,
         os.close(fd)
 
 
+def names_ending(folder: str | os.PathLike[str], suffix: str, prefix: str = "") -> list[str]:
+    """The names in `folder` that start with `prefix` and end with `suffix`, sorted (what
+    `folder.glob(f"{prefix}*{suffix}")` finds, without the `re` a glob compiles); none when
+    the folder cannot be listed."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(name for name in names if len(name) >= len(prefix) + len(suffix)
+                  and name.startswith(prefix) and name.endswith(suffix))
+
+
 def json_files(folder: str | Path, suffix: str,
                max_bytes: int = 1 << 20) -> list[tuple[Path, dict[str, Any]]]:
     """Every `*<suffix>` regular file of `folder` that holds a JSON object, by name: small
     records one writer keeps per thing (a dispatch, a resolution). Unreadable, non-object or
     non-regular entries (a FIFO, a symlink) are skipped; a missing folder is none."""
-    try:
-        names = sorted(name for name in os.listdir(folder) if name.endswith(suffix))
-    except OSError:
-        return []
+    names = names_ending(folder, suffix)
     from pathlib import Path
 
     found = []

@@ -114,7 +114,8 @@ def _old_safe_name(text: str) -> str:
 @example("2026-11-21T20:30:00Z\n")
 @example("\u0662\u0660\u0662\u0666-11-21T20:30:00-05:30")
 def test_times_are_read_as_the_patterns_read_them(text: str) -> None:
-    from clavain.verdicts.files import TIMESTAMP_PATTERN, stamp_parts
+    from clavain.clock import stamp_parts
+    from clavain.verdicts.files import TIMESTAMP_PATTERN
 
     match = STAMP_PARTS.fullmatch(text)
     assert stamp_parts(text) == (match.groups() if match else None)
@@ -164,3 +165,25 @@ def test_a_model_version_is_told_from_a_date_as_the_pattern_told_it(name: str, a
     from clavain.guards.pricing import _version_at
 
     assert _version_at(name, at) is bool(VERSION.match(name, at))
+
+
+@settings(max_examples=200)
+@given(st.lists(st.sampled_from(["agent-a.jsonl", "agent-.jsonl", "agent-b.json", "x.jsonl",
+                                 ".agent-c.jsonl", "agent-d.jsonl.bak", "AGENT-e.jsonl",
+                                 "v.json", ".json", "agent-dir.jsonl"]), unique=True),
+       st.sampled_from([("agent-", ".jsonl"), ("", ".json"), ("", "")]))
+def test_names_are_listed_as_the_glob_listed_them(tmp_path_factory, names: list[str],
+                                                   pattern: tuple[str, str]) -> None:
+    """`fsutil.names_ending` stands in for `folder.glob(prefix + "*" + suffix)` on the hook
+    path (a glob compiles its pattern with `re`)."""
+    from pathlib import Path
+
+    from clavain.fsutil import names_ending
+
+    folder: Path = tmp_path_factory.mktemp("listing")
+    for name in names:
+        (folder / name).mkdir() if name == "agent-dir.jsonl" else (folder / name).write_text("")
+    prefix, suffix = pattern
+    assert names_ending(folder, suffix, prefix) == \
+        sorted(path.name for path in folder.glob(f"{prefix}*{suffix}"))
+    assert names_ending(folder / "missing", suffix, prefix) == []

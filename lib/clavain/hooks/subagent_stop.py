@@ -20,6 +20,7 @@ import os
 import time
 from pathlib import Path
 
+from clavain.fsutil import names_ending
 from clavain.locate import payload_cwd
 from clavain.paths import StatePaths, plugin_root
 from clavain.project import ensure_state
@@ -71,14 +72,9 @@ def owes_verdict(name: str, folder: str | None = None, root: Path | None = None)
     if not agent_name_ok(name) or (folder is not None and not agent_name_ok(folder)):
         return False
     agents = str(root or plugin_root()) + "/agents"
-    if folder is not None:
-        folders = [folder]
-    else:  # every folder directly in agents/, as `agents/*/<name>.md` would find them
-        try:
-            with os.scandir(agents) as entries:
-                folders = [entry.name for entry in entries if entry.is_dir()]
-        except OSError:
-            return False
+    # Every folder directly in agents/, as `agents/*/<name>.md` would find them (a file there
+    # has no `<name>.md` below it, so it is passed over like a missing one).
+    folders = [folder] if folder is not None else names_ending(agents, "")
     for path in sorted(f"{agents}/{each}/{name}.md" for each in folders):
         try:
             with open(path, encoding="utf-8") as handle:

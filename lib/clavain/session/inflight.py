@@ -73,14 +73,12 @@ def _recent(path: Path, now: float, window: float) -> bool:
 def _reported(project: Path) -> set[str]:
     """Agent ids whose verdict is filed (`<agent>--<agent id>.json`): such an agent is done,
     whatever its transcript's last write says."""
+    from clavain.fsutil import names_ending
     from clavain.paths import StatePaths
-
-    try:
-        stems = [name[:-len(".json")] for name in os.listdir(StatePaths.discover(project).verdicts)
-                 if name.endswith(".json")]
-    except OSError:
-        return set()
     from clavain.verdicts.names import split_name  # not `files`: its parser needs `re`
+
+    stems = [name[:-len(".json")]
+             for name in names_ending(StatePaths.discover(project).verdicts, ".json")]
 
     return {dispatch for stem in stems for dispatch in [split_name(stem)[1]] if dispatch}
 

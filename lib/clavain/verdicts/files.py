@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 
-from clavain.clock import now_iso
-from clavain.fsutil import write_atomic, write_json_atomic
+from clavain.clock import now_iso, stamp_parts
+from clavain.fsutil import names_ending, write_atomic, write_json_atomic
 from clavain.textio import scrub
 from clavain.verdicts.names import DISPATCH_SEPARATOR, split_name
 from clavain.verdicts.parser import (
@@ -65,42 +65,6 @@ _STAMP_PUNCTUATION = str.maketrans("", "", "-:.")
 # No `re` here (SubagentStop writes every verdict through this module): the rules below are
 # the patterns they replaced, which `tests/unit/test_readers_without_re.py` holds beside them.
 _SAFE_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
-
-
-def stamp_parts(text: str) -> tuple[str | None, ...] | None:
-    """The fields of a time as TIMESTAMP_PATTERN allows it: year, month, day, hour, minute,
-    second, the fraction's digits (or None), then the offset's sign, hours and minutes (None
-    for `Z`); None when `text` is not such a time."""
-    fields = tuple(text[at:at + 4 if at == 0 else at + 2] for at in (0, 5, 8, 11, 14, 17))
-    if len(text) < 20 or (text[4], text[7], text[10], text[13], text[16]) != \
-            ("-", "-", "T", ":", ":") or not all(field.isdecimal() for field in fields):
-        return None
-    at = 19
-    fraction = None
-    if text[at] == ".":
-        end = at + 1
-        while end < len(text) and text[end].isdecimal():
-            end += 1
-        if end == at + 1:
-            return None
-        fraction, at = text[at + 1:end], end
-    zone = text[at:]
-    if zone == "Z":
-        return (*fields, fraction, None, None, None)
-    if len(zone) == 6 and zone[0] in "+-" and zone[3] == ":" and zone[1:3].isdecimal() \
-            and zone[4:].isdecimal():
-        return (*fields, fraction, zone[0], zone[1:3], zone[4:])
-    return None
-
-
-def json_files(folder: Path) -> list[Path]:
-    """`folder`'s `*.json` entries, hidden ones too, as `folder.glob("*.json")` finds them
-    (none when it cannot be listed), without the `re` a glob compiles."""
-    try:
-        names = os.listdir(folder)
-    except OSError:
-        return []
-    return [folder / name for name in names if name.endswith(".json")]
 
 
 def _runs_as_one(text: str, char: str) -> str:
@@ -324,7 +288,8 @@ def _agent_files(folder: Path, agent: str) -> list[Path]:
         names.add(safe_agent_name(PLUGIN_PREFIX + agent))
     if not folder.is_dir():
         return []
-    return sorted(path for path in json_files(folder) if split_name(path.stem)[0] in names)
+    return [folder / name for name in names_ending(folder, ".json")
+            if split_name(name[:-len(".json")])[0] in names]
 
 
 def read(folder: Path, agent: str, dispatch: str | None = None) -> dict[str, Any]:
@@ -402,7 +367,7 @@ def parse_all(folder: Path) -> list[dict[str, Any]]:
     skipped."""
     verdicts = []
     if folder.is_dir():
-        for path in sorted(json_files(folder)):
+        for path in [folder / name for name in names_ending(folder, ".json")]:
             try:
                 verdicts.append(_record(path))
             except ValueError as exc:

@@ -11,8 +11,6 @@ as JSON: tool results (the bulk of a transcript) are skipped at memchr speed.
 
 from __future__ import annotations
 
-import os
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` and `pathlib` cost imports the hooks need not pay
     from collections.abc import Iterable, Iterator
@@ -242,26 +240,13 @@ def subagent_files(transcript: Path) -> list[Path]:
     folder = transcript.with_suffix("") / "subagents"
     if not folder.is_dir():
         return []
-    found = _agent_files(folder)
-    for run in _entries(folder / "workflows"):
-        if run.is_dir():
-            found += _agent_files(folder / "workflows" / run.name)
+    from clavain.fsutil import names_ending  # not a glob: it compiles a pattern with `re`
+
+    runs = folder / "workflows"
+    found = [*(folder / name for name in names_ending(folder, ".jsonl", "agent-")),
+             *(runs / run / name for run in names_ending(runs, "")
+               for name in names_ending(runs / run, ".jsonl", "agent-"))]
     return sorted(path for path in found if path.is_file())
-
-
-def _entries(folder: Path) -> list:
-    try:
-        with os.scandir(folder) as entries:
-            return list(entries)
-    except OSError:
-        return []
-
-
-def _agent_files(folder: Path) -> list[Path]:
-    """`agent-*.jsonl` in `folder`, as a glob finds them, without the `re` a glob compiles."""
-    return [folder / entry.name for entry in _entries(folder)
-            if len(entry.name) >= len("agent-.jsonl") and entry.name.startswith("agent-")
-            and entry.name.endswith(".jsonl")]
 
 
 def session_usage(transcript: Path, *, with_subagents: bool = True
