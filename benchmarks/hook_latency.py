@@ -15,7 +15,10 @@ a project without `.clavain/`, where bin/clavain-hook decides in bash and starts
 Besides the hooks it times what every database-using hook pays: importing the store, opening
 `.clavain/state.sqlite` and one short write transaction, for this checkout and (to print the
 old figure next to the new) for the library as of `--baseline-ref` (a git ref; default: the
-commit before the fast-open change).
+commit before the fast-open change). And the floor no hook that records a call in SQLite can
+go below: the C driver, an open, one write and the close with no Clavain code, alone and
+started by bash; and what one without SQLite could: the payload read, one line appended to a
+file, the process ended at once.
 
 By default it measures what an installed user gets: a throwaway venv (no packages: the hot path
 is stdlib-only) in CLAUDE_PLUGIN_DATA, marked ready the way the bootstrap marks it, so the
@@ -53,6 +56,27 @@ from clavain.store.db import connect, transaction
 conn = connect(sys.argv[2])
 with transaction(conn):
     conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('bench', 'x')")
+"""
+# The floor of any hook that records a call in SQLite from a fresh process: the C driver, an
+# open, one write transaction and the close (the WAL checkpointed), no Clavain code at all.
+FLOOR_WRITE = """import _sqlite3, sys
+conn = _sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("PRAGMA synchronous = NORMAL")
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('floor', 'x')")
+conn.execute("COMMIT")
+conn.close()
+"""
+# What a hot path without SQLite could go down to: read the payload, append one record to a
+# file, end at once; no check at all.
+FLOOR_APPEND = """import sys
+sys.path.insert(0, sys.argv[1])
+import posix
+from clavain import fastjson
+payload = fastjson.loads(sys.stdin.buffer.read().decode("utf-8"))
+fd = posix.open(sys.argv[2], posix.O_WRONLY | posix.O_APPEND | posix.O_CREAT, 0o600)
+posix.write(fd, (str(payload.get("tool_name")) + "\\n").encode())
+posix._exit(0)
 """
 
 
@@ -332,6 +356,22 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run(argv_open, check=True, env=env)  # create + migrate outside timing
             cases.append({"name": f"open db + 1 write transaction ({name})", "argv": argv_open,
                           "env": env, "cwd": str(project)})
+
+        # What no hook that records a call in SQLite can go below: the interpreter, the driver,
+        # the open, one write, the close; alone and launched through bash as hooks are.
+        floor_db = str(database.with_name("state-floor.sqlite"))
+        subprocess.run([python, "-I", "-S", "-c", OPEN_AND_WRITE, str(REPO / "lib"), floor_db],
+                       check=True, env=env)
+        floor_argv = [python, "-I", "-S", "-c", FLOOR_WRITE, floor_db]
+        cases.append({"name": "floor: 1 SQLite write, no Clavain code", "argv": floor_argv,
+                      "env": env, "cwd": str(project)})
+        cases.append({"name": "floor, started by bash (bash -c exec)",
+                      "argv": ["bash", "-c", 'exec "$@"', "-", *floor_argv], "env": env,
+                      "cwd": str(project)})
+        cases.append({"name": "floor without SQLite: payload read, 1 line appended",
+                      "argv": [python, "-I", "-S", "-c", FLOOR_APPEND, str(REPO / "lib"),
+                               str(work / "appended.log")], "env": env, "cwd": str(project),
+                      "stdin": json.dumps(payload("PreToolUse", None, ctx))})
 
         hook_cases = []
         for hook in registered_hooks():

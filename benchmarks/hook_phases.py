@@ -7,7 +7,8 @@ the open, the counting transaction, the close) and time each with `perf_counter`
 (bash's EPOCHREALTIME to the interpreter's first line) is timed as bin/clavain-hook times it.
 Then the SQLite part alone two ways: closed as the hook does (the last connection checkpoints
 the WAL into the database and deletes it) and left open at exit (the WAL stays), to show what
-the checkpoint costs each call. Medians; the machine's load shows in them.
+the checkpoint costs each call (why the hook closes anyway: docs/ARCHITECTURE.md, "What a
+spawned hook cannot go below"). Medians; the machine's load shows in them.
 
     python benchmarks/hook_phases.py [--runs 25] [--python PATH] [--json]
 """
@@ -35,9 +36,9 @@ from clavain import hooks
 mark("import_dispatcher")
 payload = hooks.read_payload(sys.stdin.buffer.read())
 mark("payload")
-from clavain.guards import budget, gate
+from clavain.guards import budget, counting, gate
 mark("import_guards")
-project, root, database, context = gate._counting_here(payload)
+project, root, database, context = counting.counting_here(payload)
 mark("run_context")
 call = budget.describe("Bash", payload["tool_input"], context["patterns"],
                        os.path.join(root, "config.json"))

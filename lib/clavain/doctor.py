@@ -163,7 +163,7 @@ def _budgets(state: StatePaths) -> dict[str, Any]:
     CLAVAIN_BUDGET_* variables), or what is wrong with their settings: a misspelled key or a
     bad value is never a silent default."""
     from clavain.guards.budget import BUDGETS, amount
-    from clavain.guards.gate import run_context
+    from clavain.guards.counting import run_context
 
     context = run_context(str(state.root), None)
     limits, problems = context["limits"], context["problems"]

@@ -114,8 +114,8 @@ def _mark(text: str, used: float, limit: float | None, env: dict | os._Environ[s
 def _budget(conn: object, context: dict, env: dict | os._Environ[str]) -> str | None:
     """`budget cmds 12/200 $0.42+0.80 res/$5.00`: the session's Bash commands and Clavain's
     dollars (spent, and reserved for work under way: `guards.reservations`) against their
-    limits (the gate's run key and limits), `⚠` on one at WARN_SHARE of its limit; None before
-    the session's first counted call."""
+    limits (the hooks' run key and limits: `guards.counting`), `⚠` on one at WARN_SHARE of its
+    limit; None before the session's first counted call."""
     import sqlite3
 
     from clavain.guards.reservations import reserved
@@ -264,9 +264,10 @@ def line(payload: dict, env: dict | os._Environ[str] | None = None) -> str:
     found: dict = {}
 
     def context() -> dict:
-        """The gate's run key and limits, read once for the parts that need them."""
+        """The hooks' run key and limits (`guards.counting`), read once for the parts that need
+        them."""
         if "context" not in found:
-            from clavain.guards.gate import run_context
+            from clavain.guards.counting import run_context
 
             found["context"] = run_context(root, session_id, env=env)
         return found["context"]

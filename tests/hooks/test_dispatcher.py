@@ -206,3 +206,25 @@ def test_hooks_log_never_follows_a_planted_symlink(run_hook, tmp_path: Path) -> 
     result = run_hook("NoSuchEvent", {"cwd": str(project)}, cwd=project)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
     assert outside.read_text() == "keep me\n"
+
+
+@pytest.mark.parametrize(("event", "collector"), [("PreToolUse", False),
+                                                   ("SubagentStop", False), ("Stop", True)])
+def test_a_hook_process_runs_without_the_cycle_collector(tmp_path: Path, event: str,
+                                                         collector: bool) -> None:
+    """`main_and_exit` (the hook process, which ends with `os._exit`) turns the cycle
+    collector off before the handler runs, except for Stop, which may run a loop's checks for
+    minutes."""
+    lib = str(Path(__file__).parents[2] / "lib")
+    probe = ("import sys; sys.path.insert(0, sys.argv.pop(1))\n"
+             "import gc\n"
+             "import clavain.hooks as hooks\n"
+             "print('before', gc.isenabled(), flush=True)\n"
+             "hooks.main = lambda: print('during', gc.isenabled(), flush=True) or 0\n"
+             "hooks.main_and_exit()\n"
+             "print('never here', flush=True)\n")
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", probe, lib, event], input="{}",
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["before True", f"during {collector}"]
+    assert "never here" not in done.stdout

@@ -127,8 +127,10 @@ def test_subagent_stop_imports_no_heavy_module(setting: dict) -> None:
     assert "pathlib" in modules
     assert not _hook_offenders(modules, "json", "re", "enum", "fnmatch", "urllib.parse",
                                "ipaddress", "collections", "functools", "datetime", "_hashlib")
-    # The run's context without command descriptions: no test patterns to compile.
-    assert "clavain.guards.gate" in modules and "clavain.guards.commands" not in modules
+    # The run's context without command descriptions (no test patterns to compile) and
+    # without the PreToolUse gate.
+    assert "clavain.guards.counting" in modules
+    assert "clavain.guards.gate" not in modules and "clavain.guards.commands" not in modules
 
 
 def test_user_prompt_submit_imports_no_heavy_module(setting: dict) -> None:

@@ -87,7 +87,8 @@ def test_the_common_call_imports_nothing_to_judge_landing(tmp_path: Path) -> Non
 HOT_PATH_CLAVAIN = frozenset({
     "clavain", "clavain.clock", "clavain.errors", "clavain.fastjson", "clavain.fsutil",
     "clavain.guards", "clavain.guards.budget", "clavain.guards.commands", "clavain.guards.gate",
-    "clavain.guards.landing", "clavain.guards.policy", "clavain.guards.shell_words",
+    "clavain.guards.landing", "clavain.guards.policy", "clavain.guards.counting",
+    "clavain.guards.shell_words",
     "clavain.guards.state_paths", "clavain.guards.wrappers", "clavain.hooks",
     "clavain.hooks.pre_tool_use", "clavain.lean_import", "clavain.locate", "clavain.sprint",
     "clavain.sprint.checkpoint", "clavain.store", "clavain.store.db", "clavain.textio"})

@@ -146,7 +146,7 @@ def test_variables_are_decimal_text(variable: str, text: str, value: object) -> 
 def test_the_hook_reads_the_file_as_the_schema_does(tmp_path, text: str, named: str) -> None:
     from clavain import config
     from clavain.errors import ClavainError
-    from clavain.guards.gate import run_context
+    from clavain.guards.counting import run_context
 
     (tmp_path / "config.json").write_text(text)
     problems = run_context(str(tmp_path), "s")["problems"]
@@ -157,7 +157,7 @@ def test_the_hook_reads_the_file_as_the_schema_does(tmp_path, text: str, named: 
 
 def test_a_good_file_is_good_for_both(tmp_path) -> None:
     from clavain import config
-    from clavain.guards.gate import run_context
+    from clavain.guards.counting import run_context
 
     (tmp_path / "config.json").write_text(
         '{"budgets": {"maxCommands": 12.0, "maxCostUsd": 3, "scope": null, "profile": "yolo"}}')

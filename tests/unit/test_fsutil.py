@@ -67,3 +67,30 @@ def test_writes_inside_the_state_folder_never_follow_a_planted_symlink(tmp_path:
     assert target.read_text() == "keep"
     assert (root / "logs" / "hooks.log").read_text() == "new"
     assert real_folder(root, root / "runs" / "r1" / "n1").is_dir()
+
+
+def test_the_bytes_are_synced_before_the_new_name_points_at_them(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    """A crash right after the rename must not leave the name on an empty file: the temporary
+    file's data is synced first, and it is the very file then renamed."""
+    target = tmp_path / "verdict.json"
+    target.write_text("old\n")
+    steps: list[tuple[str, str]] = []
+    real_replace, real_fsync = os.replace, os.fsync
+
+    def fsync(fd: int) -> None:
+        steps.append(("fsync", os.readlink(f"/proc/self/fd/{fd}")
+                      if os.path.isdir("/proc/self/fd") else "?"))
+        real_fsync(fd)
+
+    def replace(src, dst) -> None:
+        steps.append(("replace", os.fspath(src)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    write_atomic(target, "new\n")
+    assert [step for step, _ in steps] == ["fsync", "replace"]
+    if steps[0][1] != "?":
+        assert steps[0][1] == steps[1][1]
+    assert target.read_text() == "new\n"

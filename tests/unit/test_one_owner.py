@@ -41,13 +41,14 @@ def _in_a_thread(action, seconds: float = 10.0):
 def _callers(root: Path) -> dict[str, object]:
     """What each front door makes of the checkpoint in `root`, all through `read_in`."""
     from clavain import statusline
-    from clavain.guards import gate
+    from clavain.guards import counting
     from clavain.hooks import stop
 
     state = StatePaths(root)
     notes: list[str] = []
     sprint_id = checkpoint.active_sprint_id(state, notes)
-    return {"gate": gate._active_sprint(str(root)), "statusline": statusline._sprint(str(root)),
+    return {"budgets": counting._active_sprint(str(root)),
+            "statusline": statusline._sprint(str(root)),
             "hook": (sprint_id, bool(notes)),
             "stop": stop.handle({"cwd": str(root.parent), "session_id": "s1"})}
 
@@ -83,13 +84,13 @@ def test_a_damaged_checkpoint_is_one_answer_for_every_caller(root: Path, damage:
                 "huge": f"is over {checkpoint.MAX_BYTES} bytes", "bytes": "not UTF-8"}
     assert expected.get(damage, "") in raised.value.problem
     assert _in_a_thread(lambda: _callers(root)) == {
-        "gate": (None, None), "statusline": "checkpoint damaged", "hook": (None, True),
+        "budgets": (None, None), "statusline": "checkpoint damaged", "hook": (None, True),
         "stop": None}
 
 
 def test_no_checkpoint_is_none_for_every_caller(root: Path) -> None:
     assert checkpoint.read_in(root) is None
-    assert _callers(root) == {"gate": (None, None), "statusline": "no sprint",
+    assert _callers(root) == {"budgets": (None, None), "statusline": "no sprint",
                               "hook": (None, False), "stop": None}
 
 
@@ -97,9 +98,10 @@ def test_a_good_checkpoint_reads_the_same_everywhere(state: StatePaths) -> None:
     started = lifecycle.start(state, "rename foo to bar", complexity="2")
     active = checkpoint.read_in(state.root)
     assert active == checkpoint.read(state) and active["sprint_id"] == started["sprint_id"]
-    from clavain.guards import gate
+    from clavain.guards import counting
 
-    assert gate._active_sprint(str(state.root)) == (active["sprint_id"], active["complexity"])
+    assert counting._active_sprint(str(state.root)) == (active["sprint_id"],
+                                                           active["complexity"])
 
 
 # ---------------------------------------------------------------- the one small-JSON reader

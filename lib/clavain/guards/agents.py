@@ -173,9 +173,9 @@ def subagent_stopped(payload: dict, agent_usage=None) -> str | None:
     release one of its reservations. `agent_usage`: the subagent's transcript as the verdict
     read it whole (a `transcript.Usage`), so it is not read again. A note for hooks.log, or
     None."""
-    from clavain.guards import gate
+    from clavain.guards.counting import counting_here
 
-    where = gate._counting_here(payload, database_needed=True)
+    where = counting_here(payload, database_needed=True)
     agent_id = payload.get("agent_id")
     if where is None or not isinstance(agent_id, str) or not _plain(agent_id):
         return None

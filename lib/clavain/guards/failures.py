@@ -11,7 +11,8 @@ import time
 
 def post_tool_use_failure(payload: dict) -> None:
     from clavain.guards import budget, fanout
-    from clavain.guards.gate import _counting_here, _open_database, _text
+    from clavain.guards.counting import counting_here
+    from clavain.guards.gate import _open_database, _text
 
     tool = payload.get("tool_name")
     error = payload.get("error")
@@ -22,7 +23,7 @@ def post_tool_use_failure(payload: dict) -> None:
     tool_use_id = _text(payload.get("tool_use_id"))
     if fan_out and tool_use_id is None:
         return
-    where = _counting_here(payload, database_needed=True)
+    where = counting_here(payload, database_needed=True)
     if where is None:
         return
     from clavain.fsutil import UnsafePathError

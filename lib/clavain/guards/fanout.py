@@ -274,11 +274,12 @@ def decide(conn, run_key: str, call: dict, limits: dict, tool_use_id: str | None
     (`guards.agents`), then a new subagent's reservation. The denial, or None (counted,
     reserved)."""
     from clavain.guards import agents
+    from clavain.guards.counting import SUPERVISED_PREFIX
 
     denial = agents.count_call(conn, run_key, call, limits, at) if call.get("agent_id") else None
     # A runner of `clavain run` holds its share already and the host caps it there
     # (`--max-budget-usd` counts its subagents): reserving again would only deny them.
-    supervised = run_key.startswith("run:")
+    supervised = run_key.startswith(SUPERVISED_PREFIX)
     if denial is None and call.get("fanout") and not supervised:
         denial = reserve(conn, run_key, tool_use_id or f"call:{at}", call["fanout"], limits, at)
     return denial

@@ -1,5 +1,5 @@
-"""Budgets at the hooks: which run a tool call belongs to, its limits, and the PreToolUse /
-PostToolUseFailure steps the hooks (and the coming supervisor) call.
+"""Budgets at the hooks: the PreToolUse step (which run a call counts against, and its limits,
+are `guards.counting`'s; PostToolUseFailure borrows the hook's open and its text check).
 
 Tokens and dollars are measured from the transcripts by a detached process that a tool call
 starts at most every 30 s (`usage.start_measuring`): a hook per tool call after the tool ran
@@ -7,10 +7,7 @@ cost ~20 ms of CPU per call on a two-core machine, even async. A test that passe
 no hook: a red record only matches while nothing has changed since it failed.
 
 Budgets apply where Clavain keeps state (a `.clavain/` folder): no session in another project
-gets a database it never asked for. The run is the session (`session:<id>`), whichever sprint
-it works on, so abandoning a sprint and starting another gives nothing back; a call from no
-known session (a terminal) counts against the active sprint (`sprint:<id>`). The active
-sprint's complexity sets the scope, and the run behind each sprint is remembered
+gets a database it never asked for. The run behind each sprint is remembered
 (`budget_sprints`: a sprint's summary finds its run by it). One session's counts never reach
 another's. Stdlib only.
 
@@ -52,7 +49,8 @@ from __future__ import annotations
 import os
 import time
 
-CONFIG_MAX_BYTES = 1 << 20
+from clavain.guards.counting import SUPERVISED_PREFIX, counting_here
+
 # How long a hook waits for another writer: well under the host's 10 s PreToolUse timeout.
 HOOK_BUSY_MS = 3000
 LOCKED = ("Clavain budget: the state database stayed locked for {s:g} s (another clavain process "
@@ -69,73 +67,6 @@ UNRECORDED = ("Clavain could not record this tool call ({problem}); budgets are 
               "counted in {root} until that is fixed.")
 
 
-# Set by the headless supervisor in every runner's environment: `run:<run id>`.
-SUPERVISED_RUN_VARIABLE = "CLAVAIN_BUDGET_RUN"
-SUPERVISED_PREFIX = "run:"
-
-
-def run_context(root: str, session_id: object, supervised_run: str | None = None,
-                env: dict | None = None) -> dict:
-    """{"run_key", "sprint_id", "limits", "problems", "patterns"} for calls in the project whose
-    state folder is `root`, now; budget variables from `env` (default: this process's)."""
-    from clavain.guards import policy
-
-    env = os.environ if env is None else env
-    sprint_id, complexity = _active_sprint(root)
-    settings, problems = _budget_settings(root)
-    limits, more = policy.resolve(settings, env, complexity)
-    session = session_id if isinstance(session_id, str) and session_id else None
-    # The session's counts, whichever sprint it works on: abandoning a sprint and starting
-    # another gives nothing back. Only a call from no known session (a terminal) counts
-    # against the sprint itself.
-    run_key = (f"session:{session[:200]}" if session else f"sprint:{sprint_id}" if sprint_id
-               else "session:unknown")
-    supervised = supervised_run or env.get(SUPERVISED_RUN_VARIABLE, "")
-    if supervised.startswith(SUPERVISED_PREFIX) and len(supervised) <= 200:
-        run_key = supervised  # a runner of `clavain run`: its calls count against that run
-    return {"run_key": run_key, "sprint_id": sprint_id,
-            "limits": limits, "problems": problems + more,
-            "patterns": _test_patterns(limits["testPatterns"])}
-
-
-def _test_patterns(extra: list[str]) -> list:
-    """`budgets.testPatterns` compiled; with none, no `guards.commands` import (SubagentStop
-    asks for the run's context but describes no command)."""
-    if not extra:
-        return []
-    from clavain.guards.commands import compile_patterns
-
-    return compile_patterns(extra)
-
-
-def _active_sprint(root: str) -> tuple[str | None, object]:
-    """(sprint id, complexity) from the checkpoint (`checkpoint.read_in`, the one reader); none
-    when it is damaged: that is `clavain sprint`'s to report, not a budget's."""
-    from clavain.sprint import checkpoint as sprint_checkpoint
-
-    try:
-        checkpoint = sprint_checkpoint.read_in(root)
-    except sprint_checkpoint.DamagedCheckpoint:
-        return None, None
-    if checkpoint is None:
-        return None, None
-    return checkpoint["sprint_id"], checkpoint.get("complexity")
-
-
-def _budget_settings(root: str) -> tuple[object, list[str]]:
-    from clavain.fsutil import read_json_object
-
-    problems: list[str] = []
-    config = read_json_object(os.path.join(root, "config.json"), CONFIG_MAX_BYTES, problems)
-    if problems:  # named, with what is done about it
-        return None, [f"{problems[0]}; defaults used"]
-    if config is None or "budgets" not in config:
-        return None, []
-    if not isinstance(config["budgets"], dict):  # `null` too, as the schema says
-        return None, ["config.json: budgets must be an object; defaults used"]
-    return config["budgets"], []
-
-
 def pre_tool_use(payload: dict) -> dict | None:
     """The hook's output for one tool call: a denial, a warning in context, or None."""
     from clavain.guards import budget
@@ -148,7 +79,7 @@ def pre_tool_use(payload: dict) -> dict | None:
     tool = payload.get("tool_name")
     if tool not in budget.COUNTED_TOOLS:
         return None
-    where = _counting_here(payload, counting_only=False)
+    where = counting_here(payload, counting_only=False)
     if where is None:
         return None
     project, root, database, context = where
@@ -364,27 +295,6 @@ def _spent_when_unwritable(database: str, call: dict, context: dict) -> str | No
             conn.close()
     except (db.sqlite3.DatabaseError, OSError):
         return None
-
-
-def _counting_here(payload: dict, *, database_needed: bool = False,
-                   counting_only: bool = True) -> tuple | None:
-    """(project, state folder, database, run context) when budgets count in the payload's
-    project, else None: no `.clavain/` folder (most projects never use Clavain), budgets
-    disabled (unless not `counting_only`: the state folder's guards hold without budgets), or
-    (`database_needed`) nothing counted yet. `locate`, not `paths.StatePaths`: `pathlib` alone
-    would cost more than the whole check."""
-    from clavain import locate
-    from clavain.locate import payload_cwd
-
-    project = locate.project_dir(payload_cwd(payload))
-    root = locate.state_dir(project)
-    database = locate.db_file(root)
-    if not os.path.isdir(root) or (database_needed and not os.path.exists(database)):
-        return None
-    context = run_context(root, payload.get("session_id"))
-    if counting_only and not context["limits"]["enabled"]:
-        return None
-    return project, root, database, context
 
 
 def _start_measuring(project: str, run_key: str, transcript: str, payload: dict) -> None:

@@ -210,7 +210,7 @@ def _target(state: Any, conn: Any, run_key: str | None,
     """(the run asked for - else the current one (`current_run`), else a placeholder name -,
     the run context with the limits that apply now)."""
     from clavain.authority import host_environment
-    from clavain.guards.gate import run_context
+    from clavain.guards.counting import run_context
 
     # The limits the hook applies: the variables the host set, not the command line's.
     context = run_context(str(state.root), session_id, env=host_environment())

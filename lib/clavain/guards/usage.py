@@ -54,7 +54,7 @@ def measure(conn, *, run_key: str, transcript: str | None = None) -> None:
     the responses written from a minute before the run's first counted call (the response that
     made that call comes just before it) — so a sprint is not charged what its session spent
     earlier, and a reset starts from zero."""
-    from clavain.guards.gate import SUPERVISED_PREFIX
+    from clavain.guards.counting import SUPERVISED_PREFIX
     from clavain.store.db import transaction
 
     if run_key.startswith(SUPERVISED_PREFIX):

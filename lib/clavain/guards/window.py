@@ -272,9 +272,9 @@ def from_rate_limit_info(info: object, now: float) -> dict:
 
 def status(root: str, now: float, limits: dict | None = None) -> dict:
     """For `clavain budget status`: {"share_max", "windows": [{window, used_percent,
-    resets_at, resets, over, source}], "stop"}; `limits` default: the project's (the gate's)."""
+    resets_at, resets, over, source}], "stop"}; `limits` default: the project's (`counting`)."""
     if limits is None:
-        from clavain.guards.gate import run_context
+        from clavain.guards.counting import run_context
 
         limits = run_context(root, None)["limits"]
     share = _share(limits)

@@ -30,7 +30,7 @@ from typing import Any
 from clavain import config as config_mod
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
-from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
+from clavain.guards.counting import SUPERVISED_RUN_VARIABLE
 from clavain.loop import decide, records
 from clavain.loop.decide import EXIT_CODES
 from clavain.loop.iterate import RULES, iterate

@@ -80,15 +80,15 @@ def _reply(name: str, process: Any) -> tuple[str, dict[str, Any]]:
 
 def _charge(state: StatePaths, usage: dict[str, Any]) -> None:
     """Inside a supervised run (a runner asked), the call is the run's to pay for."""
-    from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
+    from clavain.guards.counting import SUPERVISED_PREFIX, SUPERVISED_RUN_VARIABLE
 
     supervised = os.environ.get(SUPERVISED_RUN_VARIABLE, "")
-    if not supervised.startswith("run:") or not (usage["tokens"] or usage["cost_usd"]):
+    if not supervised.startswith(SUPERVISED_PREFIX) or not (usage["tokens"] or usage["cost_usd"]):
         return
     from clavain.supervisor.run_budget import RunBudget
 
-    RunBudget(state, supervised[len("run:"):]).add_usage(tokens=usage["tokens"],
-                                                         cost_usd=usage["cost_usd"])
+    RunBudget(state, supervised.removeprefix(SUPERVISED_PREFIX)).add_usage(
+        tokens=usage["tokens"], cost_usd=usage["cost_usd"])
 
 
 def _store(state: StatePaths, value: Any, key: str, in_run: bool,

@@ -51,7 +51,7 @@ def window_hold(root: str, *, wait_on_limit: bool, command: str,
     ending ({"status": "window_limit", …}) saying when it would resume; None when no live
     window is past the share. The share is read again each time (a person may change it)."""
     from clavain.guards import window
-    from clavain.guards.gate import run_context
+    from clavain.guards.counting import run_context
 
     now = time.time() if now is None else now
     limits = run_context(root, None)["limits"]

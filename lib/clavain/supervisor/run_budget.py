@@ -17,7 +17,7 @@ from typing import Any
 
 from clavain.guards import reservations
 from clavain.guards.budget import BUDGETS, amount, run_row
-from clavain.guards.gate import SUPERVISED_PREFIX, run_context
+from clavain.guards.counting import SUPERVISED_PREFIX, run_context
 from clavain.paths import StatePaths
 from clavain.store.db import connect
 

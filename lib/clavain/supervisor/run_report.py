@@ -7,7 +7,7 @@ import signal
 from typing import Any
 
 from clavain.errors import ClavainError
-from clavain.guards.gate import SUPERVISED_PREFIX, run_context
+from clavain.guards.counting import SUPERVISED_PREFIX, run_context
 from clavain.guards.report import empty, project_report
 from clavain.paths import StatePaths
 from clavain.supervisor.metrics import METRICS_NAME, load

@@ -22,7 +22,7 @@ from typing import Any
 from clavain.clock import now_iso
 from clavain.errors import ClavainError
 from clavain.fsutil import write_json_atomic
-from clavain.guards.gate import SUPERVISED_RUN_VARIABLE
+from clavain.guards.counting import SUPERVISED_RUN_VARIABLE
 from clavain.paths import StatePaths
 from clavain.processes import process_identity
 from clavain.stop_flag import StopFlag

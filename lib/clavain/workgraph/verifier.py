@@ -101,7 +101,7 @@ def result_line(result: dict[str, Any]) -> str:
 
 class TestRunBudget:
     """The current budget run's test-run count for the commands a verify runs. The run is the
-    hook's (`gate.run_context`): the host session, else the active sprint, with the budget
+    hook's (`guards.counting`): the host session, else the active sprint, with the budget
     variables as Claude Code gave them to the command (`authority.host_environment`: an emptied
     or raised variable in front of `clavain verify` changes nothing); with neither (a person's
     terminal), or budgets disabled, nothing is counted.
@@ -111,7 +111,7 @@ class TestRunBudget:
 
     def __init__(self, g: Graph) -> None:
         from clavain.authority import host_environment
-        from clavain.guards import gate
+        from clavain.guards.counting import SUPERVISED_PREFIX, run_context
 
         # Budgets are this machine's, in the project's SQLite file, wherever the graph is: the
         # graph's own connection is that file unless the graph is on a shared server.
@@ -122,9 +122,10 @@ class TestRunBudget:
         # the command line in front of `clavain verify` changed.
         env = host_environment()
         self.session = env.get("CLAUDE_CODE_SESSION_ID") or None
-        context = gate.run_context(str(g.state.root), self.session, env=env)
-        counting = context["limits"]["enabled"] and (
-            self.session is not None or context["run_key"].startswith(("sprint:", "run:")))
+        context = run_context(str(g.state.root), self.session, env=env)
+        counting = context["limits"]["enabled"] and (self.session is not None or
+                                                     context["run_key"].startswith(
+                                                         ("sprint:", SUPERVISED_PREFIX)))
         self.context: dict[str, Any] | None = context if counting else None
         self.counted = 0
         self.warnings: list[str] = []
