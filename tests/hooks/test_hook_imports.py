@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import REPO, clavain_project
+from .conftest import REPO, clavain_project, start_sprint
 
 # What each of these hooks once imported and does not need: `dataclasses` drags in `inspect`
 # (ast, dis, tokenize, linecache), `tempfile` drags in `shutil` (bz2, lzma) and `random`,
@@ -144,6 +144,23 @@ def test_user_prompt_submit_imports_no_heavy_module(setting: dict) -> None:
     assert typed_request.take(state, "s1") == "add a flag"
     # It writes its record with `os.path` alone: no `pathlib`, nor the `re` that drags in.
     assert not _offenders(modules, "json", "pathlib", "re", "enum", "fnmatch", "urllib.parse")
+
+
+def test_stop_after_a_plain_turn_imports_no_pathlib(setting: dict) -> None:
+    """Stop runs after every turn: without a loop or a sprint it decides on `os.path` alone
+    (the dispatcher does not hand it pathlib); with a sprint's handoff to ask for, it still
+    asks."""
+    from clavain.paths import StatePaths
+    from clavain.session.handoff import mark_worked
+
+    payload = {**setting["base"], "hook_event_name": "Stop", "stop_hook_active": False}
+    _, modules = _run("Stop", payload, setting["project"], setting["home"])
+    assert not _offenders(modules, "pathlib", "re", "json")
+    sprint = start_sprint(setting["project"])
+    mark_worked(StatePaths.discover(setting["project"]), sprint["sprint_id"], "s1")
+    (setting["project"] / "work.txt").write_text("uncommitted\n", encoding="utf-8")
+    out, modules = _run("Stop", payload, setting["project"], setting["home"])
+    assert json.loads(out)["decision"] == "block" and "pathlib" in modules
 
 
 def test_the_check_sees_a_heavy_import(tmp_path: Path) -> None:

@@ -72,7 +72,7 @@ def add_wait_on_limit_flag(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     from clavain.paths import StatePaths
     from clavain.supervisor import progress
-    from clavain.supervisor.supervise import RunOptions, as_resumed, resolve_graph, supervise
+    from clavain.supervisor.supervise import RunOptions, run_to_start, supervise
 
     if args.resume and args.graph:
         from clavain.errors import ClavainError
@@ -92,8 +92,8 @@ def _run(args: argparse.Namespace) -> int:
 
             raise ClavainError("--dry-run runs nothing, so there is no run for --html to show")
 
-        options = as_resumed(state, options)  # a resumed run's own runner, as it would run
-        plan = project(state, resolve_graph(state, options), runner_override=options.runner,
+        options, graph_id = run_to_start(state, options)  # a resumed run's own runner
+        plan = project(state, graph_id, runner_override=options.runner,
                        run_id=args.resume or "dry-run")
         if args.json:
             emit_json(plan)

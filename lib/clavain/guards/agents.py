@@ -223,7 +223,8 @@ def _measure_agent(payload: dict, known=None) -> tuple[tuple[int, float, str | N
 
     message = payload.get("last_assistant_message")
     deadline = time.monotonic() + TRANSCRIPT_WAIT_SECONDS
-    while isinstance(message, str) and message.strip() and \
+    # `known` was read once the verdict saw the final message there: no second look.
+    while known is None and isinstance(message, str) and message.strip() and \
             not holds_final_message(Path(path), message) and time.monotonic() < deadline:
         time.sleep(0.05)
     if not os.path.isfile(path):

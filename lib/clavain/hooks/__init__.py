@@ -26,8 +26,10 @@ STDIN_SECONDS = 5.0
 EVENTS = ("SessionStart", "UserPromptSubmit", "PreCompact", "Stop", "SubagentStart",
           "SubagentStop", "PreToolUse", "PostToolUseFailure", "StopFailure")
 # The events whose handlers never import pathlib (tests hold them to it): every tool call's
-# hook and the prompt's. The others get it from `lean_import`, without the `re` it drags in.
-WITHOUT_PATHLIB = ("PreToolUse", "PostToolUseFailure", "UserPromptSubmit")
+# hook and the prompt's; and Stop after a plain turn (a loop or a sprint's handoff imports
+# `subprocess`, and `re` with it, anyway). The others get pathlib from `lean_import`, without
+# the `re` it drags in.
+WITHOUT_PATHLIB = ("PreToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop")
 # The event that may run for minutes (a loop's checks: threads and subprocesses, up to 600 s):
 # there a file or a process caught in a reference cycle must still be let go before the end.
 KEEPS_CYCLE_COLLECTOR = ("Stop",)

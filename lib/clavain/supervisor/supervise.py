@@ -402,29 +402,23 @@ def supervise(state: StatePaths, options: RunOptions, report: Report | None = No
     if not graph_store_exists(state):
         raise ClavainError(f"no workgraph yet ({state.db} is missing): `clavain init`, then "
                            "plan a sprint or add nodes with `clavain graph import`")
-    options = as_resumed(state, options)
-    graph_id = resolve_graph(state, options)
+    options, graph_id = run_to_start(state, options)
     refuse_before_execute(state, graph_id)
     return Supervisor(state, graph_id, options, report).run()
 
 
-def as_resumed(state: StatePaths, options: RunOptions) -> RunOptions:
-    """`options` for `--resume RUN`: the run goes on as it was started (its runner, workers and
-    packet mode), unless told otherwise now; `options` as given without `--resume`. The run
-    and its dry run (`projection`) both ask this."""
-    if not options.resume:
-        return options
-    record = run_record.resumable(state, options.resume)
-    kept = record.get("options") if isinstance(record.get("options"), dict) else {}
-    return replace(options, runner=options.runner or kept.get("runner"),
-                   workers=options.workers or kept.get("workers"),
-                   packet_mode=options.packet_mode or kept.get("packet_mode"))
-
-
-def resolve_graph(state: StatePaths, options: RunOptions) -> str:
-    """The graph of `--resume RUN` (from its record), else the current graph rule."""
+def run_to_start(state: StatePaths, options: RunOptions) -> tuple[RunOptions, str]:
+    """(the options the run goes on with, its graph). `--resume RUN`: from its record, read
+    once — the run goes on as it was started (its runner, workers and packet mode, unless told
+    otherwise now) on its own graph. Otherwise `options` as given and the current graph rule.
+    The run and its dry run (`projection`) both ask this."""
     if options.resume:
-        return str(run_record.resumable(state, options.resume)["graph_id"])
+        record = run_record.resumable(state, options.resume)
+        kept = record.get("options") if isinstance(record.get("options"), dict) else {}
+        return replace(options, runner=options.runner or kept.get("runner"),
+                       workers=options.workers or kept.get("workers"),
+                       packet_mode=options.packet_mode or kept.get("packet_mode")), \
+            str(record["graph_id"])
     if options.run_id:
         from clavain.workgraph.graphs import check_id
 
@@ -433,4 +427,4 @@ def resolve_graph(state: StatePaths, options: RunOptions) -> str:
         if used.exists():
             raise ClavainError(f"run {options.run_id!r} exists; continue it with "
                                f"--resume {options.run_id}, or pick another id")
-    return current_graph.resolve(state, options.graph)
+    return options, current_graph.resolve(state, options.graph)

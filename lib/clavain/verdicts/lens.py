@@ -53,6 +53,3 @@ def lens_named(line: str) -> str | None:
             return line[at:end]
         end -= 1
     return None
-
-
-
